@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "apps/perf/nodes.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace imago::perf {
+namespace {
+
+int open_node(Context& ctx, Node& n, uint16_t port_id, const dp::FaultConfig& tx,
+              const dp::FaultConfig& rx) {
+  const Options& o = ctx.opt;
+  dp::PortConfig pc{.nb_rxd = o.nb_desc, .nb_txd = o.nb_desc};
+  size_t frame = dp::encap_header_len(o.encap.kind) + o.size;
+  auto room = static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame));
+  // Held elsewhere besides the descriptors: the fault layer's two stages, the ring of a pair.
+  unsigned extra = 4 * o.fault_capacity + o.ring_size + 4 * o.burst;
+  unsigned count = dp::mbufs_needed(pc, rte_lcore_count(), o.burst, 256, extra);
+  n.pool = dp::create_mbuf_pool(std::string("perf_") + n.name, count, room, rte_socket_id());
+  if (!n.pool) return -ENOMEM;
+  if (int rc = n.port.open(port_id, pc, n.pool); rc < 0) return rc;
+  uint16_t mtu = 0;
+  // Only a device with a real MTU (not net_ring) limits the frame size.
+  if (rte_eth_dev_get_mtu(port_id, &mtu) == 0 && n.port.driver() != "net_ring" &&
+      frame > size_t{mtu} + sizeof(dp::EthHdr)) {
+    std::fprintf(stderr, "imago-perf: --size %u needs a %zu-byte frame; port %u MTU is %u\n",
+                 o.size, frame, port_id, mtu);
+    return -EMSGSIZE;
+  }
+  if (int rc = n.port.start(); rc < 0) return rc;
+  return n.faulty.init(port_id, 0, tx, rx, n.pool,
+                       static_cast<uint32_t>(dp::encap_header_len(o.encap.kind)), o.fault_capacity);
+}
+
+}  // namespace
+
+int open_topology(Context& ctx, Topology& topo) {
+  const Options& o = ctx.opt;
+  dp::FaultConfig none{};
+  topo.a.name = "A";
+  topo.b.name = "B";
+  if (o.pair) {
+    if (int rc = dp::create_ring_pair("imago_pair", o.ring_size, topo.ring); rc < 0) return rc;
+    topo.has_ring = true;
+    // Faults sit on the sender's transmit side and the receiver's receive side.
+    if (int rc = open_node(ctx, topo.a, topo.ring.port_a, o.fault_tx, none); rc < 0) return rc;
+    if (int rc = open_node(ctx, topo.b, topo.ring.port_b, none, o.fault_rx); rc < 0) return rc;
+    ctx.nodes = {&topo.a, &topo.b};
+    return 0;
+  }
+  if (rte_eth_dev_count_avail() == 0) {
+    std::fprintf(stderr, "imago-perf: --role %s needs a port: give --iface NAME, --vdev DEV, or "
+                 "EAL args with a --vdev before --\n", o.role.c_str());
+    return -ENODEV;
+  }
+  Node& n = o.role == "tx" ? topo.a : topo.b;
+  uint16_t port_id = 0;
+  RTE_ETH_FOREACH_DEV(port_id) break;  // the first available port
+  if (int rc = open_node(ctx, n, port_id, o.fault_tx, o.fault_rx); rc < 0) return rc;
+  ctx.nodes = {&n};
+  return 0;
+}
+
+void close_topology(Context& ctx, Topology& topo) {
+  for (Node* n : ctx.nodes) {
+    n->faulty.release();
+    n->port.close();
+  }
+  ctx.nodes.clear();
+  if (topo.has_ring) dp::destroy_ring_pair(topo.ring);
+  topo.has_ring = false;
+  for (Node* n : {&topo.a, &topo.b}) {
+    rte_mempool_free(n->pool);
+    n->pool = nullptr;
+  }
+}
+
+}  // namespace imago::perf

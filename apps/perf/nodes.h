@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Bringing up imago-perf's nodes: a net_ring pair in one process, or one node on port 0.
+ */
+#pragma once
+
+#include "apps/perf/perf.h"
+#include "dataplane/ring_pair.h"
+
+namespace imago::perf {
+
+/** The nodes and the link this process owns. */
+struct Topology {
+  Node a, b;
+  dp::RingPair ring{};
+  bool has_ring = false;
+};
+
+/** Open and start the nodes @p ctx.opt asks for. @return 0 or a negative errno after printing why. */
+int open_topology(Context& ctx, Topology& topo);
+/** Stop and close every port, free the rings and mempools (idempotent). */
+void close_topology(Context& ctx, Topology& topo);
+
+}  // namespace imago::perf

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "apps/perf/options.h"
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <functional>
+#include <limits>
+
+namespace imago::perf {
+namespace {
+
+using Setter = std::function<bool(Options&, const std::string&)>;
+using Shower = std::function<std::string(const Options&)>;
+
+struct Opt {
+  const char* name;
+  const char* arg;  // nullptr: a flag
+  const char* help;
+  Setter set;
+  Shower show;
+};
+
+template <typename T>
+bool to_num(const std::string& s, T& out, T lo = std::numeric_limits<T>::min(),
+            T hi = std::numeric_limits<T>::max()) {
+  T v{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+bool to_ip(const std::string& s, uint32_t& out) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
+  out = ntohl(a.s_addr);
+  return true;
+}
+
+std::string ip_str(uint32_t ip) {
+  char b[INET_ADDRSTRLEN];
+  in_addr a{htonl(ip)};
+  return inet_ntop(AF_INET, &a, b, sizeof b) ? b : "?";
+}
+
+bool to_mac(const std::string& s, dp::MacAddr& out) {
+  unsigned v[6];
+  char tail;
+  if (std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &tail) != 6) {
+    return false;
+  }
+  for (int i = 0; i < 6; ++i) {
+    if (v[i] > 0xFF) return false;
+    out.b[i] = static_cast<uint8_t>(v[i]);
+  }
+  return true;
+}
+
+std::string mac_str(const dp::MacAddr& m) {
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m.b[0], m.b[1], m.b[2], m.b[3],
+                m.b[4], m.b[5]);
+  return b;
+}
+
+// A probability knob of the tx fault stage, e.g. --loss.
+Opt fault_prob(const char* name, const char* help, double dp::FaultConfig::*field) {
+  return {name, "P", help,
+          [field](Options& o, const std::string& v) {
+            double p;
+            if (!to_num(v, p) || p < 0 || p > 1) return false;
+            o.fault_tx.*field = p;
+            return true;
+          },
+          [field](const Options& o) { return std::to_string(o.fault_tx.*field); }};
+}
+
+Opt fault_spec(const char* name, const char* help, dp::FaultConfig Options::*stage) {
+  return {name, "SPEC", help,
+          [stage](Options& o, const std::string& v) {
+            std::string err;
+            if (dp::parse_fault_spec(v, o.*stage, err) == 0) return true;
+            std::fprintf(stderr, "imago-perf: %s\n", err.c_str());
+            return false;
+          },
+          [stage](const Options& o) { return dp::format_fault_spec(o.*stage); }};
+}
+
+const std::vector<Opt>& table() {
+  static const std::vector<Opt> t = {
+      {"mode", "NAME", "perf mode (see the list of modes below)",
+       [](Options& o, const std::string& v) { return find_mode(v) != nullptr && (o.mode = v, true); },
+       [](const Options& o) { return o.mode; }},
+      {"pair", nullptr, "two nodes in this process over a net_ring link (the embedded default)",
+       [](Options& o, const std::string&) { return o.pair = true; },
+       [](const Options& o) { return o.pair ? "on" : "off"; }},
+      {"role", "tx|rx", "one node in this process on port 0: the sender or the receiver",
+       [](Options& o, const std::string& v) { return (v == "tx" || v == "rx") && (o.role = v, true); },
+       [](const Options& o) { return o.role.empty() ? "-" : o.role; }},
+      {"iface", "NAME", "without EAL args: run on Linux interface NAME via net_af_packet",
+       [](Options& o, const std::string& v) { return !v.empty() && (o.iface = v, true); },
+       [](const Options& o) { return o.iface.empty() ? "-" : o.iface; }},
+      {"vdev", "DEV", "without EAL args: add an EAL --vdev (repeatable), e.g. net_memif0,role=server",
+       [](Options& o, const std::string& v) { return o.vdevs.push_back(v), true; },
+       [](const Options&) { return std::string("-"); }},
+      {"lcores", "LIST", "without EAL args: EAL -l core list (default: all; tx 0 / rx 1 with --role)",
+       [](Options& o, const std::string& v) { return o.lcores = v, true; },
+       [](const Options& o) { return o.lcores.empty() ? "auto" : o.lcores; }},
+      {"msgs", "N", "messages to send",
+       [](Options& o, const std::string& v) { return to_num<uint64_t>(v, o.msgs, 1); },
+       [](const Options& o) { return std::to_string(o.msgs); }},
+      {"size", "BYTES", "message (payload) size in bytes, at least 16",
+       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.size, 16, 9000); },
+       [](const Options& o) { return std::to_string(o.size); }},
+      {"burst", "N", "frames per rx/tx burst (1-512)",
+       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.burst, 1, 512); },
+       [](const Options& o) { return std::to_string(o.burst); }},
+      {"rate", "PPS", "pace the sender to PPS messages per second (0: as fast as possible)",
+       [](Options& o, const std::string& v) { return to_num<uint64_t>(v, o.rate_pps); },
+       [](const Options& o) { return std::to_string(o.rate_pps); }},
+      {"encap", "l2|udp", "link encapsulation: Ethernet 0x88B5, or UDP/IPv4",
+       [](Options& o, const std::string& v) {
+         if (v != "l2" && v != "udp") return false;
+         o.encap.kind = v == "l2" ? dp::Encap::L2 : dp::Encap::Udp;
+         return true;
+       },
+       [](const Options& o) { return o.encap.kind == dp::Encap::L2 ? "l2" : "udp"; }},
+      {"udp-port", "PORT", "UDP port of the UDP encapsulation",
+       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.encap.udp_port, 1); },
+       [](const Options& o) { return std::to_string(o.encap.udp_port); }},
+      {"no-udp-csum", nullptr, "send UDP checksums as 0 (not computed)",
+       [](Options& o, const std::string&) { return o.encap.udp_checksum = false, true; },
+       [](const Options& o) { return o.encap.udp_checksum ? "computed" : "off"; }},
+      {"src-ip", "A.B.C.D", "source IPv4 address (UDP encapsulation)",
+       [](Options& o, const std::string& v) { return to_ip(v, o.encap.src_ip); },
+       [](const Options& o) { return ip_str(o.encap.src_ip); }},
+      {"dst-ip", "A.B.C.D", "destination IPv4 address or multicast group (UDP encapsulation)",
+       [](Options& o, const std::string& v) { return to_ip(v, o.encap.dst_ip); },
+       [](const Options& o) { return ip_str(o.encap.dst_ip); }},
+      {"peer-mac", "MAC", "destination MAC address",
+       [](Options& o, const std::string& v) { return to_mac(v, o.encap.dst_mac); },
+       [](const Options& o) { return mac_str(o.encap.dst_mac); }},
+      {"duration", "SECONDS", "stop after this long whatever happened",
+       [](Options& o, const std::string& v) { return to_num(v, o.duration_s) && o.duration_s > 0; },
+       [](const Options& o) { return std::to_string(o.duration_s); }},
+      {"idle-timeout-ms", "MS", "receiver: finish after this much silence once traffic began",
+       [](Options& o, const std::string& v) { return to_num<unsigned>(v, o.idle_timeout_ms, 1); },
+       [](const Options& o) { return std::to_string(o.idle_timeout_ms); }},
+      {"stats-period", "SECONDS", "print a stats line this often (0: off)",
+       [](Options& o, const std::string& v) { return to_num(v, o.stats_period_s) && o.stats_period_s >= 0; },
+       [](const Options& o) { return std::to_string(o.stats_period_s); }},
+      fault_prob("loss", "tx fault: drop each frame with probability P", &dp::FaultConfig::drop),
+      fault_prob("burst-loss", "tx fault: Gilbert-Elliott P(good->bad); bursts of ~4 frames",
+                 &dp::FaultConfig::burst_enter),
+      fault_prob("reorder", "tx fault: hold a frame back so later ones overtake it",
+                 &dp::FaultConfig::reorder),
+      fault_prob("dup", "tx fault: send a frame twice", &dp::FaultConfig::dup),
+      fault_prob("corrupt", "tx fault: flip one payload bit", &dp::FaultConfig::corrupt),
+      {"delay-us", "US", "tx fault: delay every frame",
+       [](Options& o, const std::string& v) { return to_num<uint32_t>(v, o.fault_tx.delay_us, 0, 10'000'000); },
+       [](const Options& o) { return std::to_string(o.fault_tx.delay_us); }},
+      {"seed", "N", "seed of the fault layer (both directions)",
+       [](Options& o, const std::string& v) {
+         return to_num(v, o.fault_tx.seed) && (o.fault_rx.seed = o.fault_tx.seed + 1, true);
+       },
+       [](const Options& o) { return std::to_string(o.fault_tx.seed); }},
+      fault_spec("fault-tx", "tx faults as key=value,... (loss burst dup corrupt reorder delay-us "
+                 "jitter-us seed ...)", &Options::fault_tx),
+      fault_spec("fault-rx", "rx faults, same keys as --fault-tx", &Options::fault_rx),
+      {"ring-size", "N", "slots per net_ring direction of --pair (power of two)",
+       [](Options& o, const std::string& v) {
+         return to_num<unsigned>(v, o.ring_size, 64, 1u << 20) && (o.ring_size & (o.ring_size - 1)) == 0;
+       },
+       [](const Options& o) { return std::to_string(o.ring_size); }},
+      {"nb-desc", "N", "rx and tx descriptors per port queue",
+       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.nb_desc, 64, 8192); },
+       [](const Options& o) { return std::to_string(o.nb_desc); }},
+      {"quiet", nullptr, "no plain-words summary before the RESULT line",
+       [](Options& o, const std::string&) { return o.verbose_summary = false, true; },
+       [](const Options&) { return std::string("off"); }},
+  };
+  return t;
+}
+
+const Opt* lookup(const std::string& name) {
+  for (const Opt& o : table()) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") return 1;
+    std::string name = a.rfind("--", 0) == 0 ? a.substr(2) : a;
+    std::string value;
+    bool inline_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+      inline_value = true;
+    }
+    const Opt* o = a.rfind("--", 0) == 0 ? lookup(name) : nullptr;
+    if (!o) {
+      err = "unknown option '" + a + "' (see --help)";
+      return -EINVAL;
+    }
+    if (o->arg && !inline_value) {
+      if (i + 1 >= args.size()) {
+        err = "option --" + name + " needs a value " + o->arg;
+        return -EINVAL;
+      }
+      value = args[++i];
+    }
+    if (!o->set(opt, value)) {
+      err = "bad value '" + value + "' for --" + name + (o->arg ? std::string(" ") + o->arg : "");
+      return -EINVAL;
+    }
+  }
+  if (opt.pair && !opt.role.empty()) {
+    err = "--pair and --role exclude each other";
+    return -EINVAL;
+  }
+  if (!opt.pair && opt.role.empty()) opt.pair = true;  // the embedded default
+  return 0;
+}
+
+void print_usage(const char* prog) {
+  std::printf(
+      "Usage: %s [EAL args --] [options]\n\n"
+      "imago-perf measures imago between two nodes. Without EAL args it starts EAL itself\n"
+      "(no hugepages, no PCI) and, by default, runs two nodes in this process over a\n"
+      "net_ring link (--pair). With --role tx|rx it runs one node on port 0, e.g. a\n"
+      "net_af_packet vdev on a veth (--iface NAME) or net_memif.\n\n"
+      "Options (default in brackets):\n",
+      prog);
+  Options defaults;
+  for (const Opt& o : table()) {
+    std::string lhs = std::string("--") + o.name + (o.arg ? std::string(" ") + o.arg : "");
+    std::printf("  %-26s %s [%s]\n", lhs.c_str(), o.help, o.show(defaults).c_str());
+  }
+  std::printf("\nModes:\n");
+  for (const Mode* m = modes(); m->name; ++m) std::printf("  %-10s %s\n", m->name, m->help);
+  std::printf(
+      "\nThe last line of output is RESULT {json}: msgs_sent, msgs_delivered, lost, ...\n"
+      "Example: %s --pair --mode raw --msgs 1000000 --size 64 --loss 0.1 --seed 7\n",
+      prog);
+}
+
+std::string describe(const Options& opt) {
+  app::Json j;
+  for (const Opt& o : table()) j.str(o.name, o.show(opt));
+  return j.text();
+}
+
+}  // namespace imago::perf

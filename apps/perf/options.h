@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * imago-perf's option table (testpmd's parameters.c): one entry per option with its help,
+ * its default and its parser, so --help and parsing never disagree.
+ */
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "apps/perf/perf.h"
+
+namespace imago::perf {
+
+/**
+ * Parse the app arguments (after EAL's) into @p opt.
+ * @return 0; 1 when --help was printed; -EINVAL with @p err set for a bad option.
+ */
+int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err);
+
+/** Print usage with every option and its default to stdout. */
+void print_usage(const char* prog);
+
+/** @return the option values as the RESULT "config" object would show them. */
+std::string describe(const Options& opt);
+
+}  // namespace imago::perf

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * imago-perf's shared state: its options, the nodes it runs, and the mode table entry type
+ * (testpmd's struct fwd_engine, one file per mode).
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/common/json.h"
+#include "dataplane/codec.h"
+#include "dataplane/fault.h"
+#include "dataplane/lcore.h"
+#include "dataplane/port.h"
+
+namespace imago::perf {
+
+/** Every command-line option; defaults are the values here. */
+struct Options {
+  std::string mode = "raw";
+  bool pair = false;          ///< two nodes in one process over a net_ring pair
+  std::string role;           ///< "tx" or "rx": one node in this process on port 0
+  std::string iface;          ///< embedded default only: net_af_packet on this interface
+  std::vector<std::string> vdevs;  ///< embedded default only: extra --vdev arguments
+  std::string lcores;         ///< embedded default only: EAL -l
+  uint64_t msgs = 1'000'000;
+  uint16_t size = 64;
+  uint16_t burst = 32;
+  uint64_t rate_pps = 0;
+  dp::EncapConfig encap;
+  double duration_s = 60;
+  unsigned idle_timeout_ms = 1000;
+  double stats_period_s = 0;
+  dp::FaultConfig fault_tx;
+  dp::FaultConfig fault_rx;
+  unsigned ring_size = 1024;
+  unsigned fault_capacity = 1024;
+  uint16_t nb_desc = 1024;
+  bool verbose_summary = true;
+};
+
+/** One node: a port seen through the fault layer, with its mempool. */
+struct Node {
+  const char* name = "";
+  dp::Port port;
+  dp::FaultyPort faulty;
+  rte_mempool* pool = nullptr;
+};
+
+/** The run: options, nodes, lcore runner and clock. */
+struct Context {
+  Options opt;
+  std::vector<Node*> nodes;  ///< pair: [A, B]; role: [the one node]
+  dp::LcoreRunner runner;
+  uint64_t tsc_hz = 0;
+  void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown
+};
+
+/** @return lcore ids for a sender and a receiver: two different ones when EAL has two. */
+void pick_lcores(unsigned& tx_lcore, unsigned& rx_lcore);
+
+/** A perf mode (testpmd's fwd_engine): set-up registers lcore tasks; report writes results. */
+struct Mode {
+  const char* name;
+  const char* help;
+  /** Register tasks on ctx.runner. @return 0 or a negative errno after printing why. */
+  int (*setup)(Context& ctx);
+  /** Periodic: @return true when the run is complete. */
+  bool (*finished)(Context& ctx, uint64_t now_tsc);
+  /** One periodic stats line (no newline). */
+  std::string (*stats_line)(Context& ctx, uint64_t now_tsc);
+  /** Fill the RESULT object and print the plain-words summary. */
+  void (*report)(Context& ctx, app::Json& result);
+  /** Free mode state. */
+  void (*teardown)(Context& ctx);
+};
+
+/** @return the mode table, terminated by an entry with a null name. */
+const Mode* modes();
+/** @return the mode called @p name, or nullptr. */
+const Mode* find_mode(const std::string& name);
+
+}  // namespace imago::perf

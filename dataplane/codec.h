@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Frame encapsulation: encode imago payloads into Ethernet (EtherType 0x88B5) or UDP/IPv4
+ * frames, and decode received frames, rejecting every malformed one with a counted reason.
+ *
+ * Works on plain byte spans (no mbufs), so it is tested and fuzzed without EAL; the mbuf
+ * glue is the caller's. Every decode path assumes hostile input.
+ */
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "dataplane/wire.h"
+
+namespace imago::dp {
+
+/** The two link encapsulations. */
+enum class Encap : uint8_t {
+  L2,   ///< Ethernet + LinkHdr
+  Udp,  ///< Ethernet + IPv4 + UDP + LinkHdr
+};
+
+/** How frames are addressed; IPv4 addresses are host order. */
+struct EncapConfig {
+  Encap kind = Encap::L2;
+  MacAddr src_mac{};
+  MacAddr dst_mac{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+  uint32_t src_ip = 0;
+  uint32_t dst_ip = 0;
+  uint16_t udp_port = kDefaultUdpPort;  ///< source and destination port; decode checks dst
+  bool udp_checksum = true;             ///< compute on encode; verify on decode when non-zero
+  uint8_t ttl = 64;
+};
+
+/** @return true when @p ip (host order) is an IPv4 multicast group (224.0.0.0/4). */
+constexpr bool ipv4_is_multicast(uint32_t ip) { return (ip >> 28) == 0xE; }
+/** @return the Ethernet address of IPv4 group @p ip: 01:00:5e and its low 23 bits (RFC 1112). */
+MacAddr ipv4_multicast_mac(uint32_t ip);
+
+/** @return the bytes in front of the payload for @p kind (18 for L2, 46 for UDP). */
+constexpr size_t encap_header_len(Encap kind) {
+  return kind == Encap::L2 ? sizeof(EthHdr) + sizeof(LinkHdr)
+                           : sizeof(EthHdr) + sizeof(Ipv4Hdr) + sizeof(UdpHdr) + sizeof(LinkHdr);
+}
+
+/** Largest payload whose frame fits an IP MTU of @p mtu bytes. */
+constexpr size_t max_payload(Encap kind, size_t mtu) {
+  return mtu + sizeof(EthHdr) - encap_header_len(kind);
+}
+
+/**
+ * Write the headers in front of a payload that the caller already placed at
+ * frame + encap_header_len(cfg.kind). For UDP with multicast dst_ip, the destination MAC is
+ * the group's (RFC 1112), whatever cfg.dst_mac says.
+ *
+ * @return the frame length: header length + @p payload_len.
+ */
+size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len);
+
+/** Why decode_frame() rejected a frame; each has its own counter. */
+enum class DecodeError : uint8_t {
+  Short,           ///< shorter than the headers it claims
+  EtherType,       ///< neither imago's EtherType (L2) nor IPv4 (UDP)
+  IpVersion,       ///< IPv4 version field is not 4
+  IpHeaderLength,  ///< IHL below 5 or beyond the frame
+  IpTotalLength,   ///< total length disagrees with the frame
+  IpChecksum,      ///< IPv4 header checksum wrong
+  IpFragment,      ///< an IP fragment (imago fragments above IP, never below)
+  IpProtocol,      ///< not UDP
+  UdpPort,         ///< destination port is not ours
+  UdpLength,       ///< UDP length disagrees with the IP length
+  UdpChecksum,     ///< UDP checksum present and wrong
+  LinkVersion,     ///< link header version we do not speak
+  LinkLength,      ///< link header length runs past the frame
+  LinkType,        ///< unknown payload type
+  Count_,
+};
+inline constexpr size_t kDecodeErrorCount = static_cast<size_t>(DecodeError::Count_);
+
+/** @return a short lower-case name for @p e, e.g. "ip_checksum". */
+const char* decode_error_name(DecodeError e);
+
+/** Counters of one decoder: accepted frames and rejections by reason. */
+struct DecodeCounters {
+  uint64_t accepted = 0;
+  std::array<uint64_t, kDecodeErrorCount> rejected{};
+
+  uint64_t total_rejected() const;
+  void add(const DecodeCounters& o);
+};
+
+/** A decoded frame: the payload points into the caller's frame buffer. */
+struct DecodedFrame {
+  LinkType type{};
+  const uint8_t* payload = nullptr;
+  uint16_t payload_len = 0;
+  MacAddr src_mac{};
+  uint32_t src_ip = 0;  ///< host order; 0 for L2
+};
+
+/**
+ * Decode one received frame of @p len bytes as the encapsulation @p cfg.kind.
+ *
+ * @return true with @p out filled in; false when the frame is malformed, after counting the
+ *         reason in @p counters. Never reads outside [frame, frame + len).
+ */
+bool decode_frame(const EncapConfig& cfg, const uint8_t* frame, size_t len, DecodedFrame& out,
+                  DecodeCounters& counters);
+
+}  // namespace imago::dp

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/eal.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include <atomic>
+#include <csignal>
+
+#include "dataplane/log.h"
+
+namespace imago::dp {
+namespace {
+
+// Written by the signal handler or any thread; read by every lcore loop. Relaxed is enough:
+// the flag carries no data, loops only need to see it eventually.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
+
+void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+}  // namespace
+
+int eal_start(const std::string& prog, const std::vector<std::string>& eal_args) {
+  // EAL may keep pointers into argv (e.g. vdev arguments): the strings live for the process.
+  static std::vector<std::string> owned;
+  owned.assign(1, prog.empty() ? "imago" : prog);
+  owned.insert(owned.end(), eal_args.begin(), eal_args.end());
+  static std::vector<char*> argv;
+  argv.clear();
+  for (auto& s : owned) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  if (rte_eal_init(static_cast<int>(owned.size()), argv.data()) < 0) {
+    int err = rte_errno;
+    IMAGO_LOG(ERR, dataplane, "EAL initialisation failed: %s\n", rte_strerror(err));
+    return -err;
+  }
+  return 0;
+}
+
+int eal_stop() { return rte_eal_cleanup(); }
+
+void install_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() { return g_stop.load(std::memory_order_relaxed); }
+void request_stop() { g_stop.store(true, std::memory_order_relaxed); }
+void clear_stop() { g_stop.store(false, std::memory_order_relaxed); }
+
+}  // namespace imago::dp

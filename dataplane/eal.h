@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * EAL bring-up and tear-down for imago apps, and the process-wide stop request.
+ *
+ * The model is DPDK's l2fwd: EAL arguments first, a stop flag set by SIGINT/SIGTERM that every
+ * lcore loop watches, and rte_eal_cleanup() at the end.
+ */
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dataplane/eal_args.h"
+
+namespace imago::dp {
+
+/**
+ * Initialise EAL with @p eal_args (argv[0] is supplied from @p prog).
+ *
+ * @return 0, or a negative errno (rte_errno of rte_eal_init) after logging why.
+ */
+int eal_start(const std::string& prog, const std::vector<std::string>& eal_args);
+
+/** Stop EAL: rte_eal_cleanup(). Ports must already be closed. @return 0 or a negative errno. */
+int eal_stop();
+
+/** Route SIGINT and SIGTERM to the stop request (async-signal-safe). */
+void install_stop_signals();
+
+/** @return true once SIGINT/SIGTERM arrived or request_stop() was called. */
+bool stop_requested();
+
+/** Ask every loop watching stop_requested() to finish. */
+void request_stop();
+
+/** Reset the stop request (tests that run several loops in one process). */
+void clear_stop();
+
+}  // namespace imago::dp

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/eal_args.h"
+
+namespace imago::dp {
+
+ArgSplit split_args(int argc, const char* const* argv) {
+  ArgSplit s;
+  if (argc > 0 && argv[0]) s.prog = argv[0];
+  int dash = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      dash = i;
+      break;
+    }
+  }
+  s.explicit_eal = dash > 0;
+  int app_from = s.explicit_eal ? dash + 1 : 1;
+  if (s.explicit_eal) s.eal.assign(argv + 1, argv + dash);
+  for (int i = app_from; i < argc; ++i) s.app.emplace_back(argv[i]);
+  return s;
+}
+
+std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {
+  std::vector<std::string> a = {
+      "--no-huge", "-m", std::to_string(d.memory_mb), "--no-pci", "--no-shconf", "--no-telemetry",
+      "--file-prefix", d.file_prefix.empty() ? "imago-" + std::to_string(pid) : d.file_prefix,
+  };
+  if (!d.lcores.empty()) {
+    a.push_back("-l");
+    a.push_back(d.lcores);
+  }
+  for (const auto& v : d.vdevs) a.push_back("--vdev=" + v);
+  if (!d.log_level.empty()) a.push_back("--log-level=" + d.log_level);
+  return a;
+}
+
+}  // namespace imago::dp

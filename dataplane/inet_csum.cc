@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "inet_csum.h"
+
+namespace imago::dp {
+
+uint32_t csum_add(uint32_t sum, const void* data, size_t len) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t acc = sum;  // 64-bit so no carry is lost before the fold
+  for (; len >= 2; len -= 2, p += 2) acc += static_cast<uint32_t>(p[0] << 8 | p[1]);
+  if (len) acc += static_cast<uint32_t>(p[0] << 8);
+  while (acc >> 32) acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+  return static_cast<uint32_t>(acc);
+}
+
+uint16_t csum_finish(uint32_t sum) {
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(~sum & 0xFFFF);
+}
+
+uint16_t ipv4_header_csum(const void* ip_hdr, size_t ihl_bytes) {
+  return csum_finish(csum_add(0, ip_hdr, ihl_bytes));
+}
+
+uint32_t udp_pseudo_sum(uint32_t src_ip, uint32_t dst_ip, size_t udp_len) {
+  return (src_ip >> 16) + (src_ip & 0xFFFF) + (dst_ip >> 16) + (dst_ip & 0xFFFF) + 17u +
+         static_cast<uint32_t>(udp_len);
+}
+
+uint16_t udp_csum(uint32_t src_ip, uint32_t dst_ip, const void* udp, size_t udp_len) {
+  uint16_t c = csum_finish(csum_add(udp_pseudo_sum(src_ip, dst_ip, udp_len), udp, udp_len));
+  return c == 0 ? 0xFFFF : c;
+}
+
+}  // namespace imago::dp

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/lcore.h"
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "dataplane/eal.h"
+#include "dataplane/log.h"
+
+namespace imago::dp {
+
+int LcoreRunner::add(unsigned lcore, const Task& t) {
+  if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lcore)) return -EINVAL;
+  if (running_) return -EBUSY;
+  PerLcore& pl = lcores_[lcore];
+  if (pl.nb_tasks == kMaxTasks) return -ENOSPC;
+  pl.tasks[pl.nb_tasks++] = t;
+  pl.control_only = true;
+  for (unsigned i = 0; i < pl.nb_tasks; ++i) pl.control_only &= pl.tasks[i].period_tsc != 0;
+  return 0;
+}
+
+int LcoreRunner::add_poll(unsigned lcore, const char* name, TaskFn fn, void* ctx) {
+  return add(lcore, Task{name, fn, ctx, 0, 0});
+}
+
+int LcoreRunner::add_periodic(unsigned lcore, const char* name, TaskFn fn, void* ctx,
+                              uint64_t period_us) {
+  uint64_t period = rte_get_tsc_hz() * period_us / 1'000'000;
+  return add(lcore, Task{name, fn, ctx, period ? period : 1, 0});
+}
+
+bool LcoreRunner::stopping() const {
+  return stop_.load(std::memory_order_relaxed) || stop_requested();
+}
+
+std::vector<unsigned> LcoreRunner::used_lcores() const {
+  std::vector<unsigned> v;
+  for (unsigned l = 0; l < RTE_MAX_LCORE; ++l) {
+    if (lcores_[l].nb_tasks) v.push_back(l);
+  }
+  return v;
+}
+
+void LcoreRunner::loop(unsigned lcore) {
+  PerLcore& pl = lcores_[lcore];
+  uint64_t prev = rte_rdtsc();
+  bool prev_busy = false;
+  while (!stopping()) {
+    uint64_t now = rte_rdtsc();  // the one TSC read of this iteration
+    (prev_busy ? pl.stats.busy_cycles : pl.stats.idle_cycles) += now - prev;
+    prev = now;
+    unsigned work = 0;
+    for (unsigned i = 0; i < pl.nb_tasks; ++i) {
+      Task& t = pl.tasks[i];
+      if (t.period_tsc) {
+        if (now < t.next_tsc) continue;
+        t.next_tsc = now + t.period_tsc;
+      }
+      work += t.fn(t.ctx, now);
+    }
+    prev_busy = work != 0;
+    pl.stats.work += work;
+    ++pl.stats.iterations;
+    if (pl.control_only) nap_until_due(pl, now);
+  }
+}
+
+// A control lcore (only periodic tasks: stats, completion checks) has nothing to poll, so it
+// sleeps until its next task is due instead of taking a core from the pollers. Bounded to
+// 1 ms so a stop request is seen quickly.
+void LcoreRunner::nap_until_due(const PerLcore& pl, uint64_t now) {
+  uint64_t next = UINT64_MAX;
+  for (unsigned i = 0; i < pl.nb_tasks; ++i) next = std::min(next, pl.tasks[i].next_tsc);
+  if (next <= now) return;
+  uint64_t us = (next - now) * 1'000'000 / rte_get_tsc_hz();
+  rte_delay_us_sleep(static_cast<unsigned>(std::min<uint64_t>(us, 1000)));
+}
+
+int LcoreRunner::launch(void* arg) {
+  auto* self = static_cast<LcoreRunner*>(arg);
+  self->loop(rte_lcore_id());
+  return 0;
+}
+
+int LcoreRunner::run() {
+  stop_.store(false, std::memory_order_relaxed);
+  running_ = true;
+  unsigned main = rte_get_main_lcore();
+  int rc = 0;
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (lcores_[lcore].nb_tasks == 0) continue;
+    if (rte_eal_remote_launch(launch, this, lcore) < 0) {
+      IMAGO_LOG(ERR, lcore, "lcore %u is busy; cannot launch\n", lcore);
+      rc = -EBUSY;
+      stop();
+    }
+  }
+  if (rc == 0 && lcores_[main].nb_tasks) loop(main);
+  while (rc == 0 && !stopping()) rte_delay_us_sleep(1000);  // a main lcore without tasks waits
+  rte_eal_mp_wait_lcore();
+  running_ = false;
+  return rc;
+}
+
+}  // namespace imago::dp

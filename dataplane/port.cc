@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/port.h"
+
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "dataplane/log.h"
+
+namespace imago::dp {
+namespace {
+
+int fail(uint16_t port, const char* what, int rc) {
+  IMAGO_LOG(ERR, dataplane, "port %u: %s failed: %s\n", port, what, rte_strerror(-rc));
+  return rc;
+}
+
+}  // namespace
+
+unsigned mbufs_needed(const PortConfig& cfg, unsigned nb_lcores, unsigned burst, unsigned cache,
+                      unsigned extra) {
+  unsigned descs = unsigned{cfg.nb_rxq} * cfg.nb_rxd + unsigned{cfg.nb_txq} * cfg.nb_txd;
+  return descs + nb_lcores * (burst + cache) + extra;
+}
+
+rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket) {
+  unsigned cache = std::min(256u, n / 8);  // mempool cache must stay below n / 1.5
+  rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), n, cache, 0,
+                                            static_cast<uint16_t>(data_room + RTE_PKTMBUF_HEADROOM),
+                                            socket);
+  if (!mp) {
+    IMAGO_LOG(ERR, dataplane, "mempool %s (%u mbufs): %s\n", name.c_str(), n,
+              rte_strerror(rte_errno));
+  }
+  return mp;
+}
+
+int Port::open(uint16_t port_id, const PortConfig& cfg, rte_mempool* pool) {
+  if (!rte_eth_dev_is_valid_port(port_id)) return fail(port_id, "lookup", -ENODEV);
+  if (!pool) return fail(port_id, "open (no mempool)", -EINVAL);
+  id_ = port_id;
+  cfg_ = cfg;
+  pool_ = pool;
+  rte_eth_conf conf{};
+  if (int rc = rte_eth_dev_configure(id_, cfg.nb_rxq, cfg.nb_txq, &conf); rc < 0) {
+    return fail(id_, "configure", rc);
+  }
+  configured_ = true;
+  uint16_t rxd = cfg.nb_rxd, txd = cfg.nb_txd;
+  if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(id_, &rxd, &txd); rc < 0) {
+    return fail(id_, "descriptor adjust", rc);
+  }
+  cfg_.nb_rxd = rxd;
+  cfg_.nb_txd = txd;
+  if (cfg.mtu) {
+    if (int rc = rte_eth_dev_set_mtu(id_, cfg.mtu); rc < 0) return fail(id_, "set mtu", rc);
+  }
+  return setup_queues();
+}
+
+int Port::setup_queues() {
+  int socket = rte_eth_dev_socket_id(id_);
+  for (uint16_t q = 0; q < cfg_.nb_rxq; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(id_, q, cfg_.nb_rxd, socket, nullptr, pool_); rc < 0) {
+      return fail(id_, "rx queue setup", rc);
+    }
+  }
+  for (uint16_t q = 0; q < cfg_.nb_txq; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(id_, q, cfg_.nb_txd, socket, nullptr); rc < 0) {
+      return fail(id_, "tx queue setup", rc);
+    }
+  }
+  return 0;
+}
+
+int Port::start() {
+  if (int rc = rte_eth_dev_start(id_); rc < 0) return fail(id_, "start", rc);
+  started_ = true;
+  // Some PMDs (net_ring) have no filters at all; not being able to widen them is harmless.
+  if (cfg_.promiscuous) set_promiscuous(true);
+  if (cfg_.allmulticast) set_allmulticast(true);
+  return 0;
+}
+
+int Port::stop() {
+  if (!started_) return 0;
+  started_ = false;
+  if (int rc = rte_eth_dev_stop(id_); rc < 0) return fail(id_, "stop", rc);
+  return 0;
+}
+
+int Port::close() {
+  int rc = stop();
+  if (configured_) {
+    configured_ = false;
+    if (int crc = rte_eth_dev_close(id_); crc < 0) return fail(id_, "close", crc);
+  }
+  return rc;
+}
+
+int Port::link(LinkStatus& out, unsigned wait_ms) const {
+  rte_eth_link l{};
+  for (unsigned waited = 0;; waited += 10) {
+    if (int rc = rte_eth_link_get_nowait(id_, &l); rc < 0) return fail(id_, "link get", rc);
+    if (l.link_status || waited >= wait_ms) break;
+    rte_delay_ms(10);
+  }
+  out.up = l.link_status == RTE_ETH_LINK_UP;
+  out.speed_mbps = l.link_speed;
+  out.full_duplex = l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
+  return 0;
+}
+
+MacAddr Port::mac() const {
+  rte_ether_addr a{};
+  rte_eth_macaddr_get(id_, &a);
+  MacAddr m;
+  std::memcpy(m.b.data(), a.addr_bytes, 6);
+  return m;
+}
+
+int Port::set_promiscuous(bool on) {
+  int rc = on ? rte_eth_promiscuous_enable(id_) : rte_eth_promiscuous_disable(id_);
+  if (rc < 0 && rc != -ENOTSUP) return fail(id_, "promiscuous", rc);
+  return rc;
+}
+
+int Port::set_allmulticast(bool on) {
+  int rc = on ? rte_eth_allmulticast_enable(id_) : rte_eth_allmulticast_disable(id_);
+  if (rc < 0 && rc != -ENOTSUP) return fail(id_, "all-multicast", rc);
+  return rc;
+}
+
+int Port::set_mc_addrs(std::span<const MacAddr> addrs) {
+  std::vector<rte_ether_addr> list(addrs.size());
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    if (!addrs[i].is_multicast()) return fail(id_, "multicast list (unicast address)", -EINVAL);
+    std::memcpy(list[i].addr_bytes, addrs[i].b.data(), 6);
+  }
+  int rc = rte_eth_dev_set_mc_addr_list(id_, list.data(), static_cast<uint32_t>(list.size()));
+  if (rc < 0 && rc != -ENOTSUP) return fail(id_, "multicast list", rc);
+  return rc;
+}
+
+std::string Port::driver() const {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(id_, &info) < 0 || !info.driver_name) return "unknown";
+  return info.driver_name;
+}
+
+}  // namespace imago::dp
