@@ -80,8 +80,11 @@ uint16_t RawSender::build(uint16_t n, uint64_t now_tsc) {
 
 unsigned RawSender::send_fin(uint64_t now_tsc) {
   // FINs are the test's bookkeeping, not traffic under test: they go straight to the port,
-  // after the fault layer has let every delayed frame go.
+  // after the fault layer has let every delayed frame go. Best effort: a receiver that has
+  // seen one may already be gone (and its link down), so each attempt counts.
   if (port_->flush(now_tsc), port_->held() > 0 || now_tsc < next_fin_tsc_) return 0;
+  next_fin_tsc_ = now_tsc + rte_get_tsc_hz() / 1000;
+  ++stats_.fin_attempts;
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return 0;
   auto* frame = rte_pktmbuf_mtod(m, uint8_t*);
@@ -94,19 +97,28 @@ unsigned RawSender::send_fin(uint64_t now_tsc) {
     return 0;
   }
   ++stats_.fins_sent;
-  next_fin_tsc_ = now_tsc + rte_get_tsc_hz() / 1000;
   return 1;
+}
+
+// Paced sending: every frame has a slot tsc_per_frame_ apart; send all slots that are due in
+// one burst (a tx burst may be a syscall, e.g. on net_af_packet), and after a stall catch up
+// by at most one burst so the rate never spikes.
+uint16_t RawSender::paced(uint16_t n, uint64_t now_tsc) {
+  uint64_t credit_floor = now_tsc - std::min<uint64_t>(now_tsc, tsc_per_frame_ * cfg_.burst);
+  next_send_tsc_ = std::max(next_send_tsc_, credit_floor);
+  if (now_tsc < next_send_tsc_) return 0;
+  uint64_t due = (now_tsc - next_send_tsc_) / tsc_per_frame_ + 1;
+  n = static_cast<uint16_t>(std::min<uint64_t>(n, due));
+  next_send_tsc_ += n * tsc_per_frame_;
+  return n;
 }
 
 unsigned RawSender::poll(uint64_t now_tsc) {
   if (pending_n_ == 0 && next_seq_ == cfg_.msgs) return done() ? 0 : send_fin(now_tsc);
   if (pending_n_ == 0) {
-    if (tsc_per_frame_ && now_tsc < next_send_tsc_) return port_->flush(now_tsc);
     auto n = static_cast<uint16_t>(std::min<uint64_t>(cfg_.burst, cfg_.msgs - next_seq_));
-    if (tsc_per_frame_) {
-      n = 1;  // paced: one frame per slot keeps the rate smooth
-      next_send_tsc_ = std::max(next_send_tsc_ + tsc_per_frame_, now_tsc - tsc_per_frame_ * 64);
-    }
+    if (tsc_per_frame_) n = paced(n, now_tsc);
+    if (n == 0) return port_->flush(now_tsc);
     pending_n_ = build(n, now_tsc);
     pending_at_ = 0;
   }

@@ -47,7 +47,7 @@ struct RawSenderConfig {
   uint16_t burst = 32;
   uint64_t rate_pps = 0;     ///< 0: as fast as the port takes them
   EncapConfig encap;
-  unsigned fin_count = 5;    ///< FIN frames sent at the end, 1 ms apart
+  unsigned fin_count = 5;    ///< FIN frames attempted at the end, 1 ms apart
 };
 
 struct RawSenderStats {
@@ -55,6 +55,7 @@ struct RawSenderStats {
   uint64_t tx_full = 0;       ///< bursts the port took only partly (back-pressure)
   uint64_t alloc_failed = 0;  ///< bursts with no mbufs
   uint64_t fins_sent = 0;
+  uint64_t fin_attempts = 0;  ///< FINs tried, sent or not (the port may be down by then)
   uint64_t first_tsc = 0, last_tsc = 0;
 };
 
@@ -65,13 +66,14 @@ class RawSender {
   int init(const RawSenderConfig& cfg, FaultyPort& port, rte_mempool* pool);
   /** Lcore task. @return frames sent in this call. */
   unsigned poll(uint64_t now_tsc);
-  /** @return true once every frame and every FIN was sent. */
-  bool done() const { return stats_.fins_sent >= cfg_.fin_count; }
+  /** @return true once every frame was sent and every FIN attempted. */
+  bool done() const { return stats_.fin_attempts >= cfg_.fin_count; }
   const RawSenderStats& stats() const { return stats_; }
   const RawSenderConfig& config() const { return cfg_; }
 
  private:
   uint16_t build(uint16_t n, uint64_t now_tsc);
+  uint16_t paced(uint16_t n, uint64_t now_tsc);
   unsigned send_fin(uint64_t now_tsc);
 
   RawSenderConfig cfg_;

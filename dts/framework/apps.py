@@ -1,0 +1,358 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Typed wrappers around imago's apps. Suites never write a command line by hand.
+
+:class:`ImagoPerf` drives ``build/apps/imago-perf`` (``$IMAGO_BUILD_DIR/apps/imago-perf`` when
+that is set). Its command line is ``imago-perf [EAL args --] app args``: :class:`EalConfig`
+builds the EAL part, :class:`RawParams` the app part of ``--mode raw``, and the run's outcome is
+read from the one ``RESULT {json}`` line the app prints last (:class:`Result`), never from any
+other text.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from framework.exceptions import AppError, ResultError
+from framework.node import AppProcess, Node
+from framework.topology import Interface
+
+#: The repository root (dts/ is one of its folders).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    """``$IMAGO_BUILD_DIR`` (relative paths are taken from the repo root) or ``<repo>/build``."""
+    env = os.environ.get("IMAGO_BUILD_DIR")
+    if not env:
+        return REPO_ROOT / "build"
+    p = Path(env)
+    return p if p.is_absolute() else REPO_ROOT / p
+
+
+def perf_binary() -> Path:
+    """Where imago-perf is expected."""
+    return build_dir() / "apps" / "imago-perf"
+
+
+# ------------------------------------------------------------------ EAL
+@dataclass(frozen=True)
+class EalConfig:
+    """The EAL arguments of one single-node process (no hugepages, no PCI, one vdev).
+
+    Attributes:
+        lcores: ``-l`` value, e.g. ``"1"``.
+        file_prefix: unique per process; also names its /var/run/dpdk directory.
+        vdevs: each becomes ``--vdev=...``.
+        memory_mb: ``-m``.
+        log_level: ``--log-level``.
+    """
+
+    lcores: str
+    file_prefix: str
+    vdevs: tuple[str, ...] = ()
+    memory_mb: int = 512
+    log_level: str = "lib.*:warning"
+
+    @classmethod
+    def af_packet(cls, *, lcore: int, iface: str, file_prefix: str, **kw) -> "EalConfig":
+        """One ``net_af_packet`` port on kernel interface @p iface, one lcore."""
+        return cls(lcores=str(lcore), file_prefix=file_prefix, vdevs=(f"net_af_packet0,iface={iface}",), **kw)
+
+    def argv(self) -> list[str]:
+        out = ["-l", self.lcores, "--no-huge", "-m", str(self.memory_mb), "--no-pci", "--no-shconf",
+               "--no-telemetry", "--file-prefix", self.file_prefix]
+        out += [f"--vdev={v}" for v in self.vdevs]
+        out.append(f"--log-level={self.log_level}")
+        return out
+
+
+# ------------------------------------------------------------------ raw mode
+class Role(enum.Enum):
+    TX = "tx"
+    RX = "rx"
+
+
+class Encap(enum.Enum):
+    L2 = "l2"   #: Ethernet with imago's EtherType
+    UDP = "udp"  #: UDP/IPv4
+
+
+_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+@dataclass(frozen=True)
+class RawParams:
+    """``imago-perf --mode raw``: frames straight through the port, no reliability engine.
+
+    Attributes:
+        role: tx sends, rx counts and checks.
+        msgs: messages to send (tx) or expected (rx, used when no end-of-stream frame came).
+        size: message size in bytes.
+        burst: frames per rx/tx burst.
+        encap: L2 (our EtherType) or UDP/IPv4.
+        rate_pps: tx pacing in messages per second (None: as fast as possible).
+        duration_s: stop after this many seconds.
+        idle_timeout_ms: rx stops after this long without a frame once traffic has started.
+        stats_period_s: print stats every this many seconds.
+        loss: tx drops this fraction of frames in the fault-injection shim (0..1).
+        seed: seed of the shim.
+        src_ip / dst_ip: IPv4 addresses for UDP encapsulation (given together).
+        peer_mac: destination MAC of the frames.
+    """
+
+    role: Role
+    msgs: int
+    size: int = 64
+    burst: int = 32
+    encap: Encap = Encap.L2
+    rate_pps: int | None = None
+    duration_s: float | None = None
+    idle_timeout_ms: int | None = None
+    stats_period_s: float | None = None
+    loss: float | None = None
+    seed: int | None = None
+    src_ip: ipaddress.IPv4Address | None = None
+    dst_ip: ipaddress.IPv4Address | None = None
+    peer_mac: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, Role) or not isinstance(self.encap, Encap):
+            raise ValueError("role must be a Role and encap an Encap")
+        if self.msgs <= 0 or self.size <= 0 or self.burst <= 0:
+            raise ValueError(f"msgs, size and burst must be positive: {self}")
+        if self.rate_pps is not None and self.rate_pps <= 0:
+            raise ValueError(f"rate_pps must be positive: {self.rate_pps}")
+        if self.loss is not None and not (0.0 <= self.loss <= 1.0):
+            raise ValueError(f"loss is a fraction in [0, 1]: {self.loss}")
+        if (self.src_ip is None) != (self.dst_ip is None):
+            raise ValueError("src_ip and dst_ip go together")
+        if self.peer_mac is not None and not _MAC_RE.match(self.peer_mac):
+            raise ValueError(f"not a MAC address: {self.peer_mac!r}")
+        for name in ("src_ip", "dst_ip"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, ipaddress.IPv4Address):
+                object.__setattr__(self, name, ipaddress.IPv4Address(v))
+
+    def argv(self) -> list[str]:
+        out = ["--mode", "raw", "--role", self.role.value, "--msgs", str(self.msgs),
+               "--size", str(self.size), "--burst", str(self.burst), "--encap", self.encap.value]
+        opt = [
+            ("--rate", self.rate_pps),
+            ("--duration", self.duration_s),
+            ("--idle-timeout-ms", self.idle_timeout_ms),
+            ("--stats-period", self.stats_period_s),
+            ("--loss", self.loss),
+            ("--seed", self.seed),
+        ]
+        for flag, v in opt:
+            if v is not None:
+                out += [flag, _num(v)]
+        if self.src_ip is not None:
+            out += ["--src-ip", str(self.src_ip), "--dst-ip", str(self.dst_ip)]
+        if self.peer_mac is not None:
+            out += ["--peer-mac", self.peer_mac]
+        return out
+
+
+# ------------------------------------------------------------------ RESULT
+@dataclass(frozen=True)
+class PortStats:
+    """``RESULT.port``: the ethdev counters of the app's port."""
+
+    ipackets: int
+    opackets: int
+    imissed: int
+    ierrors: int
+
+
+@dataclass(frozen=True)
+class Result:
+    """The ``RESULT {json}`` line of an imago-perf run (see DESIGN.md, "Machine-readable results").
+
+    ``raw`` holds the whole JSON object, including keys this class does not name.
+    """
+
+    mode: str
+    role: str
+    msgs_sent: int
+    msgs_delivered: int
+    bytes_delivered: int
+    duration_s: float
+    msgs_per_s: float
+    gbps: float
+    lost: int
+    duplicated: int
+    reordered: int
+    corrupted: int
+    retransmits: int
+    acks_sent: int
+    nacks_sent: int
+    decode_rejected: int
+    port: PortStats
+    raw: dict = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Result":
+        names = [f.name for f in fields(cls) if f.name not in ("port", "raw")]
+        missing = [n for n in names + ["port"] if n not in obj]
+        if missing:
+            raise ResultError(f"RESULT lacks keys {missing}: {obj}")
+        kw: dict = {}
+        for f in fields(cls):
+            if f.name in ("port", "raw"):
+                continue
+            v = obj[f.name]
+            if f.type == "str":
+                kw[f.name] = str(v)
+            elif f.type == "int":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+                    raise ResultError(f"RESULT.{f.name} is not an integer: {v!r}")
+                kw[f.name] = int(v)
+            else:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise ResultError(f"RESULT.{f.name} is not a finite number: {v!r}")
+                kw[f.name] = float(v)
+        p = obj["port"]
+        pmissing = [k for k in ("ipackets", "opackets", "imissed", "ierrors") if not isinstance(p, dict) or k not in p]
+        if pmissing:
+            raise ResultError(f"RESULT.port lacks {pmissing}: {p!r}")
+        kw["port"] = PortStats(**{k: int(p[k]) for k in ("ipackets", "opackets", "imissed", "ierrors")})
+        return cls(raw=obj, **kw)
+
+    @classmethod
+    def from_line(cls, line: str) -> "Result":
+        if not line.startswith("RESULT "):
+            raise ResultError(f"not a RESULT line: {line!r}")
+        try:
+            obj = json.loads(line[len("RESULT "):])
+        except json.JSONDecodeError as e:
+            raise ResultError(f"RESULT is not valid JSON ({e}): {line!r}") from None
+        if not isinstance(obj, dict):
+            raise ResultError(f"RESULT is not a JSON object: {line!r}")
+        return cls.from_json(obj)
+
+    @classmethod
+    def from_stdout(cls, lines: list[str]) -> "Result":
+        """Parse the app's stdout: exactly one RESULT line, and it is the last non-empty one."""
+        text = [l for l in lines if l.strip()]
+        results = [l for l in text if l.startswith("RESULT ")]
+        if not results:
+            raise ResultError("no RESULT line on stdout")
+        if len(results) > 1:
+            raise ResultError(f"{len(results)} RESULT lines on stdout, expected exactly one")
+        if text[-1] is not results[0]:
+            raise ResultError(f"RESULT is not the last stdout line; after it: {text[-1]!r}")
+        return cls.from_line(results[0])
+
+
+# ------------------------------------------------------------------ the app
+class PerfRun:
+    """One running imago-perf process."""
+
+    def __init__(self, proc: AppProcess, params: RawParams, eal: EalConfig):
+        self.proc = proc
+        self.params = params
+        self.eal = eal
+
+    @property
+    def log_path(self) -> Path:
+        return self.proc.log_path
+
+    def wait_ready(self, timeout: float = 30.0) -> str:
+        """Wait for the ``READY`` line (port up, polling)."""
+        return self.proc.wait_for_line("READY", timeout, stream="stdout")
+
+    def result(self, timeout: float) -> Result:
+        """Wait for exit (killed after @p timeout s), require exit code 0, parse RESULT.
+
+        Raises:
+            AppTimeout: still running after @p timeout.
+            AppError: non-zero exit code.
+            ResultError: no valid RESULT last line.
+        """
+        rc = self.proc.wait(timeout)
+        if rc != 0:
+            raise AppError(f"{self.proc.name} exited with {rc}; log {self.log_path}; last lines:\n{self.proc.tail()}")
+        try:
+            return Result.from_stdout(self.proc.lines("stdout"))
+        except ResultError as e:
+            raise ResultError(f"{self.proc.name}: {e}; log {self.log_path}; last lines:\n{self.proc.tail()}") from None
+
+    def stop(self) -> None:
+        self.proc.kill()
+
+
+class ImagoPerf:
+    """imago-perf, launched inside one node.
+
+    Example::
+
+        perf = ImagoPerf(rx_node)
+        run = perf.start_raw(rx_if, RawParams(role=Role.RX, msgs=1000), lcore=1)
+        run.wait_ready()
+    """
+
+    def __init__(self, node: Node, binary: Path | None = None):
+        self.node = node
+        self.binary = Path(binary) if binary else perf_binary()
+
+    @staticmethod
+    def missing_reason(binary: Path | None = None) -> str | None:
+        """None if the binary is there and executable, else why not."""
+        b = Path(binary) if binary else perf_binary()
+        if not b.exists():
+            return f"{b} not found (build it, or set IMAGO_BUILD_DIR)"
+        if not os.access(b, os.X_OK):
+            return f"{b} is not executable"
+        return None
+
+    def help_text(self, timeout: float = 20.0) -> str:
+        """``imago-perf --help`` output (run in the node's namespace)."""
+        cp = self.node.exec([str(self.binary), "--help"], timeout=timeout, check=False)
+        return cp.stdout + cp.stderr
+
+    def start_raw(
+        self,
+        port: Interface,
+        params: RawParams,
+        *,
+        lcore: int,
+        name: str | None = None,
+        memory_mb: int = 512,
+    ) -> PerfRun:
+        """Start ``--mode raw`` over a net_af_packet port on @p port (an interface of this node)."""
+        if port.node is not self.node:
+            raise ValueError(f"{port} is not an interface of {self.node}")
+        return self.start_raw_vdev(f"net_af_packet0,iface={port.name}", params, lcore=lcore,
+                                   name=name, memory_mb=memory_mb)
+
+    def start_raw_vdev(
+        self,
+        vdev: str,
+        params: RawParams,
+        *,
+        lcore: int,
+        name: str | None = None,
+        memory_mb: int = 512,
+    ) -> PerfRun:
+        """Start ``--mode raw`` on the port of any vdev, e.g. ``net_memif0,role=server,socket=...``."""
+        name = name or f"perf-{params.role.value}"
+        eal = EalConfig(
+            lcores=str(lcore),
+            file_prefix=f"{self.node.topology.prefix}-{self.node.name}-{name}",
+            vdevs=(vdev,),
+            memory_mb=memory_mb,
+        )
+        argv = [str(self.binary)] + eal.argv() + ["--"] + params.argv()
+        return PerfRun(self.node.start(argv, name=name), params, eal)

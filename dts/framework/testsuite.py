@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Base class of the suites, after DPDK DTS's ``framework/test_suite.py``.
+
+A suite is a file ``tests/TestSuite_<name>.py`` holding one class ``TestSuite<Name>(TestSuite)``
+whose ``test_*`` methods each carry a docstring with ``Steps:`` and ``Verify:`` sections. The
+methods get their testbed from fixtures (``topology``, ``perf_binary``) and drive apps only
+through the typed wrappers in :mod:`framework.apps`; checks go through :meth:`TestSuite.verify`.
+"""
+
+from __future__ import annotations
+
+
+class VerifyError(AssertionError):
+    """A ``Verify:`` step of a suite did not hold."""
+
+
+class TestSuite:
+    """Base of every suite. It has no tests of its own, so pytest collects nothing from it."""
+
+    @staticmethod
+    def verify(condition: bool, failure_description: str) -> None:
+        """Fail the test with @p failure_description unless @p condition holds."""
+        if not condition:
+            raise VerifyError(failure_description)

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Shared by demo.sh and test.sh: install what the project needs, build it. Idempotent.
+
+IMAGO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+IMAGO_LOGS="$IMAGO_ROOT/build/logs"
+
+# Debian 12 packages: toolchain, DPDK 22.11, test and benchmark libraries, DTS needs.
+IMAGO_PACKAGES=(
+  build-essential meson ninja-build pkg-config
+  dpdk dpdk-dev libdpdk-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-pytest python3-scapy
+  iproute2 iputils-ping nftables procps
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+die() {
+  printf 'error: %s\n' "$*" >&2
+  exit 1
+}
+
+need_root() {
+  [ "$(id -u)" = 0 ] || die "run as root (it installs packages, and the tests create network namespaces)"
+}
+
+# Install only what is missing, so a second run costs nothing.
+install_packages() {
+  local missing=()
+  for p in "${IMAGO_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "packages: all ${#IMAGO_PACKAGES[@]} present"
+    return
+  fi
+  say "packages: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null || die "apt-get update failed"
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install failed"
+}
+
+# build_tree DIR [meson options...]: configure once, then rebuild incrementally.
+build_tree() {
+  local dir=$1
+  shift
+  mkdir -p "$IMAGO_LOGS"
+  local log="$IMAGO_LOGS/$(basename "$dir").log"
+  cd "$IMAGO_ROOT" || die "no project folder"
+  if [ ! -f "$dir/build.ninja" ]; then
+    rm -rf "$dir"
+    meson setup "$dir" "$@" >"$log" 2>&1 || { tail -30 "$log"; die "meson setup $dir failed (log: $log)"; }
+  fi
+  say "building $dir (log: $log)"
+  ninja -C "$dir" >>"$log" 2>&1 || { grep -E 'error|FAILED' -A5 "$log" | head -60; die "build of $dir failed (log: $log)"; }
+}

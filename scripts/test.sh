@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Quick start 2: install, build, and run every test: unit and simulation tests, the EAL
+# integration suite, benchmark smoke runs, the same tests again under ASan+UBSan, and the
+# end-to-end DTS suites over network namespaces. Ends with one "N passed, N failed" line.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+need_root
+install_packages
+build_tree "$IMAGO_ROOT/build"
+build_tree "$IMAGO_ROOT/build-asan" -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dbenchmarks=false
+
+passed=0
+failed=0
+failed_parts=()
+
+# count_meson LOG: add meson's "Ok:" / "Fail:" totals from a test run's output.
+count_meson() {
+  local ok fail
+  ok=$(grep -E '^Ok: ' "$1" | awk '{s+=$2} END {print s+0}')
+  fail=$(grep -E '^(Fail|Timeout|Unexpected Pass):' "$1" | awk '{s+=$NF} END {print s+0}')
+  passed=$((passed + ok))
+  failed=$((failed + fail))
+}
+
+# run_part NAME COMMAND...: run one part, keep its log, count it.
+run_part() {
+  local name=$1
+  shift
+  local log="$IMAGO_LOGS/test-$name.log"
+  say "test: $name"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  if [[ $name == meson-* ]]; then count_meson "$log"; fi
+  if [ "$rc" -ne 0 ]; then
+    failed_parts+=("$name")
+    # a runner that died before counting still counts as a failure
+    if ! grep -qE '^(Ok|Fail): ' "$log" && [[ $name == meson-* ]]; then failed=$((failed + 1)); fi
+  fi
+}
+
+cd "$IMAGO_ROOT"
+run_part meson-release meson test -C build --print-errorlogs \
+  --suite unit --suite sim --suite eal --suite bench-smoke
+# The same suites under ASan + UBSan (leak checking on); any report fails the run. The
+# simulation runs 200 seeds here: the release run above covers the full seed count.
+IMAGO_SIM_SEEDS=200 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run_part meson-asan meson test -C build-asan --print-errorlogs --suite unit --suite sim --suite eal
+
+dts_log="$IMAGO_LOGS/test-dts.log"
+run_part dts /usr/bin/python3 -m pytest "$IMAGO_ROOT/dts" -v -rs
+dts_passed=$(grep -oE '[0-9]+ passed' "$dts_log" | tail -1 | awk '{print $1+0}')
+dts_failed=$(grep -oE '[0-9]+ (failed|error)' "$dts_log" | awk '{s+=$1} END {print s+0}')
+passed=$((passed + ${dts_passed:-0}))
+failed=$((failed + ${dts_failed:-0}))
+if [ "${dts_passed:-0}" -eq 0 ] && [ "$dts_failed" -eq 0 ]; then
+  failed_parts+=("dts ran no test")
+  failed=$((failed + 1))
+fi
+
+echo
+if [ ${#failed_parts[@]} -gt 0 ]; then
+  say "failed parts: ${failed_parts[*]} (logs in $IMAGO_LOGS)"
+  [ "$failed" -gt 0 ] || failed=1
+fi
+echo "imago: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

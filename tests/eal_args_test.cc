@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Unit tests for dataplane/eal_args.h: the `[EAL args --] app args` split and EAL defaults.
+#include "dataplane/eal_args.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace imago::dp {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+ArgSplit split(const std::vector<const char*>& argv) {
+  return split_args(static_cast<int>(argv.size()), argv.data());
+}
+
+// @return the value following @p flag in @p args, or "" when the flag is absent.
+std::string value_after(const std::vector<std::string>& args, const std::string& flag) {
+  auto it = std::find(args.begin(), args.end(), flag);
+  return it == args.end() || it + 1 == args.end() ? "" : *(it + 1);
+}
+
+TEST(EalArgs, SplitsAtTheDoubleDash) {
+  // Do: split "prog -l 0-1 --vdev=x -- --pair -n 5".
+  auto s = split({"prog", "-l", "0-1", "--vdev=x", "--", "--pair", "-n", "5"});
+  // Expect: EAL gets what precedes "--", the app what follows; the split is explicit.
+  EXPECT_EQ(s.prog, "prog");
+  EXPECT_THAT(s.eal, ElementsAre("-l", "0-1", "--vdev=x"));
+  EXPECT_THAT(s.app, ElementsAre("--pair", "-n", "5"));
+  EXPECT_TRUE(s.explicit_eal);
+}
+
+TEST(EalArgs, SplitsOnlyAtTheFirstDoubleDash) {
+  // Do: split a command line holding "--" twice.
+  auto s = split({"prog", "-l", "0", "--", "--pair", "--", "x"});
+  // Expect: the second "--" belongs to the app.
+  EXPECT_THAT(s.eal, ElementsAre("-l", "0"));
+  EXPECT_THAT(s.app, ElementsAre("--pair", "--", "x"));
+}
+
+TEST(EalArgs, WithoutDoubleDashEverythingIsTheApps) {
+  // Do: split a command line with no "--".
+  auto s = split({"prog", "--pair", "-l", "0"});
+  // Expect: no EAL args, every argument to the app, not explicit.
+  EXPECT_THAT(s.eal, IsEmpty());
+  EXPECT_THAT(s.app, ElementsAre("--pair", "-l", "0"));
+  EXPECT_FALSE(s.explicit_eal);
+}
+
+TEST(EalArgs, DoubleDashFirstGivesEmptyExplicitEal) {
+  // Do: split "prog -- --pair".
+  auto s = split({"prog", "--", "--pair"});
+  // Expect: explicit but empty EAL args (the user asked for EAL's own defaults).
+  EXPECT_TRUE(s.explicit_eal);
+  EXPECT_THAT(s.eal, IsEmpty());
+  EXPECT_THAT(s.app, ElementsAre("--pair"));
+}
+
+TEST(EalArgs, DoubleDashLastGivesNoAppArgs) {
+  // Do: split "prog -l 0 --".
+  auto s = split({"prog", "-l", "0", "--"});
+  // Expect: all arguments to EAL, none to the app.
+  EXPECT_TRUE(s.explicit_eal);
+  EXPECT_THAT(s.eal, ElementsAre("-l", "0"));
+  EXPECT_THAT(s.app, IsEmpty());
+}
+
+TEST(EalArgs, ProgramNameAloneSplitsToNothing) {
+  // Do: split argv holding only the program name, then an empty argv.
+  auto s = split({"prog"});
+  auto none = split_args(0, nullptr);
+  // Expect: nothing for EAL or the app; the empty argv leaves prog empty.
+  EXPECT_EQ(s.prog, "prog");
+  EXPECT_THAT(s.eal, IsEmpty());
+  EXPECT_THAT(s.app, IsEmpty());
+  EXPECT_FALSE(s.explicit_eal);
+  EXPECT_EQ(none.prog, "");
+  EXPECT_THAT(none.app, IsEmpty());
+}
+
+TEST(EalArgs, DefaultsAreHugepagelessAndPciless) {
+  // Do: build the default EAL args with nothing configured.
+  auto a = default_eal_args(EalDefaults{}, 4242);
+  // Expect: exactly the documented embedded defaults, in order.
+  EXPECT_THAT(a, ElementsAre("--no-huge", "-m", "512", "--no-pci", "--no-shconf",
+                             "--no-telemetry", "--file-prefix", "imago-4242",
+                             "--log-level=lib.*:warning"));
+}
+
+TEST(EalArgs, FilePrefixUsesThePid) {
+  // Do: build defaults for two different pids.
+  auto a = default_eal_args(EalDefaults{}, 1);
+  auto b = default_eal_args(EalDefaults{}, 99999);
+  // Expect: each gets its own prefix, so concurrent runs do not share runtime files.
+  EXPECT_EQ(value_after(a, "--file-prefix"), "imago-1");
+  EXPECT_EQ(value_after(b, "--file-prefix"), "imago-99999");
+}
+
+TEST(EalArgs, ExplicitFilePrefixOverridesThePid) {
+  // Do: set a file prefix.
+  EalDefaults d;
+  d.file_prefix = "dts-run";
+  auto a = default_eal_args(d, 77);
+  // Expect: it is used verbatim and the pid is not.
+  EXPECT_EQ(value_after(a, "--file-prefix"), "dts-run");
+  EXPECT_EQ(std::count(a.begin(), a.end(), "imago-77"), 0);
+}
+
+TEST(EalArgs, VdevsLcoresMemoryAndLogLevelAreEmitted) {
+  // Do: configure two vdevs, an lcore list, memory and a log level.
+  EalDefaults d;
+  d.vdevs = {"net_ring0", "net_null0,size=64"};
+  d.lcores = "0-1";
+  d.memory_mb = 256;
+  d.log_level = "*:debug";
+  auto a = default_eal_args(d, 5);
+  // Expect: -l with its value, one --vdev= per vdev in order, -m and --log-level as given.
+  EXPECT_EQ(value_after(a, "-l"), "0-1");
+  EXPECT_EQ(value_after(a, "-m"), "256");
+  EXPECT_THAT(std::vector<std::string>(a.end() - 3, a.end()),
+              ElementsAre("--vdev=net_ring0", "--vdev=net_null0,size=64", "--log-level=*:debug"));
+}
+
+TEST(EalArgs, EmptyLcoresAndLogLevelAreOmitted) {
+  // Do: clear the log level and leave lcores empty.
+  EalDefaults d;
+  d.log_level.clear();
+  auto a = default_eal_args(d, 5);
+  // Expect: neither -l nor any --log-level argument appears.
+  EXPECT_EQ(std::count(a.begin(), a.end(), "-l"), 0);
+  EXPECT_TRUE(std::none_of(a.begin(), a.end(),
+                           [](const std::string& s) { return s.rfind("--log-level", 0) == 0; }));
+}
+
+}  // namespace
+}  // namespace imago::dp
