@@ -10,7 +10,7 @@ IMAGO_PACKAGES=(
   dpdk dpdk-dev libdpdk-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pytest python3-scapy
-  iproute2 iputils-ping nftables procps
+  iproute2 nftables procps
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -44,11 +44,14 @@ install_packages() {
 build_tree() {
   local dir=$1
   shift
-  mkdir -p "$IMAGO_LOGS"
   local log="$IMAGO_LOGS/$(basename "$dir").log"
   cd "$IMAGO_ROOT" || die "no project folder"
+  # A folder without build.ninja is a half-made build: empty it (but keep build/logs).
+  if [ -d "$dir" ] && [ ! -f "$dir/build.ninja" ]; then
+    find "$dir" -mindepth 1 -maxdepth 1 ! -path "$IMAGO_LOGS" -exec rm -rf {} +
+  fi
+  mkdir -p "$IMAGO_LOGS"
   if [ ! -f "$dir/build.ninja" ]; then
-    rm -rf "$dir"
     meson setup "$dir" "$@" >"$log" 2>&1 || { tail -30 "$log"; die "meson setup $dir failed (log: $log)"; }
   fi
   say "building $dir (log: $log)"

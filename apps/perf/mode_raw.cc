@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Raw mode: numbered frames from A to B with no reliability; the link's own rate and loss.
 #include <rte_cycles.h>
+#include <rte_lcore.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -36,7 +37,7 @@ int raw_setup(Context& ctx) {
   st->tx_node = o.role == "rx" ? nullptr : ctx.nodes.front();
   st->rx_node = o.role == "tx" ? nullptr : ctx.nodes.back();
   pick_lcores(st->tx_lcore, st->rx_lcore);
-  if (!o.pair) st->tx_lcore = st->rx_lcore;  // one node per process: everything on main
+  if (!o.pair) st->tx_lcore = st->rx_lcore = rte_get_main_lcore();  // one node per process
   if (st->tx_node) {
     dp::RawSenderConfig sc{.msgs = o.msgs, .size = o.size, .burst = o.burst,
                            .rate_pps = o.rate_pps, .encap = o.encap};

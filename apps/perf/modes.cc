@@ -7,9 +7,10 @@
 namespace imago::perf {
 
 extern const Mode kRawMode;
+extern const Mode kRawPingPongMode;
 
 const Mode* modes() {
-  static const Mode table[] = {kRawMode, Mode{}};
+  static const Mode table[] = {kRawMode, kRawPingPongMode, Mode{}};
   return table;
 }
 
@@ -21,9 +22,13 @@ const Mode* find_mode(const std::string& name) {
 }
 
 void pick_lcores(unsigned& tx_lcore, unsigned& rx_lcore) {
-  rx_lcore = rte_get_main_lcore();
-  unsigned worker = rte_get_next_lcore(-1, 1, 0);
-  tx_lcore = worker < RTE_MAX_LCORE ? worker : rx_lcore;
+  // With three lcores or more the main lcore only runs control work (stats, completion) and
+  // sleeps; with two, the receiver shares it; with one, everything does.
+  unsigned main = rte_get_main_lcore();
+  unsigned w1 = rte_get_next_lcore(-1, 1, 0);
+  unsigned w2 = w1 < RTE_MAX_LCORE ? rte_get_next_lcore(w1, 1, 0) : RTE_MAX_LCORE;
+  tx_lcore = w1 < RTE_MAX_LCORE ? w1 : main;
+  rx_lcore = w2 < RTE_MAX_LCORE ? w2 : main;
 }
 
 }  // namespace imago::perf

@@ -33,6 +33,8 @@ struct Options {
   dp::EncapConfig encap;
   double duration_s = 60;
   unsigned idle_timeout_ms = 1000;
+  uint64_t ping_timeout_us = 10'000;
+  std::string hist_csv;       ///< write the round-trip histogram here (ping-pong modes)
   double stats_period_s = 0;
   dp::FaultConfig fault_tx;
   dp::FaultConfig fault_rx;
@@ -59,7 +61,7 @@ struct Context {
   void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown
 };
 
-/** @return lcore ids for a sender and a receiver: two different ones when EAL has two. */
+/** Choose the sender and receiver lcores; the main lcore polls only when EAL has fewer than 3. */
 void pick_lcores(unsigned& tx_lcore, unsigned& rx_lcore);
 
 /** A perf mode (testpmd's fwd_engine): set-up registers lcore tasks; report writes results. */

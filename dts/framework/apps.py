@@ -356,3 +356,31 @@ class ImagoPerf:
         )
         argv = [str(self.binary)] + eal.argv() + ["--"] + params.argv()
         return PerfRun(self.node.start(argv, name=name), params, eal)
+
+
+# ------------------------------------------------------------------ the daemon
+def imagod_binary() -> Path:
+    """Where imagod is expected."""
+    return build_dir() / "apps" / "imagod"
+
+
+class Imagod:
+    """imagod, the primary process, launched inside one node on one vdev."""
+
+    def __init__(self, node: Node, binary: Path | None = None):
+        self.node = node
+        self.binary = Path(binary) if binary else imagod_binary()
+
+    def start(self, vdev: str, *, lcore: int = 0, stats_period_s: float = 1.0,
+              name: str = "imagod") -> AppProcess:
+        """Start imagod on @p vdev; wait for its ``serving`` line with the returned process."""
+        eal = EalConfig(lcores=str(lcore), file_prefix=f"{self.node.topology.prefix}-{self.node.name}-{name}",
+                        vdevs=(vdev,))
+        argv = [str(self.binary)] + eal.argv() + ["--", "--stats-period", _num(stats_period_s)]
+        return self.node.start(argv, name=name)
+
+
+def run_app(node: Node, binary: Path, app_args: list[str], timeout: float = 30.0):
+    """Run an imago app to completion with no EAL args (its embedded default); @return the
+    completed process (stdout, stderr, returncode)."""
+    return node.exec([str(binary)] + app_args, timeout=timeout, check=False)

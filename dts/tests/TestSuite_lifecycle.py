@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""How imago's apps start and stop: SIGTERM mid-run, bad options, the daemon's shutdown.
+
+A DPDK user expects an app to release its ports and EAL when told to stop, to still report
+what it measured, and to refuse a bad command line with a clear message instead of starting.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from framework.apps import Imagod, ImagoPerf, RawParams, Role, imagod_binary, run_app
+from framework.testsuite import TestSuite
+from framework.topology import Topology
+
+
+class TestSuiteLifecycle(TestSuite):
+    """Start-up and shutdown of imago-perf and imagod."""
+
+    def test_sigterm_stops_a_waiting_receiver_cleanly(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            Start an rx imago-perf on a veth that no sender uses; wait for READY; send SIGTERM.
+        Verify:
+            It exits 0 within 10 s, says it was stopped by a signal, and its last line is a
+            RESULT with nothing delivered.
+        """
+        node = topology.add_node("rx")
+        peer = topology.add_node("idle")
+        _, rx_if = topology.add_veth(peer, node)
+        run = ImagoPerf(node).start_raw(rx_if, RawParams(role=Role.RX, msgs=1000, duration_s=120), lcore=1)
+        run.wait_ready(30)
+        run.proc.signal(signal.SIGTERM)
+        res = run.result(timeout=10)
+        self.verify(any("Stopped by a signal" in line for line in run.proc.lines("stdout")),
+                    "no 'Stopped by a signal' line")
+        self.verify(res.msgs_delivered == 0, f"delivered {res.msgs_delivered} with no sender")
+
+    def test_bad_options_are_refused_with_a_message(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            Run imago-perf with an unknown option, an out-of-range size, --pair with --role,
+            and a bad fault spec; run --help.
+        Verify:
+            Each bad line exits 2 before EAL starts and names what is wrong on stderr;
+            --help exits 0 and lists options with their defaults.
+        """
+        node = topology.add_node("h")
+        bad = {
+            ("--no-such-option",): "unknown option",
+            ("--size", "3"): "--size",
+            ("--pair", "--role", "tx"): "exclude each other",
+            ("--fault-tx", "loss=2"): "probability",
+        }
+        for args, words in bad.items():
+            cp = run_app(node, perf_binary, list(args))
+            self.verify(cp.returncode == 2, f"{args}: exit {cp.returncode}, want 2")
+            self.verify(words in cp.stderr, f"{args}: stderr {cp.stderr!r} lacks {words!r}")
+            self.verify("EAL" not in cp.stderr, f"{args}: EAL started for a bad command line")
+        cp = run_app(node, perf_binary, ["--help"])
+        self.verify(cp.returncode == 0 and "--msgs N" in cp.stdout and "[1000000]" in cp.stdout,
+                    f"--help: exit {cp.returncode}, output {cp.stdout[:200]!r}")
+
+    def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            Start imagod on a net_null port; wait until it serves and prints port counters;
+            send SIGTERM.
+        Verify:
+            It exits 0 within 10 s and says it stopped cleanly.
+        """
+        if not imagod_binary().exists():
+            raise AssertionError(f"{imagod_binary()} missing: the build did not produce imagod")
+        node = topology.add_node("d")
+        proc = Imagod(node).start("net_null0", stats_period_s=0.2)
+        proc.wait_for_line("serving 1 port", 30, stream="stdout")
+        proc.wait_for_line("port 0: rx", 10, stream="stdout")
+        proc.signal(signal.SIGTERM)
+        rc = proc.wait(10)
+        self.verify(rc == 0, f"imagod exited {rc}")
+        self.verify(any("stopped cleanly" in line for line in proc.lines("stdout")), "no clean-stop line")
