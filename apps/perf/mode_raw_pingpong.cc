@@ -90,7 +90,8 @@ void pp_report(Context& ctx, app::Json& r) {
       .num("lost", st.ping_node ? s.lost : 0).num("duplicated", uint64_t{0})
       .num("reordered", uint64_t{0}).num("corrupted", s.corrupted).num("late", s.late)
       .num("retransmits", uint64_t{0}).num("acks_sent", uint64_t{0}).num("nacks_sent", uint64_t{0})
-      .num("echoed", echoed);
+      .num("echoed", echoed)
+      .num("decode_rejected", (st.ping_node ? s.decode : st.echoer.stats().decode).total_rejected());
   r.obj("rtt_us", app::Json{}
                       .num("p50", h.percentile(50) / 1e3).num("p90", h.percentile(90) / 1e3)
                       .num("p99", h.percentile(99) / 1e3).num("p999", h.percentile(99.9) / 1e3)

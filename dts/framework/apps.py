@@ -109,6 +109,8 @@ class RawParams:
         seed: seed of the shim.
         src_ip / dst_ip: IPv4 addresses for UDP encapsulation (given together).
         peer_mac: destination MAC of the frames.
+        mode: "raw" (a one-way stream) or "raw-pingpong" (tx pings, rx echoes).
+        ping_timeout_us: raw-pingpong: a reply later than this counts as lost.
     """
 
     role: Role
@@ -125,10 +127,14 @@ class RawParams:
     src_ip: ipaddress.IPv4Address | None = None
     dst_ip: ipaddress.IPv4Address | None = None
     peer_mac: str | None = None
+    mode: str = "raw"
+    ping_timeout_us: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role) or not isinstance(self.encap, Encap):
             raise ValueError("role must be a Role and encap an Encap")
+        if self.mode not in ("raw", "raw-pingpong"):
+            raise ValueError(f"mode must be raw or raw-pingpong: {self.mode!r}")
         if self.msgs <= 0 or self.size <= 0 or self.burst <= 0:
             raise ValueError(f"msgs, size and burst must be positive: {self}")
         if self.rate_pps is not None and self.rate_pps <= 0:
@@ -145,7 +151,7 @@ class RawParams:
                 object.__setattr__(self, name, ipaddress.IPv4Address(v))
 
     def argv(self) -> list[str]:
-        out = ["--mode", "raw", "--role", self.role.value, "--msgs", str(self.msgs),
+        out = ["--mode", self.mode, "--role", self.role.value, "--msgs", str(self.msgs),
                "--size", str(self.size), "--burst", str(self.burst), "--encap", self.encap.value]
         opt = [
             ("--rate", self.rate_pps),
@@ -154,6 +160,7 @@ class RawParams:
             ("--stats-period", self.stats_period_s),
             ("--loss", self.loss),
             ("--seed", self.seed),
+            ("--ping-timeout-us", self.ping_timeout_us),
         ]
         for flag, v in opt:
             if v is not None:

@@ -65,6 +65,7 @@ class TestSuiteRawAfPacket(TestSuite):
             src_ip=tx_params.dst_ip,
             dst_ip=tx_params.src_ip,
             peer_mac=tx_if.mac,
+            mode=tx_params.mode,
         )
         rx = ImagoPerf(rx_if.node).start_raw(rx_if, rx_params, lcore=1, name="perf-rx")
         rx.wait_ready(READY_TIMEOUT_S)
@@ -175,3 +176,29 @@ class TestSuiteRawAfPacket(TestSuite):
             rx.lost == rx.msgs_sent - rx.msgs_delivered,
             f"lost {rx.lost} != sent {rx.msgs_sent} - delivered {rx.msgs_delivered}",
         )
+
+    def test_pingpong(self, link: tuple[Interface, Interface]) -> None:
+        """Raw ping-pong over the veth: every ping answered once, round trips measured.
+
+        Steps:
+            * Start the echoer (--role rx, lcore 1); wait for READY.
+            * Start the pinger (--role tx, lcore 0): 20000 pings of 64 bytes, one outstanding,
+              10 ms reply timeout, to the echoer's MAC; wait for both to exit.
+
+        Verify:
+            * replies + lost == pings sent; at least 99 % answered; nothing corrupted.
+            * the echoer echoed at least as many frames as the pinger got replies.
+            * RESULT rtt_us holds 0 < p50 <= p99 <= p999 <= max.
+        """
+        pings = 20_000
+        params = RawParams(role=Role.TX, msgs=pings, size=SIZE, mode="raw-pingpong", ping_timeout_us=10_000)
+        tx, rx = self._run(link, params)
+        self.verify(tx.msgs_sent == pings, f"pinger sent {tx.msgs_sent} of {pings}")
+        self.verify(tx.msgs_delivered + tx.lost == tx.msgs_sent,
+                    f"replies {tx.msgs_delivered} + lost {tx.lost} != sent {tx.msgs_sent}")
+        self.verify(tx.msgs_delivered >= 0.99 * pings, f"only {tx.msgs_delivered} of {pings} answered")
+        self.verify(tx.corrupted == 0, f"corrupted {tx.corrupted}")
+        self.verify(rx.raw["echoed"] >= tx.msgs_delivered, f"echoed {rx.raw['echoed']} < replies")
+        rtt = tx.raw["rtt_us"]
+        self.verify(0 < rtt["p50"] <= rtt["p99"] <= rtt["p999"] <= rtt["max"], f"rtt_us out of order: {rtt}")
+        print(f"raw ping-pong over veth/af_packet: rtt_us {rtt}")
