@@ -83,28 +83,53 @@ void LcoreRunner::nap_until_due(const PerLcore& pl, uint64_t now) {
 int LcoreRunner::launch(void* arg) {
   auto* self = static_cast<LcoreRunner*>(arg);
   self->loop(rte_lcore_id());
+  self->active_loops_.fetch_sub(1, std::memory_order_release);
+  return 0;
+}
+
+int LcoreRunner::launch_workers() {
+  stop_.store(false, std::memory_order_relaxed);
+  running_ = true;
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (lcores_[lcore].nb_tasks == 0) continue;
+    active_loops_.fetch_add(1, std::memory_order_relaxed);
+    if (rte_eal_remote_launch(launch, this, lcore) < 0) {
+      active_loops_.fetch_sub(1, std::memory_order_relaxed);
+      IMAGO_LOG(ERR, lcore, "lcore %u is busy; cannot launch\n", lcore);
+      stop();
+      return -EBUSY;
+    }
+  }
   return 0;
 }
 
 int LcoreRunner::run() {
-  stop_.store(false, std::memory_order_relaxed);
-  running_ = true;
   unsigned main = rte_get_main_lcore();
-  int rc = 0;
-  unsigned lcore;
-  RTE_LCORE_FOREACH_WORKER(lcore) {
-    if (lcores_[lcore].nb_tasks == 0) continue;
-    if (rte_eal_remote_launch(launch, this, lcore) < 0) {
-      IMAGO_LOG(ERR, lcore, "lcore %u is busy; cannot launch\n", lcore);
-      rc = -EBUSY;
-      stop();
-    }
-  }
+  int rc = launch_workers();
   if (rc == 0 && lcores_[main].nb_tasks) loop(main);
   while (rc == 0 && !stopping()) rte_delay_us_sleep(1000);  // a main lcore without tasks waits
+  join();
+  return rc;
+}
+
+int LcoreRunner::start() {
+  if (running_) return -EBUSY;
+  if (lcores_[rte_get_main_lcore()].nb_tasks) return -EINVAL;
+  int rc = launch_workers();
+  if (rc < 0) join();
+  return rc;
+}
+
+void LcoreRunner::join() {
   rte_eal_mp_wait_lcore();
   running_ = false;
-  return rc;
+}
+
+int LcoreRunner::clear() {
+  if (running_) return -EBUSY;
+  for (auto& pl : lcores_) pl = PerLcore{};
+  return 0;
 }
 
 }  // namespace imago::dp

@@ -47,6 +47,18 @@ class LcoreRunner {
    * @return 0, or -EBUSY when a worker lcore is already busy.
    */
   int run();
+  /**
+   * Launch the worker lcores and return at once (interactive use: the main lcore stays with
+   * the caller). The main lcore must have no tasks.
+   * @return 0; -EINVAL (tasks on the main lcore), -EBUSY (a worker is busy or already running).
+   */
+  int start();
+  /** After start(): wait until every worker left its loop. */
+  void join();
+  /** @return true between start() and the moment every worker loop has returned. */
+  bool active() const { return active_loops_.load(std::memory_order_acquire) > 0; }
+  /** Forget every task and statistic (not while running). @return 0 or -EBUSY. */
+  int clear();
   /** Ask every lcore of this runner to leave its loop after the current iteration. */
   void stop() { stop_.store(true, std::memory_order_relaxed); }
   /** @return true once stop() was called or a stop signal arrived. */
@@ -80,7 +92,12 @@ class LcoreRunner {
   static void nap_until_due(const PerLcore& pl, uint64_t now);
 
   PerLcore lcores_[RTE_MAX_LCORE];
+  int launch_workers();
+
   std::atomic<bool> stop_{false};  // relaxed: a flag with no data behind it
+  // Loops still running; the release on exit pairs with active()'s acquire so a caller that
+  // sees 0 also sees the stats the loops wrote.
+  std::atomic<unsigned> active_loops_{0};
   bool running_ = false;
 };
 

@@ -11,6 +11,7 @@ IMAGO_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pytest python3-scapy
   iproute2 nftables procps
+  libzmq3-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

@@ -36,8 +36,8 @@ int raw_setup(Context& ctx) {
   const Options& o = ctx.opt;
   st->tx_node = o.role == "rx" ? nullptr : ctx.nodes.front();
   st->rx_node = o.role == "tx" ? nullptr : ctx.nodes.back();
-  pick_lcores(st->tx_lcore, st->rx_lcore);
-  if (!o.pair) st->tx_lcore = st->rx_lcore = rte_get_main_lcore();  // one node per process
+  pick_lcores(ctx, st->tx_lcore, st->rx_lcore);
+  if (!o.pair) st->tx_lcore = st->rx_lcore = single_lcore(ctx);  // one node per process
   if (st->tx_node) {
     dp::RawSenderConfig sc{.msgs = o.msgs, .size = o.size, .burst = o.burst,
                            .rate_pps = o.rate_pps, .encap = o.encap};

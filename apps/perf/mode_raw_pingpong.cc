@@ -30,8 +30,8 @@ int pp_setup(Context& ctx) {
   st->ping_node = o.role == "rx" ? nullptr : ctx.nodes.front();
   st->echo_node = o.role == "tx" ? nullptr : ctx.nodes.back();
   unsigned ping_lcore, echo_lcore;
-  pick_lcores(ping_lcore, echo_lcore);
-  if (!o.pair) ping_lcore = echo_lcore = rte_get_main_lcore();
+  pick_lcores(ctx, ping_lcore, echo_lcore);
+  if (!o.pair) ping_lcore = echo_lcore = single_lcore(ctx);
   if (st->ping_node) {
     dp::PingerConfig pc{.pings = o.msgs, .size = o.size, .timeout_us = o.ping_timeout_us,
                         .encap = o.encap};

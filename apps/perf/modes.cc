@@ -21,14 +21,19 @@ const Mode* find_mode(const std::string& name) {
   return nullptr;
 }
 
-void pick_lcores(unsigned& tx_lcore, unsigned& rx_lcore) {
+void pick_lcores(const Context& ctx, unsigned& tx_lcore, unsigned& rx_lcore) {
   // With three lcores or more the main lcore only runs control work (stats, completion) and
   // sleeps; with two, the receiver shares it; with one, everything does.
   unsigned main = rte_get_main_lcore();
   unsigned w1 = rte_get_next_lcore(-1, 1, 0);
   unsigned w2 = w1 < RTE_MAX_LCORE ? rte_get_next_lcore(w1, 1, 0) : RTE_MAX_LCORE;
   tx_lcore = w1 < RTE_MAX_LCORE ? w1 : main;
-  rx_lcore = w2 < RTE_MAX_LCORE ? w2 : main;
+  rx_lcore = w2 < RTE_MAX_LCORE ? w2 : (ctx.keep_main_free ? tx_lcore : main);
+}
+
+unsigned single_lcore(const Context& ctx) {
+  unsigned w1 = rte_get_next_lcore(-1, 1, 0);
+  return ctx.keep_main_free && w1 < RTE_MAX_LCORE ? w1 : rte_get_main_lcore();
 }
 
 }  // namespace imago::perf

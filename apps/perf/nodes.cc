@@ -11,8 +11,7 @@
 namespace imago::perf {
 namespace {
 
-int open_node(Context& ctx, Node& n, uint16_t port_id, const dp::FaultConfig& tx,
-              const dp::FaultConfig& rx) {
+int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;
   dp::PortConfig pc{.nb_rxd = o.nb_desc, .nb_txd = o.nb_desc};
   size_t frame = dp::encap_header_len(o.encap.kind) + o.size;
@@ -31,26 +30,22 @@ int open_node(Context& ctx, Node& n, uint16_t port_id, const dp::FaultConfig& tx
                  o.size, frame, port_id, mtu);
     return -EMSGSIZE;
   }
-  if (int rc = n.port.start(); rc < 0) return rc;
-  return n.faulty.init(port_id, 0, tx, rx, n.pool,
-                       static_cast<uint32_t>(dp::encap_header_len(o.encap.kind)), o.fault_capacity);
+  return n.port.start();
 }
 
 }  // namespace
 
 int open_topology(Context& ctx, Topology& topo) {
   const Options& o = ctx.opt;
-  dp::FaultConfig none{};
   topo.a.name = "A";
   topo.b.name = "B";
   if (o.pair) {
     if (int rc = dp::create_ring_pair("imago_pair", o.ring_size, topo.ring); rc < 0) return rc;
     topo.has_ring = true;
-    // Faults sit on the sender's transmit side and the receiver's receive side.
-    if (int rc = open_node(ctx, topo.a, topo.ring.port_a, o.fault_tx, none); rc < 0) return rc;
-    if (int rc = open_node(ctx, topo.b, topo.ring.port_b, none, o.fault_rx); rc < 0) return rc;
+    if (int rc = open_node(ctx, topo.a, topo.ring.port_a); rc < 0) return rc;
+    if (int rc = open_node(ctx, topo.b, topo.ring.port_b); rc < 0) return rc;
     ctx.nodes = {&topo.a, &topo.b};
-    return 0;
+    return apply_faults(ctx);
   }
   if (rte_eth_dev_count_avail() == 0) {
     std::fprintf(stderr, "imago-perf: --role %s needs a port: give --iface NAME, --vdev DEV, or "
@@ -60,8 +55,24 @@ int open_topology(Context& ctx, Topology& topo) {
   Node& n = o.role == "tx" ? topo.a : topo.b;
   uint16_t port_id = 0;
   RTE_ETH_FOREACH_DEV(port_id) break;  // the first available port
-  if (int rc = open_node(ctx, n, port_id, o.fault_tx, o.fault_rx); rc < 0) return rc;
+  if (int rc = open_node(ctx, n, port_id); rc < 0) return rc;
   ctx.nodes = {&n};
+  return apply_faults(ctx);
+}
+
+int apply_faults(Context& ctx) {
+  const Options& o = ctx.opt;
+  dp::FaultConfig none{};
+  auto offset = static_cast<uint32_t>(dp::encap_header_len(o.encap.kind));
+  for (Node* n : ctx.nodes) {
+    // In a pair, faults sit on the sender's transmit side and the receiver's receive side.
+    bool sender = !o.pair || n == ctx.nodes.front();
+    bool receiver = !o.pair || n == ctx.nodes.back();
+    n->faulty.release();
+    int rc = n->faulty.init(n->port.id(), 0, sender ? o.fault_tx : none, receiver ? o.fault_rx : none,
+                            n->pool, offset, o.fault_capacity);
+    if (rc < 0) return rc;
+  }
   return 0;
 }
 

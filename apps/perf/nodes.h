@@ -19,6 +19,8 @@ struct Topology {
 
 /** Open and start the nodes @p ctx.opt asks for. @return 0 or a negative errno after printing why. */
 int open_topology(Context& ctx, Topology& topo);
+/** (Re)initialise every node's fault layer from ctx.opt. @return 0 or a negative errno. */
+int apply_faults(Context& ctx);
 /** Stop and close every port, free the rings and mempools (idempotent). */
 void close_topology(Context& ctx, Topology& topo);
 

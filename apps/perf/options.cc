@@ -33,6 +33,13 @@ bool to_num(const std::string& s, T& out, T lo = std::numeric_limits<T>::min(),
   return true;
 }
 
+// The shortest text that reads back as the same double ("0.1", not "0.100000").
+std::string shortest(double v) {
+  char b[32];
+  auto [end, ec] = std::to_chars(b, b + sizeof b, v);
+  return ec == std::errc() ? std::string(b, end) : "?";
+}
+
 bool to_ip(const std::string& s, uint32_t& out) {
   in_addr a{};
   if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
@@ -76,7 +83,7 @@ Opt fault_prob(const char* name, const char* help, double dp::FaultConfig::*fiel
             o.fault_tx.*field = p;
             return true;
           },
-          [field](const Options& o) { return std::to_string(o.fault_tx.*field); }};
+          [field](const Options& o) { return shortest(o.fault_tx.*field); }};
 }
 
 Opt fault_spec(const char* name, const char* help, dp::FaultConfig Options::*stage) {
@@ -146,7 +153,7 @@ const std::vector<Opt>& table() {
        [](const Options& o) { return mac_str(o.encap.dst_mac); }},
       {"duration", "SECONDS", "stop after this long whatever happened",
        [](Options& o, const std::string& v) { return to_num(v, o.duration_s) && o.duration_s > 0; },
-       [](const Options& o) { return std::to_string(o.duration_s); }},
+       [](const Options& o) { return shortest(o.duration_s); }},
       {"idle-timeout-ms", "MS", "receiver: finish after this much silence once traffic began",
        [](Options& o, const std::string& v) { return to_num<unsigned>(v, o.idle_timeout_ms, 1); },
        [](const Options& o) { return std::to_string(o.idle_timeout_ms); }},
@@ -158,7 +165,7 @@ const std::vector<Opt>& table() {
        [](const Options& o) { return o.hist_csv.empty() ? "-" : o.hist_csv; }},
       {"stats-period", "SECONDS", "print a stats line this often (0: off)",
        [](Options& o, const std::string& v) { return to_num(v, o.stats_period_s) && o.stats_period_s >= 0; },
-       [](const Options& o) { return std::to_string(o.stats_period_s); }},
+       [](const Options& o) { return shortest(o.stats_period_s); }},
       fault_prob("loss", "tx fault: drop each frame with probability P", &dp::FaultConfig::drop),
       fault_prob("burst-loss", "tx fault: Gilbert-Elliott P(good->bad); bursts of ~4 frames",
                  &dp::FaultConfig::burst_enter),
@@ -185,6 +192,9 @@ const std::vector<Opt>& table() {
       {"nb-desc", "N", "rx and tx descriptors per port queue",
        [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.nb_desc, 64, 8192); },
        [](const Options& o) { return std::to_string(o.nb_desc); }},
+      {"interactive", nullptr, "a prompt (start, stop, show stats|peers|config, set, clear stats, quit); also -i",
+       [](Options& o, const std::string&) { return o.interactive = true; },
+       [](const Options& o) { return o.interactive ? "on" : "off"; }},
       {"quiet", nullptr, "no plain-words summary before the RESULT line",
        [](Options& o, const std::string&) { return o.verbose_summary = false, true; },
        [](const Options&) { return std::string("off"); }},
@@ -205,6 +215,10 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") return 1;
+    if (a == "-i") {
+      opt.interactive = true;
+      continue;
+    }
     std::string name = a.rfind("--", 0) == 0 ? a.substr(2) : a;
     std::string value;
     bool inline_value = false;
@@ -260,10 +274,10 @@ void print_usage(const char* prog) {
       prog);
 }
 
-std::string describe(const Options& opt) {
-  app::Json j;
-  for (const Opt& o : table()) j.str(o.name, o.show(opt));
-  return j.text();
+std::vector<std::pair<std::string, std::string>> option_values(const Options& opt) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const Opt& o : table()) v.emplace_back(o.name, o.show(opt));
+  return v;
 }
 
 }  // namespace imago::perf

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/perf/perf.h"
@@ -22,7 +23,7 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
 /** Print usage with every option and its default to stdout. */
 void print_usage(const char* prog);
 
-/** @return the option values as the RESULT "config" object would show them. */
-std::string describe(const Options& opt);
+/** @return every option's name and current value, in table order. */
+std::vector<std::pair<std::string, std::string>> option_values(const Options& opt);
 
 }  // namespace imago::perf

@@ -42,6 +42,7 @@ struct Options {
   unsigned fault_capacity = 1024;
   uint16_t nb_desc = 1024;
   bool verbose_summary = true;
+  bool interactive = false;
 };
 
 /** One node: a port seen through the fault layer, with its mempool. */
@@ -59,10 +60,16 @@ struct Context {
   dp::LcoreRunner runner;
   uint64_t tsc_hz = 0;
   void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown
+  bool keep_main_free = false; ///< interactive: the main lcore runs the prompt, never a poller
 };
 
-/** Choose the sender and receiver lcores; the main lcore polls only when EAL has fewer than 3. */
-void pick_lcores(unsigned& tx_lcore, unsigned& rx_lcore);
+/**
+ * Choose the sender and receiver lcores of a pair: two workers when there are, else the main
+ * lcore takes the receiver (unless ctx.keep_main_free: then both share the one worker).
+ */
+void pick_lcores(const Context& ctx, unsigned& tx_lcore, unsigned& rx_lcore);
+/** @return the lcore for the only node of a --role process. */
+unsigned single_lcore(const Context& ctx);
 
 /** A perf mode (testpmd's fwd_engine): set-up registers lcore tasks; report writes results. */
 struct Mode {

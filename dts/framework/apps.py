@@ -387,7 +387,14 @@ class Imagod:
         return self.node.start(argv, name=name)
 
 
-def run_app(node: Node, binary: Path, app_args: list[str], timeout: float = 30.0):
-    """Run an imago app to completion with no EAL args (its embedded default); @return the
-    completed process (stdout, stderr, returncode)."""
-    return node.exec([str(binary)] + app_args, timeout=timeout, check=False)
+def run_app(node: Node, binary: Path, app_args: list[str], timeout: float = 30.0,
+            commands: list[str] | None = None):
+    """Run an imago app to completion with no EAL args (its embedded default); @p commands,
+    if given, are typed at its prompt one per line. @return the completed process."""
+    stdin_text = "".join(c + "\n" for c in commands) if commands is not None else None
+    return node.exec([str(binary)] + app_args, timeout=timeout, check=False, stdin_text=stdin_text)
+
+
+def results_in(stdout: str) -> list[Result]:
+    """Every RESULT line of an interactive session, in order."""
+    return [Result.from_line(line) for line in stdout.splitlines() if line.startswith("RESULT ")]

@@ -36,16 +36,17 @@ def ip_binary() -> str:
 
 
 def run_cmd(
-    argv: list[str], *, timeout: float = CMD_TIMEOUT_S, check: bool = True
+    argv: list[str], *, timeout: float = CMD_TIMEOUT_S, check: bool = True, stdin_text: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run @p argv to completion with a time limit.
+    """Run @p argv to completion with a time limit (@p stdin_text, if given, is its input).
 
     Raises:
         CommandError: the tool is missing, timed out, or (with ``check``) exited non-zero.
     """
     try:
         cp = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            argv, capture_output=True, text=True, timeout=timeout,
+            **({"input": stdin_text} if stdin_text is not None else {"stdin": subprocess.DEVNULL}),
         )
     except FileNotFoundError as e:
         raise CommandError(argv, 127, "", f"{argv[0]}: not found ({e.strerror})") from None

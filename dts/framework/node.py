@@ -271,10 +271,12 @@ class Node:
         self.processes: list[AppProcess] = []
 
     def exec(
-        self, argv: list[str], *, timeout: float = host.CMD_TIMEOUT_S, check: bool = True
+        self, argv: list[str], *, timeout: float = host.CMD_TIMEOUT_S, check: bool = True,
+        stdin_text: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a short command inside the namespace and wait for it (output captured)."""
-        return host.run_cmd(host.netns_exec_argv(self.netns, argv), timeout=timeout, check=check)
+        return host.run_cmd(host.netns_exec_argv(self.netns, argv), timeout=timeout, check=check,
+                            stdin_text=stdin_text)
 
     def start(
         self,

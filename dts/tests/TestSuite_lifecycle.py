@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from framework.apps import Imagod, ImagoPerf, RawParams, Role, imagod_binary, run_app
+from framework.apps import Imagod, ImagoPerf, RawParams, Role, imagod_binary, results_in, run_app
 from framework.testsuite import TestSuite
 from framework.topology import Topology
 
@@ -80,3 +80,29 @@ class TestSuiteLifecycle(TestSuite):
         rc = proc.wait(10)
         self.verify(rc == 0, f"imagod exited {rc}")
         self.verify(any("stopped cleanly" in line for line in proc.lines("stdout")), "no clean-stop line")
+
+    def test_interactive_prompt_runs_and_reports(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            Start imago-perf -i (two nodes over net_ring) and type: set msgs 50000, set loss 0.1,
+            start, wait for the run to finish, show stats, show peers, stop, set mode
+            raw-pingpong, set msgs 2000, start, stop, quit.
+        Verify:
+            Exit 0; two RESULT lines: the raw run sent 50000 and lost exactly its fault drops,
+            the ping-pong run has round-trip percentiles; show peers names both nodes; a
+            setting changed while a run exists is refused.
+        """
+        node = topology.add_node("i")
+        wait = ["show stats"] * 200  # each prompt round trip lets the run progress
+        cmds = ["set msgs 50000", "set loss 0.1", "start", *wait, "set size 100", "show peers", "stop",
+                "set mode raw-pingpong", "set msgs 2000", "set loss 0", "start", *wait, "stop", "quit"]
+        cp = run_app(node, perf_binary, ["-i", "--seed", "3"], timeout=60, commands=cmds)
+        self.verify(cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr[-500:]}")
+        results = results_in(cp.stdout)
+        self.verify(len(results) == 2, f"{len(results)} RESULT lines, want 2")
+        raw, pp = results
+        self.verify(raw.mode == "raw" and raw.msgs_sent == 50000, f"raw run: {raw.mode} sent {raw.msgs_sent}")
+        self.verify(raw.lost == raw.raw["faults_dropped"], f"lost {raw.lost} != drops {raw.raw['faults_dropped']}")
+        self.verify(pp.mode == "raw-pingpong" and pp.raw["rtt_us"]["p50"] > 0, f"ping-pong run: {pp.raw}")
+        self.verify("node A: port" in cp.stdout and "node B: port" in cp.stdout, "show peers lacks a node")
+        self.verify("stop the run before changing settings" in cp.stdout, "a setting changed mid-run")

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "apps/perf/session.h"
+
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "dataplane/eal.h"
+
+namespace imago::perf {
+namespace {
+
+unsigned control_task(void* arg, uint64_t now) {
+  auto* s = static_cast<Session*>(arg);
+  if (s->mode->finished(s->ctx, now)) {
+    s->ctx.runner.stop();
+  } else if (now >= s->deadline_tsc) {
+    s->timed_out = true;
+    s->ctx.runner.stop();
+  }
+  return 0;
+}
+
+// On a terminal with no --stats-period, one line rewritten in place; otherwise a line each.
+unsigned stats_task(void* arg, uint64_t now) {
+  auto* s = static_cast<Session*>(arg);
+  bool progress = s->ctx.opt.stats_period_s <= 0;
+  std::printf(progress ? "\r%s\033[K" : "%s\n", s->mode->stats_line(s->ctx, now).c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+app::Json port_json(uint16_t port) {
+  rte_eth_stats st{};
+  rte_eth_stats_get(port, &st);
+  app::Json j;
+  j.num("ipackets", st.ipackets).num("opackets", st.opackets).num("imissed", st.imissed)
+      .num("ierrors", st.ierrors).num("oerrors", st.oerrors).num("rx_nombuf", st.rx_nombuf);
+  return j;
+}
+
+app::Json lcores_json(const Context& ctx) {
+  app::Json j;
+  for (unsigned l : ctx.runner.used_lcores()) {
+    dp::LcoreStats st = ctx.runner.stats(l);
+    uint64_t total = st.busy_cycles + st.idle_cycles;
+    j.num("lcore" + std::to_string(l) + "_busy_pct",
+          total ? 100.0 * static_cast<double>(st.busy_cycles) / static_cast<double>(total) : 0.0);
+  }
+  return j;
+}
+
+}  // namespace
+
+int session_open(Session& s) {
+  s.ctx.tsc_hz = rte_get_tsc_hz();
+  return open_topology(s.ctx, s.topo);
+}
+
+int session_prepare(Session& s) {
+  s.mode = find_mode(s.ctx.opt.mode);
+  s.ctx.runner.clear();
+  s.ctx.keep_main_free = s.interactive;
+  if (int rc = apply_faults(s.ctx); rc < 0) return rc;
+  if (int rc = s.mode->setup(s.ctx); rc < 0) return rc;
+  s.prepared = true;
+  // The control lcore: main in batch mode; in interactive mode the main lcore runs the
+  // prompt, so completion checks ride on the first polling lcore.
+  unsigned ctl = s.interactive ? s.ctx.runner.used_lcores().front() : rte_get_main_lcore();
+  s.timed_out = false;
+  s.deadline_tsc = rte_rdtsc() + static_cast<uint64_t>(s.ctx.opt.duration_s * s.ctx.tsc_hz);
+  s.ctx.runner.add_periodic(ctl, "control", control_task, &s, 10'000);
+  bool tty_progress = !s.interactive && isatty(STDOUT_FILENO) && s.ctx.opt.stats_period_s <= 0;
+  if (!s.interactive && (s.ctx.opt.stats_period_s > 0 || tty_progress)) {
+    double period = tty_progress ? 0.5 : s.ctx.opt.stats_period_s;
+    s.ctx.runner.add_periodic(ctl, "stats", stats_task, &s, static_cast<uint64_t>(period * 1e6));
+  }
+  return 0;
+}
+
+int session_launch(Session& s) {
+  if (s.interactive) return s.ctx.runner.start();
+  std::printf("READY mode=%s shape=%s lcores=%u\n", s.mode->name,
+              s.ctx.opt.pair ? "pair" : s.ctx.opt.role.c_str(), rte_lcore_count());
+  std::fflush(stdout);
+  int rc = s.ctx.runner.run();
+  if (isatty(STDOUT_FILENO) && s.ctx.opt.stats_period_s <= 0) std::printf("\n");
+  return rc;
+}
+
+void session_halt(Session& s) {
+  s.ctx.runner.stop();
+  s.ctx.runner.join();
+}
+
+void session_report(Session& s, app::Json& result) {
+  const Options& o = s.ctx.opt;
+  if (s.timed_out) std::printf("Stopped after --duration %.1f s.\n", o.duration_s);
+  if (dp::stop_requested()) std::printf("Stopped by a signal.\n");
+  result.str("mode", s.mode->name).str("shape", o.pair ? "pair" : "process");
+  result.str("role", o.pair ? "pair" : o.role);
+  result.num("size", uint64_t{o.size}).num("burst", uint64_t{o.burst});
+  s.mode->report(s.ctx, result);
+  result.obj("port", port_json(s.ctx.nodes.back()->port.id()));
+  for (Node* n : s.ctx.nodes) result.obj(std::string("port_") + n->name, port_json(n->port.id()));
+  result.obj("lcores", lcores_json(s.ctx));
+  result.boolean("timed_out", s.timed_out);
+  s.mode->teardown(s.ctx);
+  s.prepared = false;
+}
+
+std::string session_stats_line(Session& s) {
+  return s.prepared ? s.mode->stats_line(s.ctx, rte_rdtsc()) : "";
+}
+
+void session_close(Session& s) {
+  if (s.prepared) s.mode->teardown(s.ctx);
+  s.prepared = false;
+  close_topology(s.ctx, s.topo);
+}
+
+}  // namespace imago::perf
