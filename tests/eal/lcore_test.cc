@@ -89,3 +89,31 @@ TEST(LcoreRunner, RejectsBadLcoresAndTooManyTasks) {
 
 }  // namespace
 }  // namespace imago::test
+
+namespace imago::test {
+namespace {
+
+TEST(LcoreRunner, StartReturnsAtOnceAndJoinWaitsForTheWorkers) {
+  unsigned worker = rte_get_next_lcore(-1, 1, 0);
+  if (worker >= RTE_MAX_LCORE) GTEST_SKIP() << "EAL has no worker lcore";
+  dp::LcoreRunner r;
+  Counts c{.runner = &r, .stop_after = 30};
+  // Do: a worker that polls and stops itself after 30 ticks of 1 ms; start() in the background.
+  ASSERT_EQ(r.add_poll(worker, "poll", busy_poll, &c), 0);
+  ASSERT_EQ(r.add_periodic(worker, "tick", tick, &c, 1000), 0);
+  ASSERT_EQ(r.start(), 0);
+  // Expect: start() returned while the worker still runs; join() returns after it stopped.
+  EXPECT_TRUE(r.active());
+  EXPECT_EQ(r.start(), -EBUSY);
+  r.join();
+  EXPECT_FALSE(r.active());
+  EXPECT_EQ(c.periodic.load(), 30u);
+  // Do / Expect: tasks on the main lcore make start() refuse; clear() forgets them.
+  ASSERT_EQ(r.add_poll(rte_get_main_lcore(), "p", idle_poll, &c), 0);
+  EXPECT_EQ(r.start(), -EINVAL);
+  EXPECT_EQ(r.clear(), 0);
+  EXPECT_TRUE(r.used_lcores().empty());
+}
+
+}  // namespace
+}  // namespace imago::test
