@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Typed wrappers around the comparison peers ``tcp_perf`` and ``zmq_perf`` (bench/peers/).
+
+Both take the same command line (:class:`PeerParams`), print ``READY`` once the server listens,
+and end with one ``RESULT {json}`` line (:class:`PeerResult`) with the keys of imago-perf's
+RESULT plus ``peer``, ``mode``, ``role``, ``size``, ``wait`` and, for ping-pong clients,
+``rtt_us``. The binaries are looked for in ``<build dir>/bench/peers/`` (see
+:func:`framework.apps.build_dir`).
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import json
+import math
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from framework.apps import build_dir
+from framework.exceptions import AppError, ResultError
+from framework.node import AppProcess, Node
+
+
+class PeerKind(enum.Enum):
+    TCP = "tcp"  #: kernel TCP, TCP_NODELAY, length-prefixed messages
+    ZMQ = "zmq"  #: ZeroMQ: PUSH/PULL (stream), REQ/REP (pingpong)
+
+    @property
+    def program(self) -> str:
+        return f"{self.value}_perf"
+
+
+class PeerRole(enum.Enum):
+    SERVER = "server"  #: binds; receives (stream) or echoes (pingpong)
+    CLIENT = "client"  #: connects; sends, and times round trips in pingpong
+
+
+class PeerMode(enum.Enum):
+    STREAM = "stream"
+    PINGPONG = "pingpong"
+
+
+def peer_binary(kind: PeerKind) -> Path:
+    """Where the peer program of @p kind is expected."""
+    return build_dir() / "bench" / "peers" / kind.program
+
+
+def tcp_endpoint(ip: ipaddress.IPv4Address | str, port: int) -> str:
+    """``ADDR:PORT`` as tcp_perf takes it."""
+    return f"{ipaddress.IPv4Address(ip)}:{int(port)}"
+
+
+def zmq_tcp_endpoint(ip: ipaddress.IPv4Address | str, port: int) -> str:
+    """``tcp://ADDR:PORT`` as zmq_perf takes it."""
+    return f"tcp://{tcp_endpoint(ip, port)}"
+
+
+def zmq_ipc_endpoint(path: Path | str) -> str:
+    """``ipc:///abs/path``: a Unix socket by path, so it joins processes in any namespaces."""
+    p = Path(path)
+    if not p.is_absolute():
+        raise ValueError(f"ipc socket path must be absolute: {p}")
+    return f"ipc://{p}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+@dataclass(frozen=True)
+class PeerParams:
+    """The command line of tcp_perf / zmq_perf.
+
+    Attributes:
+        role: server (binds) or client (connects).
+        endpoint: ``ADDR:PORT`` for tcp_perf; ``tcp://ADDR:PORT`` or ``ipc:///path`` for zmq_perf.
+        mode: stream (throughput) or pingpong (round trips).
+        msgs: client: messages / round trips to run.
+        size: message size in bytes (16 .. 65536), the same on both sides.
+        duration_s: client: stop sending after this; server: give up 30 s after it.
+        busy_poll: spin on non-blocking calls instead of blocking (RESULT ``wait``).
+    """
+
+    role: PeerRole
+    endpoint: str
+    mode: PeerMode = PeerMode.STREAM
+    msgs: int = 100_000
+    size: int = 64
+    duration_s: float | None = None
+    busy_poll: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, PeerRole) or not isinstance(self.mode, PeerMode):
+            raise ValueError("role must be a PeerRole and mode a PeerMode")
+        if not self.endpoint:
+            raise ValueError("endpoint is empty")
+        if self.msgs <= 0 or not (16 <= self.size <= 65536):
+            raise ValueError(f"msgs must be positive and size in 16..65536: {self}")
+        if self.duration_s is not None and self.duration_s < 0:
+            raise ValueError(f"duration_s must not be negative: {self.duration_s}")
+
+    def argv(self) -> list[str]:
+        where = "--bind" if self.role is PeerRole.SERVER else "--connect"
+        out = ["--role", self.role.value, where, self.endpoint, "--mode", self.mode.value,
+               "--msgs", str(self.msgs), "--size", str(self.size)]
+        if self.duration_s is not None:
+            out += ["--duration", _num(self.duration_s)]
+        if self.busy_poll:
+            out.append("--busy-poll")
+        return out
+
+    def client(self, endpoint: str | None = None) -> "PeerParams":
+        """The matching client of this (server) configuration."""
+        return PeerParams(role=PeerRole.CLIENT, endpoint=endpoint or self.endpoint, mode=self.mode,
+                          msgs=self.msgs, size=self.size, duration_s=self.duration_s,
+                          busy_poll=self.busy_poll)
+
+
+# ------------------------------------------------------------------ RESULT
+@dataclass(frozen=True)
+class RttUs:
+    """``RESULT.rtt_us``: round-trip percentiles in microseconds."""
+
+    p50: float
+    p90: float
+    p99: float
+    p999: float
+    max: float
+    min: float
+    mean: float
+
+
+@dataclass(frozen=True)
+class PeerResult:
+    """The ``RESULT {json}`` line of a peer run; ``raw`` holds the whole object."""
+
+    peer: str
+    mode: str
+    role: str
+    size: int
+    wait: str
+    msgs_sent: int
+    msgs_delivered: int
+    bytes_delivered: int
+    duration_s: float
+    msgs_per_s: float
+    gbps: float
+    lost: int
+    duplicated: int
+    reordered: int
+    corrupted: int
+    retransmits: int
+    acks_sent: int
+    nacks_sent: int
+    sender_reported: bool
+    timed_out: bool
+    rtt_us: RttUs | None = None
+    raw: dict = field(repr=False, compare=False, default_factory=dict)
+
+    @staticmethod
+    def _typed(name: str, kind: str, v):
+        if kind == "str":
+            return str(v)
+        if kind == "bool":
+            if not isinstance(v, bool):
+                raise ResultError(f"RESULT.{name} is not a boolean: {v!r}")
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ResultError(f"RESULT.{name} is not a finite number: {v!r}")
+        if kind == "int":
+            if float(v) != int(v):
+                raise ResultError(f"RESULT.{name} is not an integer: {v!r}")
+            return int(v)
+        return float(v)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "PeerResult":
+        names = [f for f in fields(cls) if f.name not in ("rtt_us", "raw")]
+        missing = [f.name for f in names if f.name not in obj]
+        if missing:
+            raise ResultError(f"RESULT lacks keys {missing}: {obj}")
+        kw = {f.name: cls._typed(f.name, f.type, obj[f.name]) for f in names}
+        if "rtt_us" in obj:
+            r = obj["rtt_us"]
+            keys = [f.name for f in fields(RttUs)]
+            if not isinstance(r, dict) or any(k not in r for k in keys):
+                raise ResultError(f"RESULT.rtt_us lacks some of {keys}: {r!r}")
+            kw["rtt_us"] = RttUs(**{k: cls._typed(f"rtt_us.{k}", "float", r[k]) for k in keys})
+        return cls(raw=obj, **kw)
+
+    @classmethod
+    def from_stdout(cls, lines: list[str]) -> "PeerResult":
+        """Parse stdout: exactly one RESULT line, and it is the last non-empty one."""
+        text = [l for l in lines if l.strip()]
+        results = [l for l in text if l.startswith("RESULT ")]
+        if len(results) != 1:
+            raise ResultError(f"{len(results)} RESULT lines on stdout, expected exactly one")
+        if text[-1] is not results[0]:
+            raise ResultError(f"RESULT is not the last stdout line; after it: {text[-1]!r}")
+        try:
+            obj = json.loads(results[0][len("RESULT "):])
+        except json.JSONDecodeError as e:
+            raise ResultError(f"RESULT is not valid JSON ({e}): {results[0]!r}") from None
+        if not isinstance(obj, dict):
+            raise ResultError(f"RESULT is not a JSON object: {results[0]!r}")
+        return cls.from_json(obj)
+
+
+# ------------------------------------------------------------------ the programs
+class PeerRun:
+    """One running peer process."""
+
+    def __init__(self, proc: AppProcess, params: PeerParams):
+        self.proc = proc
+        self.params = params
+
+    @property
+    def log_path(self) -> Path:
+        return self.proc.log_path
+
+    def wait_ready(self, timeout: float = 10.0) -> str:
+        """Server only: wait for the ``READY`` line (listening)."""
+        return self.proc.wait_for_line("READY", timeout, stream="stdout")
+
+    def result(self, timeout: float) -> PeerResult:
+        """Wait for exit (killed after @p timeout s), require exit code 0, parse RESULT.
+
+        Raises:
+            AppTimeout: still running after @p timeout.
+            AppError: non-zero exit code.
+            ResultError: no valid RESULT last line.
+        """
+        rc = self.proc.wait(timeout)
+        if rc != 0:
+            raise AppError(f"{self.proc.name} exited with {rc}; log {self.log_path}; last lines:\n{self.proc.tail()}")
+        try:
+            return PeerResult.from_stdout(self.proc.lines("stdout"))
+        except ResultError as e:
+            raise ResultError(f"{self.proc.name}: {e}; log {self.log_path}; last lines:\n{self.proc.tail()}") from None
+
+    def stop(self) -> None:
+        self.proc.kill()
+
+
+class Peer:
+    """tcp_perf or zmq_perf, launched inside one node.
+
+    Example::
+
+        srv = Peer(server_node, PeerKind.TCP).start(PeerParams(role=PeerRole.SERVER, endpoint="10.199.20.1:5201"))
+        srv.wait_ready()
+        cli = Peer(client_node, PeerKind.TCP).start(srv.params.client())
+    """
+
+    def __init__(self, node: Node, kind: PeerKind, binary: Path | None = None):
+        self.node = node
+        self.kind = kind
+        self.binary = Path(binary) if binary else peer_binary(kind)
+
+    @staticmethod
+    def missing_reason(kind: PeerKind, binary: Path | None = None) -> str | None:
+        """None if the binary is there and executable, else why not."""
+        b = Path(binary) if binary else peer_binary(kind)
+        if not b.exists():
+            return f"{b} not found (build it, or set IMAGO_BUILD_DIR)"
+        if not os.access(b, os.X_OK):
+            return f"{b} is not executable"
+        return None
+
+    def help_text(self, timeout: float = 20.0) -> str:
+        """``--help`` output (run in the node's namespace)."""
+        cp = self.node.exec([str(self.binary), "--help"], timeout=timeout, check=False)
+        return cp.stdout + cp.stderr
+
+    def start(self, params: PeerParams, *, name: str | None = None) -> PeerRun:
+        """Start the program with @p params; its log is ``<node>-<name>.log``."""
+        name = name or f"{self.kind.value}-{params.role.value}"
+        argv = [str(self.binary)] + params.argv()
+        return PeerRun(self.node.start(argv, name=name), params)
