@@ -91,9 +91,13 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
+PERF_MODES = ("raw", "raw-pingpong", "stream", "pingpong")
+
+
 @dataclass(frozen=True)
-class RawParams:
-    """``imago-perf --mode raw``: frames straight through the port, no reliability engine.
+class PerfParams:
+    """imago-perf's app arguments for one process: raw modes (frames straight through the port,
+    no reliability) and reliable modes (through the engine).
 
     Attributes:
         role: tx sends, rx counts and checks.
@@ -109,7 +113,8 @@ class RawParams:
         seed: seed of the shim.
         src_ip / dst_ip: IPv4 addresses for UDP encapsulation (given together).
         peer_mac: destination MAC of the frames.
-        mode: "raw" (a one-way stream) or "raw-pingpong" (tx pings, rx echoes).
+        mode: "raw" / "stream" (one-way: tx sends, rx checks) or "raw-pingpong" / "pingpong"
+            (tx pings, rx echoes); the raw ones bypass the reliability engine.
         ping_timeout_us: raw-pingpong: a reply later than this counts as lost.
     """
 
@@ -133,8 +138,8 @@ class RawParams:
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role) or not isinstance(self.encap, Encap):
             raise ValueError("role must be a Role and encap an Encap")
-        if self.mode not in ("raw", "raw-pingpong"):
-            raise ValueError(f"mode must be raw or raw-pingpong: {self.mode!r}")
+        if self.mode not in PERF_MODES:
+            raise ValueError(f"mode must be one of {PERF_MODES}: {self.mode!r}")
         if self.msgs <= 0 or self.size <= 0 or self.burst <= 0:
             raise ValueError(f"msgs, size and burst must be positive: {self}")
         if self.rate_pps is not None and self.rate_pps <= 0:
@@ -170,6 +175,10 @@ class RawParams:
         if self.peer_mac is not None:
             out += ["--peer-mac", self.peer_mac]
         return out
+
+
+#: The name the raw suites were written with.
+RawParams = PerfParams
 
 
 # ------------------------------------------------------------------ RESULT
@@ -264,23 +273,24 @@ class Result:
 
 
 # ------------------------------------------------------------------ the app
-class PerfRun:
-    """One running imago-perf process."""
+class AppRun:
+    """One running app process whose last stdout line is a RESULT (imago-perf, the peers)."""
 
-    def __init__(self, proc: AppProcess, params: RawParams, eal: EalConfig):
+    #: The RESULT type: a class with ``from_stdout(lines)``.
+    result_type = None
+
+    def __init__(self, proc: AppProcess):
         self.proc = proc
-        self.params = params
-        self.eal = eal
 
     @property
     def log_path(self) -> Path:
         return self.proc.log_path
 
     def wait_ready(self, timeout: float = 30.0) -> str:
-        """Wait for the ``READY`` line (port up, polling)."""
+        """Wait for the ``READY`` line (port up and polling, or listening)."""
         return self.proc.wait_for_line("READY", timeout, stream="stdout")
 
-    def result(self, timeout: float) -> Result:
+    def result(self, timeout: float):
         """Wait for exit (killed after @p timeout s), require exit code 0, parse RESULT.
 
         Raises:
@@ -292,12 +302,26 @@ class PerfRun:
         if rc != 0:
             raise AppError(f"{self.proc.name} exited with {rc}; log {self.log_path}; last lines:\n{self.proc.tail()}")
         try:
-            return Result.from_stdout(self.proc.lines("stdout"))
+            return self.result_type.from_stdout(self.proc.lines("stdout"))
         except ResultError as e:
             raise ResultError(f"{self.proc.name}: {e}; log {self.log_path}; last lines:\n{self.proc.tail()}") from None
 
     def stop(self) -> None:
         self.proc.kill()
+
+
+class PerfRun(AppRun):
+    """One running imago-perf process."""
+
+    result_type = Result
+
+    def __init__(self, proc: AppProcess, params: PerfParams, eal: EalConfig):
+        super().__init__(proc)
+        self.params = params
+        self.eal = eal
+
+    def result(self, timeout: float) -> Result:
+        return super().result(timeout)
 
 
 class ImagoPerf:

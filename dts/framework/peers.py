@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from framework.apps import build_dir
-from framework.exceptions import AppError, ResultError
+from framework.apps import AppRun, build_dir
+from framework.exceptions import ResultError
 from framework.node import AppProcess, Node
 
 
@@ -209,39 +209,17 @@ class PeerResult:
 
 
 # ------------------------------------------------------------------ the programs
-class PeerRun:
-    """One running peer process."""
+class PeerRun(AppRun):
+    """One running peer process (the server prints READY once it listens)."""
+
+    result_type = PeerResult
 
     def __init__(self, proc: AppProcess, params: PeerParams):
-        self.proc = proc
+        super().__init__(proc)
         self.params = params
 
-    @property
-    def log_path(self) -> Path:
-        return self.proc.log_path
-
-    def wait_ready(self, timeout: float = 10.0) -> str:
-        """Server only: wait for the ``READY`` line (listening)."""
-        return self.proc.wait_for_line("READY", timeout, stream="stdout")
-
     def result(self, timeout: float) -> PeerResult:
-        """Wait for exit (killed after @p timeout s), require exit code 0, parse RESULT.
-
-        Raises:
-            AppTimeout: still running after @p timeout.
-            AppError: non-zero exit code.
-            ResultError: no valid RESULT last line.
-        """
-        rc = self.proc.wait(timeout)
-        if rc != 0:
-            raise AppError(f"{self.proc.name} exited with {rc}; log {self.log_path}; last lines:\n{self.proc.tail()}")
-        try:
-            return PeerResult.from_stdout(self.proc.lines("stdout"))
-        except ResultError as e:
-            raise ResultError(f"{self.proc.name}: {e}; log {self.log_path}; last lines:\n{self.proc.tail()}") from None
-
-    def stop(self) -> None:
-        self.proc.kill()
+        return super().result(timeout)
 
 
 class Peer:
