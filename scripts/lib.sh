@@ -11,7 +11,7 @@ IMAGO_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pytest python3-scapy
   iproute2 nftables procps
-  libzmq3-dev
+  libzmq3-dev python3-matplotlib
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The hand-off between an engine lcore and an application: a single-producer,
+ * single-consumer rte_ring of 64-byte imago_msg descriptors, moved in bursts, and the bulk
+ * release of received descriptors by tier.
+ *
+ * A full ring is back-pressure: enqueue returns a short count and the producer keeps the
+ * rest (the engine then withholds credit); nothing is dropped here. Hot functions are inline.
+ */
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "api/imago_msg.h"
+
+namespace imago::api {
+
+/**
+ * Create a hand-off ring of @p slots descriptors (a power of two), one producer and one
+ * consumer. @return the ring, or nullptr with rte_errno set (EINVAL, ENOMEM, EEXIST).
+ */
+rte_ring* handoff_create(const char* name, unsigned slots, int socket);
+
+/** Enqueue up to @p n descriptors. @return how many went in; the caller keeps the rest. */
+inline unsigned handoff_put(rte_ring* r, const imago_msg* msgs, unsigned n) {
+  return rte_ring_sp_enqueue_burst_elem(r, msgs, sizeof(imago_msg), n, nullptr);
+}
+
+/** Dequeue up to @p n descriptors. @return how many were taken. */
+inline unsigned handoff_get(rte_ring* r, imago_msg* msgs, unsigned n) {
+  return rte_ring_sc_dequeue_burst_elem(r, msgs, sizeof(imago_msg), n, nullptr);
+}
+
+/**
+ * Describe a received message of @p len bytes at @p data: inline when it fits, else in a
+ * buffer taken from @p pool (copied), else — with @p mbuf non-null and the bytes inside it —
+ * in the mbuf itself (its reference count is raised; the release frees that reference).
+ * @return 0; -ENOBUFS (pool empty); -EMSGSIZE (too large for the pool, and no mbuf);
+ *         -EINVAL (the bytes are not inside @p mbuf's buffer).
+ */
+int describe_message(imago_msg& m, uint64_t src, const void* data, uint32_t len, uint16_t flags,
+                     rte_mempool* pool, rte_mbuf* mbuf);
+
+/** Give back @p n received descriptors: free what each tier holds. */
+inline void release_messages(imago_msg* msgs, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) {
+    imago_msg& m = msgs[i];
+    if (m.tier == IMAGO_TIER_POOL) {
+      rte_mempool_put(rte_mempool_from_obj(m.u.ext.owner), m.u.ext.owner);
+    } else if (m.tier == IMAGO_TIER_MBUF) {
+      rte_pktmbuf_free(static_cast<rte_mbuf*>(m.u.ext.owner));
+    }
+    m.tier = IMAGO_TIER_INLINE;  // a second release of the same descriptor frees nothing
+    m.len = 0;
+  }
+}
+
+}  // namespace imago::api

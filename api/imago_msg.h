@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The message descriptor: what travels through an endpoint's rings between the engine lcore
+ * and the application, one cache line each.
+ *
+ * A message lives in one of three tiers (Pupa's buffers): small ones inline in the
+ * descriptor itself, medium ones in a buffer from a pool, large ones left in the received
+ * mbuf (zero-copy). The application reads imago_msg_data() whatever the tier, and gives
+ * descriptors back in bulk with the endpoint's release call; the tier says what release frees.
+ */
+#ifndef IMAGO_MSG_H
+#define IMAGO_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bytes a message may have and still travel inside its descriptor. */
+#define IMAGO_MSG_INLINE_MAX 48
+
+/** Where a message's bytes are. */
+enum imago_msg_tier {
+	IMAGO_TIER_INLINE = 0, /**< in the descriptor (u.inline_data) */
+	IMAGO_TIER_POOL = 1,   /**< in a pooled buffer (u.ext.data; u.ext.owner is the buffer) */
+	IMAGO_TIER_MBUF = 2,   /**< in a received mbuf (u.ext.data; u.ext.owner is the mbuf) */
+};
+
+/** Message flags, as sent and as received. */
+#define IMAGO_MSG_F_FASTPATH 0x1u /**< send at once, no coalescing wait */
+#define IMAGO_MSG_F_ACK_REQ 0x2u  /**< ask the receiver to acknowledge at once */
+
+/** One message descriptor: 64 bytes, one cache line. */
+struct imago_msg {
+	uint64_t src;   /**< node id of the sender (receive side) or of the peer (send side) */
+	uint32_t len;   /**< message bytes */
+	uint16_t flags; /**< IMAGO_MSG_F_* */
+	uint8_t tier;   /**< enum imago_msg_tier */
+	uint8_t reserved;
+	union {
+		uint8_t inline_data[IMAGO_MSG_INLINE_MAX];
+		struct {
+			void *data;  /**< the message's first byte */
+			void *owner; /**< the pool buffer or the mbuf that holds it */
+		} ext;
+	} u;
+};
+
+/** @return a pointer to the message's bytes, whatever its tier. */
+static inline void *imago_msg_data(struct imago_msg *m)
+{
+	return m->tier == IMAGO_TIER_INLINE ? (void *)m->u.inline_data : m->u.ext.data;
+}
+
+#ifdef __cplusplus
+}
+static_assert(sizeof(imago_msg) == 64, "one descriptor, one cache line");
+static_assert(offsetof(imago_msg, u) == 16, "payload area starts at 16");
+#endif
+
+#endif /* IMAGO_MSG_H */
