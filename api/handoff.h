@@ -52,13 +52,13 @@ int describe_message(imago_msg& m, uint64_t src, const void* data, uint32_t len,
 inline void release_messages(imago_msg* msgs, unsigned n) {
   for (unsigned i = 0; i < n; ++i) {
     imago_msg& m = msgs[i];
+    if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
     if (m.tier == IMAGO_TIER_POOL) {
       rte_mempool_put(rte_mempool_from_obj(m.u.ext.owner), m.u.ext.owner);
-    } else if (m.tier == IMAGO_TIER_MBUF) {
+    } else {
       rte_pktmbuf_free(static_cast<rte_mbuf*>(m.u.ext.owner));
     }
     m.tier = IMAGO_TIER_INLINE;  // a second release of the same descriptor frees nothing
-    m.len = 0;
   }
 }
 
