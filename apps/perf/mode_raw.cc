@@ -166,16 +166,11 @@ void raw_report(Context& ctx, app::Json& r) {
   for (Node* n : ctx.nodes) r.obj(std::string("fault_") + n->name, fault_json(n->faulty));
 }
 
-void raw_teardown(Context& ctx) {
-  delete static_cast<RawState*>(ctx.mode_state);
-  ctx.mode_state = nullptr;
-}
-
 }  // namespace
 
 extern const Mode kRawMode = {
-    "raw", "numbered frames A -> B, no reliability: the link's own rate and loss",
-    raw_setup, raw_finished, raw_stats_line, raw_report, raw_teardown,
+    "raw", "numbered frames A -> B, no reliability: the link's own rate and loss", true,
+    raw_setup, raw_finished, raw_stats_line, raw_report, delete_state<RawState>,
 };
 
 }  // namespace imago::perf

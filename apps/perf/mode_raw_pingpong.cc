@@ -57,7 +57,7 @@ bool pp_finished(Context& ctx, uint64_t now) {
   // An echoer alone stops at the pinger's FIN, or after silence once pings began.
   uint64_t idle = ctx.tsc_hz * ctx.opt.idle_timeout_ms / 1000;
   const auto& es = st.echoer.stats();
-  return st.echoer.done() || (es.last_frame_tsc && now - es.last_frame_tsc > idle);
+  return st.echoer.done() || (es.last_frame_tsc && silent_for(now, es.last_frame_tsc, idle));
 }
 
 std::string pp_stats_line(Context& ctx, uint64_t) {
@@ -106,16 +106,11 @@ void pp_report(Context& ctx, app::Json& r) {
   }
 }
 
-void pp_teardown(Context& ctx) {
-  delete static_cast<PingState*>(ctx.mode_state);
-  ctx.mode_state = nullptr;
-}
-
 }  // namespace
 
 extern const Mode kRawPingPongMode = {
-    "raw-pingpong", "one frame outstanding A -> B -> A, no reliability: the link's round trip",
-    pp_setup, pp_finished, pp_stats_line, pp_report, pp_teardown,
+    "raw-pingpong", "one frame outstanding A -> B -> A, no reliability: the link's round trip", true,
+    pp_setup, pp_finished, pp_stats_line, pp_report, delete_state<PingState>,
 };
 
 }  // namespace imago::perf

@@ -8,9 +8,11 @@ namespace imago::perf {
 
 extern const Mode kRawMode;
 extern const Mode kRawPingPongMode;
+extern const Mode kStreamMode;
+extern const Mode kPingPongMode;
 
 const Mode* modes() {
-  static const Mode table[] = {kRawMode, kRawPingPongMode, Mode{}};
+  static const Mode table[] = {kRawMode, kRawPingPongMode, kStreamMode, kPingPongMode, Mode{}};
   return table;
 }
 
@@ -19,6 +21,12 @@ const Mode* find_mode(const std::string& name) {
     if (name == m->name) return m;
   }
   return nullptr;
+}
+
+size_t max_frame_bytes(const Options& o) {
+  const Mode* m = find_mode(o.mode);
+  size_t hdr = dp::encap_header_len(o.encap.kind);
+  return m && m->message_is_frame ? hdr + o.size : o.mtu + sizeof(dp::EthHdr);
 }
 
 void pick_lcores(const Context& ctx, unsigned& tx_lcore, unsigned& rx_lcore) {

@@ -14,7 +14,11 @@ namespace {
 int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;
   dp::PortConfig pc{.nb_rxd = o.nb_desc, .nb_txd = o.nb_desc};
-  size_t frame = dp::encap_header_len(o.encap.kind) + o.size;
+  size_t frame = max_frame_bytes(o);
+  if (frame > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
+    std::fprintf(stderr, "imago-perf: a %zu-byte frame does not fit an mbuf: lower --size or --mtu\n", frame);
+    return -EMSGSIZE;
+  }
   auto room = static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame));
   // Held elsewhere besides the descriptors: the fault layer's two stages, the ring of a pair.
   unsigned extra = 4 * o.fault_capacity + o.ring_size + 4 * o.burst;
@@ -26,8 +30,8 @@ int open_node(Context& ctx, Node& n, uint16_t port_id) {
   // Only a device with a real MTU (not net_ring) limits the frame size.
   if (rte_eth_dev_get_mtu(port_id, &mtu) == 0 && n.port.driver() != "net_ring" &&
       frame > size_t{mtu} + sizeof(dp::EthHdr)) {
-    std::fprintf(stderr, "imago-perf: --size %u needs a %zu-byte frame; port %u MTU is %u\n",
-                 o.size, frame, port_id, mtu);
+    std::fprintf(stderr, "imago-perf: a %zu-byte frame (--size %u, --mtu %u) exceeds port %u's MTU %u\n",
+                 frame, o.size, o.mtu, port_id, mtu);
     return -EMSGSIZE;
   }
   return n.port.start();

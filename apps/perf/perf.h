@@ -41,6 +41,10 @@ struct Options {
   unsigned ring_size = 1024;
   unsigned fault_capacity = 1024;
   uint16_t nb_desc = 1024;
+  uint16_t mtu = 1500;        ///< IP MTU the reliable modes size their frames for
+  bool go_back_n = false;     ///< Pupa's go-back-N instead of selective repeat
+  bool no_flow_control = false;
+  bool no_crc = false;
   bool verbose_summary = true;
   bool interactive = false;
 };
@@ -75,6 +79,7 @@ unsigned single_lcore(const Context& ctx);
 struct Mode {
   const char* name;
   const char* help;
+  bool message_is_frame;  ///< raw modes: each message is one frame (else frames follow --mtu)
   /** Register tasks on ctx.runner. @return 0 or a negative errno after printing why. */
   int (*setup)(Context& ctx);
   /** Periodic: @return true when the run is complete. */
@@ -86,6 +91,39 @@ struct Mode {
   /** Free mode state. */
   void (*teardown)(Context& ctx);
 };
+
+/**
+ * @return true when more than @p span cycles passed from @p since to @p now. A @p since
+ *         later than @p now (stamped after the loop read its clock) is not silence.
+ */
+inline bool silent_for(uint64_t now, uint64_t since, uint64_t span) {
+  return now > since && now - since > span;
+}
+
+/** Tells when a counter (frames received, say) last moved, as seen by periodic checks. */
+struct ActivityWatch {
+  uint64_t last_count = 0;
+  uint64_t last_change_tsc = 0;
+
+  /** @return true once @p count has not moved for @p span cycles (and has moved at all). */
+  bool quiet(uint64_t now, uint64_t count, uint64_t span) {
+    if (count != last_count) {
+      last_count = count;
+      last_change_tsc = now;
+    }
+    return count != 0 && silent_for(now, last_change_tsc, span);
+  }
+};
+
+/** Mode::teardown for a mode whose state is a @p State made by its setup. */
+template <typename State>
+void delete_state(Context& ctx) {
+  delete static_cast<State*>(ctx.mode_state);
+  ctx.mode_state = nullptr;
+}
+
+/** @return the largest frame @p o makes: a whole message in raw modes, else one MTU. */
+size_t max_frame_bytes(const Options& o);
 
 /** @return the mode table, terminated by an entry with a null name. */
 const Mode* modes();

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "apps/perf/engine_node.h"
+
+#include <rte_cycles.h>
+
+#include <cstdio>
+#include <ctime>
+
+namespace imago::perf {
+
+rel::Config engine_config(const Options& o) {
+  rel::Config c;
+  c.mtu = static_cast<uint32_t>(dp::max_payload(o.encap.kind, o.mtu));
+  c.selective_repeat = !o.go_back_n;
+  c.flow_control = !o.no_flow_control;
+  c.crc = !o.no_crc;
+  // As many receive slots as the sender may have in flight: with fewer, every gap makes the
+  // receiver drop what arrives beyond its slots, and each dropped unit is sent again.
+  c.recv_window = c.send_window;
+  return c;
+}
+
+int engine_node_open(Context& ctx, EngineNode& en, Node* node, rel::NodeId self, rel::NodeId peer,
+                     rel::AppSink* app) {
+  en.node = node;
+  en.self = self;
+  en.peer = peer;
+  dp::EncapConfig e = ctx.opt.encap;
+  e.src_mac = node->port.mac();
+  if (int rc = en.link.init(node->faulty, node->pool, e, ctx.opt.burst > 64 ? 64 : ctx.opt.burst); rc < 0) {
+    return rc;
+  }
+  // The peer's addresses: --peer-mac / --dst-ip, or broadcast on a private link.
+  if (int rc = en.link.add_peer_addr(peer, ctx.opt.encap.dst_mac, ctx.opt.encap.dst_ip); rc < 0) return rc;
+  rel::Config c = engine_config(ctx.opt);
+  c.node_id = self;
+  c.epoch = static_cast<uint32_t>(std::time(nullptr));
+  c.seed = rte_rdtsc() ^ (uint64_t{self} << 56);
+  if (int rc = rel::Engine::create(c, &en.link, app, &en.engine); rc < 0) {
+    std::fprintf(stderr, "imago-perf: engine configuration refused (mtu %u)\n", c.mtu);
+    return rc;
+  }
+  en.link.attach(en.engine.get());
+  return en.engine->add_peer(peer, en.link.now_ns(rte_rdtsc()));
+}
+
+int open_engine_sides(Context& ctx, const EngineSide& a, const EngineSide& b) {
+  unsigned a_lcore, b_lcore;
+  pick_lcores(ctx, a_lcore, b_lcore);
+  if (!ctx.opt.pair) a_lcore = b_lcore = single_lcore(ctx);
+  if (ctx.opt.role != "rx") {
+    if (int rc = engine_node_open(ctx, *a.node, ctx.nodes.front(), kNodeA, kNodeB, a.app); rc < 0) return rc;
+    ctx.runner.add_poll(a_lcore, a.task_name, a.task, a.task_arg);
+  }
+  if (ctx.opt.role != "tx") {
+    if (int rc = engine_node_open(ctx, *b.node, ctx.nodes.back(), kNodeB, kNodeA, b.app); rc < 0) return rc;
+    ctx.runner.add_poll(b_lcore, b.task_name, b.task, b.task_arg);
+  }
+  return 0;
+}
+
+void engine_counters_json(const EngineNode& en, app::Json& r) {
+  const rel::PeerCounters* c = en.engine ? en.engine->counters(en.peer) : nullptr;
+  if (!c) return;
+  app::Json j;
+  j.num("pkts_sent", c->pkts_sent).num("pkts_lost", c->pkts_lost).num("ack_only_sent", c->ack_only_sent)
+      .num("valid_acks", c->valid_acks).num("valid_nacks", c->valid_nacks).num("msgs_sent", c->msgs_sent)
+      .num("msgs_retransmitted", c->msgs_retransmitted).num("msgs_received", c->msgs_received)
+      .num("overflow", c->overflow).num("out_of_order", c->out_of_order)
+      .num("pkts_received", c->pkts_received).num("dup_received", c->dup_received)
+      .num("nacks_sent", c->nacks_sent).num("ack_reqs_sent", c->ack_reqs_sent)
+      .num("rto_expired", c->rto_expired).num("tx_backpressure", c->tx_backpressure)
+      .num("deliver_refused", c->deliver_refused).num("credit_stalls", c->credit_stalls)
+      .num("resets", c->resets).num("deaths", c->deaths);
+  const auto& l = en.link.counters();
+  j.num("link_frames_in", l.frames_in).num("link_frames_out", l.frames_out)
+      .num("link_decode_rejected", l.decode.total_rejected()).num("link_not_ours", l.not_ours);
+  r.obj(std::string("engine_") + en.node->name, j);
+}
+
+}  // namespace imago::perf

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * A perf node running the reliability engine: the engine, its link to the node's port, and
+ * which peer it talks to. Shared by the reliable modes (stream, pingpong).
+ */
+#pragma once
+
+#include <memory>
+
+#include "apps/perf/perf.h"
+#include "dataplane/engine_link.h"
+#include "reliability/engine.h"
+
+namespace imago::perf {
+
+inline constexpr rel::NodeId kNodeA = 1;
+inline constexpr rel::NodeId kNodeB = 2;
+
+struct EngineNode {
+  Node* node = nullptr;
+  rel::NodeId self = 0;
+  rel::NodeId peer = 0;
+  dp::EngineLink link;
+  std::unique_ptr<rel::Engine> engine;
+};
+
+/**
+ * Create the engine of @p en (identity @p self, talking to @p peer) on @p node, delivering
+ * to @p app. The epoch grows with wall-clock time so a restarted process is a new session.
+ * @return 0 or a negative errno after printing why.
+ */
+int engine_node_open(Context& ctx, EngineNode& en, Node* node, rel::NodeId self, rel::NodeId peer,
+                     rel::AppSink* app);
+
+/** One side of a reliable mode: its engine, its application and the lcore task driving it. */
+struct EngineSide {
+  EngineNode* node;
+  rel::AppSink* app;
+  const char* task_name;
+  dp::TaskFn task;
+  void* task_arg;
+};
+
+/**
+ * Open side A (node kNodeA, unless this process is --role rx) and side B (node kNodeB,
+ * unless --role tx) and register their tasks on the lcores the shape gives them.
+ * @return 0 or a negative errno after printing why.
+ */
+int open_engine_sides(Context& ctx, const EngineSide& a, const EngineSide& b);
+
+/** @return the engine configuration the options ask for (identity filled in by the caller). */
+rel::Config engine_config(const Options& o);
+
+/** Add the engine counters of @p en to @p r under "engine_<node>". */
+void engine_counters_json(const EngineNode& en, app::Json& r);
+
+}  // namespace imago::perf

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The seam between the pure reliability engine and a DPDK port: engine frames become mbufs
+ * (link header + reliability frame) sent through the fault layer, received frames are
+ * decoded and handed to Engine::on_frame(), and TSC cycles become the engine's nanoseconds.
+ *
+ * One EngineLink per engine and port, polled from one lcore. No allocation after init():
+ * mbufs come from the pool, the pending burst is a fixed array.
+ */
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dataplane/codec.h"
+#include "dataplane/fault.h"
+#include "reliability/engine.h"
+
+namespace imago::dp {
+
+/** Turns TSC cycles into nanoseconds with one multiply (128-bit, so it never overflows). */
+class TscClock {
+ public:
+  explicit TscClock(uint64_t tsc_hz = 1)
+      : mult_((static_cast<unsigned __int128>(1'000'000'000) << 32) / tsc_hz) {}
+  uint64_t ns(uint64_t tsc) const {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(tsc) * mult_) >> 32);
+  }
+
+ private:
+  unsigned __int128 mult_;
+};
+
+struct EngineLinkCounters {
+  uint64_t frames_in = 0;        ///< reliability frames handed to the engine
+  uint64_t frames_out = 0;       ///< frames taken by the port (or its fault layer)
+  uint64_t tx_backpressure = 0;  ///< send_frame() refused: the port and the pending burst full
+  uint64_t alloc_failed = 0;     ///< no mbuf for a frame (refused too: the engine retries)
+  uint64_t not_ours = 0;         ///< decoded frames of another link type
+  uint64_t unknown_peer = 0;     ///< frames the engine asked to send to a peer with no address
+  DecodeCounters decode;
+};
+
+class EngineLink final : public rel::FrameSink {
+ public:
+  static constexpr uint16_t kMaxBurst = 64;
+
+  /**
+   * @param encap  the port's encapsulation and our own addresses (src MAC/IP, UDP port)
+   * @return 0, or -EINVAL (burst 0 or above kMaxBurst).
+   */
+  int init(FaultyPort& port, rte_mempool* pool, const EncapConfig& encap, uint16_t burst);
+  /** Where frames for @p peer go (control path). @return 0 or -ENOSPC. */
+  int add_peer_addr(rel::NodeId peer, const MacAddr& mac, uint32_t ip = 0);
+  /** Frames received go to @p engine (which must use this link as its FrameSink). */
+  void attach(rel::Engine* engine) { engine_ = engine; }
+
+  /** Lcore task body: receive a burst into the engine, run its timers, send what it made.
+   *  @return frames received + frames sent. */
+  unsigned poll(uint64_t now_tsc);
+  /** Send the pending burst. @return frames the port took. */
+  unsigned flush(uint64_t now_tsc);
+  /** @return the engine time of @p tsc. */
+  uint64_t now_ns(uint64_t tsc) const { return clock_.ns(tsc); }
+  /** Set the time used by frames sent outside poll() (from Engine::send). */
+  void set_now(uint64_t now_tsc) { now_tsc_ = now_tsc; }
+
+  bool send_frame(rel::NodeId peer, std::span<const uint8_t> frame) override;
+
+  const EngineLinkCounters& counters() const { return counters_; }
+
+ private:
+  struct PeerAddr {
+    rel::NodeId id;
+    EncapConfig encap;  // our base encapsulation with this peer's destination
+  };
+  const PeerAddr* find(rel::NodeId id) const;
+
+  FaultyPort* port_ = nullptr;
+  rte_mempool* pool_ = nullptr;
+  EncapConfig encap_;
+  uint16_t burst_ = 32;
+  rel::Engine* engine_ = nullptr;
+  TscClock clock_;
+  uint64_t now_tsc_ = 0;
+  std::vector<PeerAddr> peers_;
+  rte_mbuf* pending_[kMaxBurst];
+  uint16_t pending_n_ = 0;
+  EngineLinkCounters counters_;
+};
+
+}  // namespace imago::dp

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Engine configuration: identity, buffer sizes, protocol modes, timers. Defaults are the
+ * ones documented in docs/PROTOCOL-reliability.md.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "reliability/seq.h"
+#include "reliability/wire.h"
+
+namespace imago::rel {
+
+inline constexpr uint64_t kUs = 1000;
+inline constexpr uint64_t kMs = 1000 * kUs;
+inline constexpr uint64_t kSec = 1000 * kMs;
+
+/** Everything an Engine needs at creation. Buffers are sized from it once, up front. */
+struct Config {
+  // Identity.
+  NodeId node_id = 0;
+  uint32_t epoch = 1;              ///< must grow on every restart of this node
+  uint64_t seed = 1;               ///< seeds tokens and initial sequence numbers
+  std::optional<Seq> initial_seq;  ///< fixed ISN for every session (tests); random if unset
+
+  // Frames.
+  uint32_t mtu = 1500 - 46;  ///< frame bytes after the link/UDP header
+  uint32_t max_sack = 4;     ///< SACK ranges per frame (<= kMaxSackRanges)
+  bool crc = true;           ///< CRC32C on every frame; required on receive when on
+
+  // Buffers (per peer).
+  uint32_t send_window = 16384;                           ///< units in flight or queued
+  uint64_t send_buffer_bytes = (16u << 20) + (1u << 20);  ///< payload bytes queued
+  uint32_t recv_window = 1024;                            ///< receive slots (one unit each)
+  uint64_t max_message_size = 16u << 20;                  ///< also the reassembly buffer
+  uint32_t max_peers = 64;
+
+  // Modes.
+  bool selective_repeat = true;  ///< false: Pupa's go-back-N (receiver drops out of order)
+  bool flow_control = true;      ///< optimistic credits; false: always unlimited
+
+  // Water marks, in percent of the send window / receive window.
+  uint32_t ack_req_low_pct = 25;   ///< free send space below this: request ACKs
+  uint32_t ack_req_high_pct = 50;  ///< ...until an ACK lifts it above this
+  uint32_t credit_high_pct = 50;   ///< free receive space above this: credit unlimited again
+
+  // Timers.
+  uint64_t ack_delay_ns = 10 * kMs;       ///< ACK timer (Pupa: 10 ms)
+  uint64_t ack_refresh_ns = 500 * kMs;    ///< periodic ACK / keep-alive (Pupa: 50 ticks)
+  uint64_t coalesce_ns = 20 * kUs;        ///< oldest unsent message waits at most this long
+  uint64_t nack_interval_ns = 200 * kUs;  ///< repeat NACK for the same gap at most this often
+  uint64_t rto_initial_ns = 100 * kMs;
+  uint64_t rto_min_ns = 20 * kMs;
+  uint64_t rto_max_ns = 2 * kSec;
+  uint64_t dead_after_ns = 3 * kSec;      ///< silence after which the peer is declared dead
+  uint64_t tx_retry_ns = 10 * kUs;        ///< retry after the frame sink pushed back
+  uint64_t deliver_retry_ns = 100 * kUs;  ///< retry after the application refused
+};
+
+/**
+ * Check @p c for consistency.
+ * @return 0, or -EINVAL (zero sizes, mtu too small for a header, water marks out of order,
+ *         send buffer smaller than max_message_size, windows of 2^30 units or more).
+ */
+int validate(const Config& c);
+
+/** @return the largest unit payload a frame of @p c.mtu can always carry. */
+constexpr uint32_t unit_capacity(const Config& c) {
+  return c.mtu - static_cast<uint32_t>(sizeof(FrameHeader)) - 8 * c.max_sack -
+         static_cast<uint32_t>(kMaxRecordHeader);
+}
+
+}  // namespace imago::rel

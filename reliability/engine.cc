@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Engine set-up, the application send path, frame dispatch and read-only accessors.
+#include "reliability/engine.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "reliability/peer.h"
+
+namespace imago::rel {
+
+namespace {
+
+constexpr bool pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// splitmix64 finaliser: a bijective mix, so distinct inputs stay distinct.
+constexpr uint64_t seed_mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+int validate(const Config& c) {
+  if (c.max_sack > kMaxSackRanges || c.mtu > 65535) return -EINVAL;
+  if (c.mtu < sizeof(FrameHeader) + 8 * c.max_sack + kMaxRecordHeader + 64) return -EINVAL;
+  // Power-of-two rings keep slot = seq % size continuous across the 2^32 wrap.
+  if (!pow2(c.send_window) || !pow2(c.recv_window)) return -EINVAL;
+  if (c.send_window > (1u << 30) || c.recv_window > (1u << 30)) return -EINVAL;
+  const uint32_t cap = unit_capacity(c);
+  if (c.max_message_size < cap) return -EINVAL;
+  if (c.send_buffer_bytes < c.max_message_size + cap) return -EINVAL;
+  if ((c.max_message_size + cap - 1) / cap > c.send_window) return -EINVAL;
+  if (c.ack_req_low_pct > c.ack_req_high_pct || c.ack_req_high_pct > 100) return -EINVAL;
+  if (c.credit_high_pct > 100 || c.max_peers == 0) return -EINVAL;
+  if (c.rto_min_ns == 0 || c.rto_min_ns > c.rto_max_ns || c.rto_initial_ns == 0) return -EINVAL;
+  if (c.dead_after_ns == 0 || c.ack_refresh_ns == 0) return -EINVAL;
+  return 0;
+}
+
+int Engine::create(const Config& cfg, FrameSink* frames, AppSink* app,
+                   std::unique_ptr<Engine>* out) {
+  if (frames == nullptr || app == nullptr || out == nullptr) return -EINVAL;
+  if (int rc = validate(cfg); rc != 0) return rc;
+  out->reset(new Engine(cfg, frames, app));
+  return 0;
+}
+
+Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
+    : cfg_(cfg),
+      frames_(frames),
+      app_(app),
+      // Node id and epoch hashed into the seed: engines given the same seed, or a restart
+      // given seed+1 and epoch+1, still draw different tokens (a plain xor would collide).
+      rng_(seed_mix(seed_mix(seed_mix(cfg.seed) + cfg.node_id) + cfg.epoch)),
+      unit_cap_(unit_capacity(cfg)) {
+  do token_ = rng_.next();
+  while (token_ == 0);  // 0 means "unknown" on the wire
+  txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
+  rec_seqs_cap_ = cfg.mtu / 2 + 1;
+  rec_seqs_ = std::make_unique<Seq[]>(rec_seqs_cap_);
+  peers_.reserve(cfg.max_peers);
+  index_.reserve(cfg.max_peers);
+}
+
+Engine::~Engine() = default;
+
+Peer* Engine::find(NodeId id) {
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : peers_[it->second].get();
+}
+
+const Peer* Engine::find(NodeId id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : peers_[it->second].get();
+}
+
+int Engine::add_peer(NodeId id, uint64_t now_ns) {
+  if (id == cfg_.node_id) return -EINVAL;
+  if (find(id) != nullptr) return -EEXIST;
+  if (peers_.size() >= cfg_.max_peers) return -ENOSPC;
+  auto p = std::make_unique<Peer>();
+  p->id = id;
+  p->tx.init(cfg_.send_window, cfg_.send_buffer_bytes);
+  p->rx.init(cfg_.recv_window, unit_cap_);
+  p->reasm.init(cfg_.max_message_size);
+  p->rto = RtoEstimator(cfg_.rto_initial_ns, cfg_.rto_min_ns, cfg_.rto_max_ns);
+  p->credit_in = CreditGrant(cfg_.flow_control, static_cast<uint32_t>(uint64_t{cfg_.recv_window} *
+                                                                      cfg_.credit_high_pct / 100));
+  now_ = now_ns;
+  index_.emplace(id, static_cast<uint32_t>(peers_.size()));
+  peers_.push_back(std::move(p));
+  reset_session(*peers_.back(), false);
+  peers_.back()->last_heard = now_ns;
+  peers_.back()->last_sent = now_ns;
+  return 0;
+}
+
+int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns) {
+  Peer* p = find(id);
+  if (p == nullptr) return -EINVAL;
+  if (p->s.state == PeerState::kDead) return -ENOTCONN;
+  if (msg.size() > cfg_.max_message_size) return -EMSGSIZE;
+  const auto units =
+      static_cast<uint32_t>(msg.empty() ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);
+  if (!p->tx.fits(units, msg.size(), unit_cap_)) return -EAGAIN;
+  now_ = now_ns;
+  const bool fast = flags & send_flag::kFastpath;
+  for (uint32_t i = 0; i < units; ++i) {
+    size_t off = size_t{i} * unit_cap_;
+    auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
+    uint8_t rf = static_cast<uint8_t>((i + 1 < units ? rec_flag::kMore : 0) |
+                                      (i > 0 ? rec_flag::kCont : 0) | (fast ? rec_flag::kFast : 0));
+    p->tx.push(part, rf, now_ns);
+    p->unsent_bytes += part.size() + record_header_size(part.size(), false);
+  }
+  if (fast) p->fast_pending += units;
+  p->c.msgs_sent++;
+  p->c.bytes_sent += msg.size();
+  update_ack_required(*p);
+  if (fast || p->unsent_bytes >= cfg_.mtu) flush(*p, now_ns, false);
+  return 0;
+}
+
+void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
+  now_ = now_ns;
+  Header h;
+  std::span<const uint8_t> body;
+  Reject r = decode_header(frame, cfg_.crc, &h, &body);
+  if (r == Reject::kNone && h.dst_node != cfg_.node_id) r = Reject::kWrongDst;
+  Peer* p = r == Reject::kNone ? find(h.src_node) : nullptr;
+  if (r == Reject::kNone && p == nullptr) r = Reject::kUnknownPeer;
+  if (r != Reject::kNone) {
+    orphan_.reject[static_cast<size_t>(r)]++;
+    return;
+  }
+  if (h.type == FrameType::kHello || h.type == FrameType::kHelloAck) {
+    on_hello(*p, h, now_ns);
+  } else if (session_ok(*p, h)) {
+    if (h.type == FrameType::kData && !records_ok(body, h.seq)) {
+      p->c.reject[static_cast<size_t>(Reject::kBadRecord)]++;
+      return;
+    }
+    p->last_heard = now_ns;
+    p->c.pkts_received++;
+    on_ack_info(*p, h, frame, now_ns);
+    if (h.type == FrameType::kData) on_records(*p, h, body, now_ns);
+    if (h.flags & frame_flag::kAckReq) p->ack_now = true;  // Pupa: answer at once
+  }
+  flush(*p, now_ns, false);
+}
+
+bool Engine::records_ok(std::span<const uint8_t> body, Seq first) const {
+  RecordReader rd(body, first);
+  Record rec;
+  int rc;
+  while ((rc = rd.next(&rec)) == 1)
+    if (rec.payload.size() > unit_cap_) return false;
+  return rc == 0;
+}
+
+PeerState Engine::state(NodeId id) const {
+  const Peer* p = find(id);
+  return p ? p->s.state : PeerState::kDead;
+}
+
+const PeerCounters* Engine::counters(NodeId id) const {
+  const Peer* p = find(id);
+  return p ? &p->c : nullptr;
+}
+
+PeerCounters Engine::total_counters() const {
+  PeerCounters t = orphan_;
+  for (const auto& p : peers_) t.add(p->c);
+  return t;
+}
+
+uint64_t Engine::unconfirmed_messages(NodeId id) const {
+  const Peer* p = find(id);
+  return p ? p->tx.messages_held() : 0;
+}
+
+std::string Engine::debug_state(NodeId id) const {
+  const Peer* p = find(id);
+  if (p == nullptr) return "unknown peer";
+  char b[512];
+  std::snprintf(b, sizeof b,
+                "state %d known %d confirmed %d tx una %u nxt %u end %u retx %u cursor %u "
+                "ackreq %d credit %s rto %lu rto_dl %lu | rx dlv %u nxt %u high %u limited %d "
+                "credit_sent %u blocked %d reasm %d",
+                static_cast<int>(p->s.state), p->s.known, p->s.confirmed, p->tx.una(), p->tx.nxt(),
+                p->tx.end(), p->retx_count, p->retx_cursor, p->ack_required,
+                p->credit_out.unlimited() ? "unl" : "lim", p->rto.rto(), p->rto_deadline,
+                p->rx.dlv(), p->rx.nxt(), p->rx.high(), p->credit_in.limited(), p->credit_sent,
+                p->deliver_blocked, p->reasm.in_message());
+  return b;
+}
+
+size_t Engine::memory_bytes() const {
+  size_t n = cfg_.mtu + rec_seqs_cap_ * sizeof(Seq);
+  for (const auto& p : peers_)
+    n += sizeof(Peer) + p->tx.memory_bytes() + p->rx.memory_bytes() + p->reasm.memory_bytes();
+  return n;
+}
+
+}  // namespace imago::rel

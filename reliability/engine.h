@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The reliability engine of one node: exactly-once, in-order message streams to each peer
+ * over a lossy frame service.
+ *
+ * Pure and single-threaded: frames go out through a FrameSink, messages go up through an
+ * AppSink, time is the now_ns argument of each call. All buffers are allocated by create()
+ * and add_peer(); send(), on_frame() and poll() never allocate.
+ *
+ * Typical loop (one lcore): rx burst -> on_frame() each; app tx ring -> send() each;
+ * poll(now); sleep/spin until next_deadline() or more frames.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "reliability/codec.h"
+#include "reliability/config.h"
+#include "reliability/counters.h"
+#include "reliability/rng.h"
+#include "reliability/session.h"
+#include "reliability/wire.h"
+
+namespace imago::rel {
+
+/** Where the engine writes frames (the dataplane, or the simulator). */
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  /**
+   * Transmit one frame to @p peer. The span is valid only during the call.
+   * @return false on back-pressure (TX ring full): the engine keeps the state and retries.
+   */
+  virtual bool send_frame(NodeId peer, std::span<const uint8_t> frame) = 0;
+};
+
+/** Where the engine hands messages and peer events (the API rings, or a test). */
+class AppSink {
+ public:
+  virtual ~AppSink() = default;
+  /**
+   * Deliver one complete message from @p peer; the span is valid only during the call.
+   * @return false when the application cannot take it now (ring full): the message stays in
+   *         the receive buffer, later ones wait behind it, and credits may drop to zero.
+   */
+  virtual bool deliver(NodeId peer, std::span<const uint8_t> msg) = 0;
+  /** The handshake with @p peer completed; data flows. */
+  virtual void on_peer_up(NodeId /*peer*/) {}
+  /** @p peer restarted (new epoch); @p discarded messages queued for it were dropped. */
+  virtual void on_peer_reset(NodeId /*peer*/, uint64_t /*discarded*/) {}
+  /** @p peer was silent too long; @p discarded unconfirmed messages were dropped. */
+  virtual void on_peer_dead(NodeId /*peer*/, uint64_t /*discarded*/) {}
+};
+
+/** send() flags. */
+namespace send_flag {
+inline constexpr uint32_t kFastpath = 0x1;  ///< flush at once instead of coalescing
+}
+
+struct Peer;       // engine-private per-peer state (peer.h)
+struct FrameMeta;  // engine-private: what a frame being built carries (engine_tx.cc)
+
+class Engine {
+ public:
+  /**
+   * Create an engine for node @p cfg.node_id.
+   * @param out the engine on success.
+   * @return 0, or -EINVAL (bad config, see validate(); null sink).
+   */
+  static int create(const Config& cfg, FrameSink* frames, AppSink* app,
+                    std::unique_ptr<Engine>* out);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /**
+   * Add a peer and start the handshake at the next poll() (control path: allocates).
+   * @return 0, -EINVAL (own node id), -EEXIST (already added), -ENOSPC (max_peers reached).
+   */
+  int add_peer(NodeId peer, uint64_t now_ns);
+
+  /**
+   * Queue one message for @p peer (copied; fragmented above one frame). Queued messages
+   * flush when a frame fills, when the oldest is coalesce_ns old, or at once with kFastpath.
+   * @return 0 queued; -EAGAIN send window full (back-pressure: retry later, nothing lost);
+   *         -EMSGSIZE larger than max_message_size; -ENOTCONN peer dead; -EINVAL unknown peer.
+   */
+  int send(NodeId peer, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns);
+
+  /** Process one received frame (bytes after the link header). Never fails; bad input is
+   *  dropped and counted per Reject reason. */
+  void on_frame(std::span<const uint8_t> frame, uint64_t now_ns);
+
+  /** Run due timers, retry refused deliveries and flush. @return frames sent. */
+  uint32_t poll(uint64_t now_ns);
+
+  /** @return the earliest time poll() has work (UINT64_MAX: none). */
+  uint64_t next_deadline() const;
+
+  /** @return the state of @p peer (kDead for an unknown peer). */
+  PeerState state(NodeId peer) const;
+  /** @return counters of @p peer, or nullptr for an unknown peer. */
+  const PeerCounters* counters(NodeId peer) const;
+  /** @return the sum over peers plus frames rejected before a peer was found. */
+  PeerCounters total_counters() const;
+  /** @return messages to @p peer not yet acknowledged (lost if this node dies now). */
+  uint64_t unconfirmed_messages(NodeId peer) const;
+  /** @return a one-line dump of @p peer's windows and timers, for logs and failing tests. */
+  std::string debug_state(NodeId peer) const;
+  /** @return bytes held by all preallocated buffers (constant after add_peer()). */
+  size_t memory_bytes() const;
+  const Config& config() const { return cfg_; }
+
+ private:
+  Engine(const Config& cfg, FrameSink* frames, AppSink* app);
+  Peer* find(NodeId id);
+  const Peer* find(NodeId id) const;
+
+  // engine_session.cc: handshake, reset, death.
+  void on_hello(Peer& p, const Header& h, uint64_t now);
+  void reset_session(Peer& p, bool notify);
+  void declare_dead(Peer& p);
+  bool send_hello(Peer& p, bool ack, uint64_t now);
+  bool session_ok(Peer& p, const Header& h);
+
+  // engine_rx.cc: ACK side and receive side of a data/ack frame.
+  bool records_ok(std::span<const uint8_t> body, Seq first) const;
+  void on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now);
+  void on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now);
+  void on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload, uint64_t now);
+  void try_deliver(Peer& p);
+  uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by);
+  void nack_request(Peer& p, uint64_t now);
+  void learn_peer(Peer& p, const Header& h);
+
+  // engine_tx.cc: frame building and flushing.
+  uint32_t flush(Peer& p, uint64_t now, bool all);
+  size_t begin_frame(Peer& p, bool with_records, FrameMeta* m);
+  bool transmit(Peer& p, size_t len, FrameType t, const FrameMeta* m, uint64_t now);
+  bool want_data(const Peer& p, uint64_t now, bool all) const;
+  uint32_t build_records(Peer& p, uint8_t* buf, size_t* len, Seq* first, uint32_t* n_new);
+  void commit_records(Peer& p, uint32_t n, uint32_t n_new, uint64_t now);
+  void update_ack_required(Peer& p);
+
+  // engine_timer.cc.
+  void run_timers(Peer& p, uint64_t now);
+  void on_rto(Peer& p, uint64_t now);
+  uint64_t peer_deadline(const Peer& p) const;
+
+  Config cfg_;
+  FrameSink* frames_;
+  AppSink* app_;
+  Rng rng_;
+  uint64_t token_;
+  uint32_t unit_cap_;
+  uint64_t now_ = 0;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::unordered_map<NodeId, uint32_t> index_;
+  std::unique_ptr<uint8_t[]> txbuf_;  ///< one frame being built
+  std::unique_ptr<Seq[]> rec_seqs_;   ///< seqs of the records in txbuf_
+  uint32_t rec_seqs_cap_ = 0;
+  PeerCounters orphan_;  ///< rejects before a peer was identified
+};
+
+}  // namespace imago::rel

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Receive path: the ACK/SACK/NACK/credit side of every frame, then the records of a data
+// frame into the receive window, then in-order delivery (with reassembly) to the application.
+#include <algorithm>
+
+#include "reliability/engine.h"
+#include "reliability/peer.h"
+
+namespace imago::rel {
+
+namespace {
+
+inline void count(Peer& p, Reject r) { p.c.reject[static_cast<size_t>(r)]++; }
+
+// Distances beyond this are nonsense from any honest sender (windows are <= 2^30).
+constexpr int32_t kFarAway = 1 << 30;
+
+}  // namespace
+
+void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now) {
+  SendWindow& tx = p.tx;
+  const Seq ack = h.ack;
+  if (seq_gt(ack, tx.nxt())) return count(p, Reject::kBadAck);  // acks what we never sent
+  if (seq_lt(ack, tx.una())) return;  // older than what we know: reordered, nothing new
+  if (ack != tx.una()) {
+    const TxUnit& last = tx.at(ack - 1);
+    if (last.tx_count == 1) p.rto.sample(now - last.first_tx_ns);  // Karn: unambiguous only
+    p.rto.reset_backoff();
+    p.rack_tx_ns = std::max(p.rack_tx_ns, last.last_tx_ns);
+    for (Seq s = tx.una(); s != ack; ++s)
+      if (tx.at(s).retx) --p.retx_count;
+    tx.release_to(ack);
+    if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
+    p.c.valid_acks++;
+    p.rto_deadline = tx.has_outstanding() ? now + p.rto.rto() : kNever;
+    update_ack_required(p);
+  }
+  if (cfg_.flow_control) p.credit_out.update(ack, h.credit);
+  Seq sack_max = ack;
+  for (uint32_t i = 0; i < h.sack_count && cfg_.selective_repeat; ++i) {
+    Seq a, b;
+    decode_sack(frame, i, &a, &b);
+    if (!seq_lt(ack, a) || !seq_lt(a, b) || seq_gt(b, tx.nxt())) return count(p, Reject::kBadSack);
+    for (Seq s = a; s != b; ++s) {
+      TxUnit& u = tx.at(s);
+      if (u.retx) --p.retx_count;
+      u.sacked = true;
+      u.retx = false;
+      p.rack_tx_ns = std::max(p.rack_tx_ns, u.last_tx_ns);
+    }
+    if (seq_gt(b, sack_max)) sack_max = b;
+  }
+  const bool nack = (h.flags & frame_flag::kNack) && tx.outstanding(ack);
+  if (nack) p.c.valid_nacks++;
+  uint32_t lost = 0;
+  if (sack_max != ack) {
+    // Selective repeat, RACK style (RFC 8985): a hole is lost once a unit transmitted after
+    // it (or in the same burst: same timestamp, lower seq, earlier on the wire) arrived. A
+    // repair is therefore resent only after something sent later got through, never just
+    // because another NACK came.
+    lost = mark_lost(p, ack, sack_max, p.rack_tx_ns);
+  } else if (nack && (ack != p.goback_seq || now - p.goback_ns >= p.rto.srtt())) {
+    // Go-back-N, or an overflow the receiver could not buffer: everything from the ACK on,
+    // except what was sent less than one path RTT ago (min_rtt, not srtt: srtt carries the
+    // receiver's ACK delay and would hold repairs back for ~10 ms). A repeated NACK for the
+    // same ACK within an SRTT is the echo of the last go-back, not a new loss.
+    const uint64_t guard = p.rto.has_sample() ? p.rto.min_rtt() : cfg_.nack_interval_ns;
+    lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0);
+    if (lost > 0) p.goback_seq = ack, p.goback_ns = now;
+  }
+  if (lost > 0) p.c.pkts_lost++;
+}
+
+uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by) {
+  uint32_t n = 0;
+  for (Seq s = from; s != to; ++s) {
+    TxUnit& u = p.tx.at(s);
+    if (u.sacked || u.retx || u.last_tx_ns > sent_by) continue;
+    u.retx = true;
+    ++p.retx_count;
+    ++n;
+    if (seq_lt(s, p.retx_cursor)) p.retx_cursor = s;
+  }
+  return n;
+}
+
+void Engine::on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now) {
+  RecordReader rd(body, h.seq);
+  Record rec;
+  while (rd.next(&rec) == 1) on_unit(p, rec.seq, rec.flags, rec.payload, now);
+  try_deliver(p);
+}
+
+void Engine::nack_request(Peer& p, uint64_t now) {
+  if (p.rx.nxt() != p.last_nack_seq || now - p.last_nack_ns >= cfg_.nack_interval_ns) {
+    p.nack_now = true;
+    p.ack_now = true;
+  }
+}
+
+void Engine::on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload,
+                     uint64_t now) {
+  RecvWindow& rx = p.rx;
+  const int32_t d = seq_diff(rx.nxt(), s);
+  if (d < 0) {
+    if (d < -kFarAway) return count(p, Reject::kOutOfWindow);
+    p.c.dup_received++;
+    p.ack_now = true;  // a duplicate means our ACK was lost or late: repeat it now
+    return;
+  }
+  if (d > kFarAway) return count(p, Reject::kOutOfWindow);
+  if (!rx.fits(s)) {
+    p.c.overflow++;
+    p.credit_in.on_overflow();
+    p.nack_now = p.ack_now = true;  // Pupa: NACK + credit update at once
+    return;
+  }
+  if (rx.slot(s).present) {
+    p.c.dup_received++;
+    return;
+  }
+  if (d > 0) {
+    p.c.out_of_order++;
+    nack_request(p, now);
+    if (!cfg_.selective_repeat) return;  // go-back-N keeps only in-order units
+  }
+  rx.store(s, flags, payload);
+  if (p.ack_deadline == kNever) p.ack_deadline = now + cfg_.ack_delay_ns;
+}
+
+void Engine::try_deliver(Peer& p) {
+  RecvWindow& rx = p.rx;
+  bool freed = false, refused = false;
+  for (;;) {
+    if (p.reasm.complete()) {
+      auto m = p.reasm.message();
+      if (!app_->deliver(p.id, m)) {
+        refused = true;
+        break;
+      }
+      p.c.msgs_received++;
+      p.c.bytes_received += m.size();
+      p.reasm.consumed();
+    }
+    if (rx.dlv() == rx.nxt()) break;
+    const RxSlot& sl = rx.slot(rx.dlv());
+    const bool single = !(sl.rec_flags & (rec_flag::kMore | rec_flag::kCont));
+    if (single && p.reasm.in_message()) {
+      count(p, Reject::kBadFragment);  // a whole message cut a fragmented one short
+      p.reasm.reset();
+    }
+    if (single) {
+      auto m = rx.payload(rx.dlv());
+      if (!app_->deliver(p.id, m)) {
+        refused = true;
+        break;
+      }
+      p.c.msgs_received++;
+      p.c.bytes_received += m.size();
+    } else if (Reject r = p.reasm.add(sl.rec_flags, rx.payload(rx.dlv())); r != Reject::kNone) {
+      count(p, r);
+    }
+    rx.pop();
+    freed = true;
+  }
+  p.deliver_blocked = refused;
+  if (refused) p.c.deliver_refused++;
+  if (freed && p.credit_in.limited()) {
+    // Partial credit as space frees: tell the sender when it was stopped, when it may go
+    // unlimited again, or when an eighth of the window opened since the last update.
+    const uint32_t adv = p.credit_in.advertise(rx.free_from_ack());
+    if (adv != p.credit_sent && (p.credit_sent == 0 || adv == kCreditUnlimited ||
+                                 (adv > p.credit_sent && adv - p.credit_sent >= rx.slots() / 8)))
+      p.ack_now = true;
+  } else if (freed && p.credit_sent != kCreditUnlimited && cfg_.flow_control) {
+    p.ack_now = true;  // back to unlimited: say so
+  }
+}
+
+}  // namespace imago::rel

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Timers: handshake retries, retransmission timeout, ACK timer and refresh, ACK-request
+// refresh, death after silence, and the deadline the caller should poll at next.
+#include <algorithm>
+
+#include "reliability/engine.h"
+#include "reliability/peer.h"
+
+namespace imago::rel {
+
+uint32_t Engine::poll(uint64_t now_ns) {
+  now_ = now_ns;
+  uint32_t sent = 0;
+  for (auto& pp : peers_) {
+    Peer& p = *pp;
+    run_timers(p, now_ns);
+    sent += flush(p, now_ns, false);
+  }
+  return sent;
+}
+
+void Engine::run_timers(Peer& p, uint64_t now) {
+  if (p.s.state == PeerState::kDead) return;
+  if (now - p.last_heard >= cfg_.dead_after_ns) return declare_dead(p);
+  if (p.s.state == PeerState::kConnecting && now >= p.hello_deadline) {
+    if (send_hello(p, false, now)) {
+      p.hello_deadline = now + p.hello_interval;
+      p.hello_interval = std::min(p.hello_interval * 2, cfg_.rto_max_ns);
+    } else {
+      p.hello_deadline = now + cfg_.tx_retry_ns;
+    }
+  }
+  if (p.deliver_blocked) try_deliver(p);
+  if (now >= p.rto_deadline) on_rto(p, now);
+  if (now >= p.ack_deadline) p.ack_now = true;
+  if (p.ack_required && p.tx.has_outstanding() && now >= p.ack_req_deadline) {
+    p.probe_now = true;  // Pupa: every ACK-timer tick re-sends pending ACK requests
+    p.ack_req_deadline = now + cfg_.ack_delay_ns;
+  }
+  if (p.s.known && now - p.last_sent >= cfg_.ack_refresh_ns) p.ack_now = true;  // refresh
+}
+
+void Engine::on_rto(Peer& p, uint64_t now) {
+  SendWindow& tx = p.tx;
+  p.rto_deadline = kNever;
+  if (tx.has_outstanding()) {
+    const uint64_t rto = p.rto.rto();
+    uint64_t oldest = now;
+    for (Seq s = tx.una(); s != tx.nxt(); ++s) {
+      const TxUnit& u = tx.at(s);
+      if (!u.sacked && !u.retx) oldest = std::min(oldest, u.last_tx_ns);
+    }
+    if (now - oldest < rto) {  // everything was (re)sent recently: wait for the oldest
+      p.rto_deadline = oldest + rto;
+      return;
+    }
+    p.c.rto_expired++;
+    p.c.pkts_lost++;
+    mark_lost(p, tx.una(), tx.nxt(), now - rto);  // every unit at least one RTO old
+    p.rto.backoff();
+    p.probe_now = true;  // ask for an ACK with the repair, so the next one is not a guess
+    p.rto_deadline = now + p.rto.rto();
+  } else if (tx.has_unsent() && !p.credit_out.allows(tx.nxt())) {
+    p.c.rto_expired++;
+    p.probe_now = true;  // zero credit and nothing in flight: ask for a credit update
+    p.rto.backoff();
+    p.rto_deadline = now + p.rto.rto();
+  }
+}
+
+uint64_t Engine::peer_deadline(const Peer& p) const {
+  if (p.s.state == PeerState::kDead) return kNever;
+  const bool established = p.s.state == PeerState::kEstablished;
+  const bool pending = p.ack_now || p.nack_now || p.probe_now || p.hello_ack_now ||
+                       (established && p.retx_count > 0 && p.credit_out.allows(p.retx_cursor));
+  // Work is due now, unless the sink pushed back: then retry shortly, never spin.
+  if (pending) return p.tx_blocked ? now_ + cfg_.tx_retry_ns : now_;
+  uint64_t d = std::min({p.rto_deadline, p.ack_deadline, p.last_heard + cfg_.dead_after_ns});
+  if (p.s.state == PeerState::kConnecting) d = std::min(d, p.hello_deadline);
+  if (p.ack_required && p.tx.has_outstanding()) d = std::min(d, p.ack_req_deadline);
+  if (p.s.known) d = std::min(d, p.last_sent + cfg_.ack_refresh_ns);
+  if (established && p.tx.has_unsent() && p.credit_out.allows(p.tx.nxt())) {
+    const bool now_due = p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu;
+    uint64_t due = now_due ? now_ : p.tx.at(p.tx.nxt()).enq_ns + cfg_.coalesce_ns;
+    d = std::min(d, p.tx_blocked ? std::max(due, now_ + cfg_.tx_retry_ns) : due);
+  }
+  if (p.deliver_blocked) d = std::min(d, now_ + cfg_.deliver_retry_ns);
+  return d;
+}
+
+uint64_t Engine::next_deadline() const {
+  uint64_t d = kNever;
+  for (const auto& p : peers_) d = std::min(d, peer_deadline(*p));
+  return d;
+}
+
+}  // namespace imago::rel

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Engine-private state of one peer: session, both windows, timers, counters.
+ * Written only by the lcore that runs the engine.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "reliability/counters.h"
+#include "reliability/credit.h"
+#include "reliability/reassembly.h"
+#include "reliability/recv_window.h"
+#include "reliability/rto.h"
+#include "reliability/send_window.h"
+#include "reliability/session.h"
+#include "reliability/wire.h"
+
+namespace imago::rel {
+
+inline constexpr uint64_t kNever = ~uint64_t{0};
+
+struct Peer {
+  NodeId id = 0;
+  Session s;
+
+  // Send side.
+  SendWindow tx;
+  RtoEstimator rto;
+  CreditLimit credit_out;  ///< what the peer allows us
+  uint64_t rto_deadline = kNever;
+  uint64_t ack_req_deadline = kNever;  ///< ACK-timer tick re-sending a pending ACK request
+  uint64_t unsent_bytes = 0;           ///< record bytes queued in [nxt, end)
+  uint64_t rack_tx_ns = 0;             ///< latest transmission time of a unit known delivered
+  uint64_t goback_ns = 0;  ///< last go-back (NACK without SACK) and the ACK it went back to
+  Seq goback_seq = 0;
+  Seq retx_cursor = 0;                 ///< no unit before this has retx set
+  uint32_t retx_count = 0;             ///< units with retx set
+  uint32_t fast_pending = 0;           ///< unsent units queued with FASTPATH
+  bool ack_required = false;           ///< Pupa's "acknowledgment required" state
+  bool probe_now = false;              ///< send an ACK request even with no data
+
+  // Receive side.
+  RecvWindow rx;
+  Reassembly reasm;
+  CreditGrant credit_in;                    ///< what we allow the peer
+  uint32_t credit_sent = kCreditUnlimited;  ///< last credit advertised
+  uint64_t ack_deadline = kNever;           ///< ACK timer for units received and not yet acked
+  uint64_t last_nack_ns = 0;
+  Seq last_nack_seq = 0;
+  bool ack_now = false;          ///< send an ACK (piggy-backed or alone) before returning
+  bool nack_now = false;         ///< ...with the NACK flag
+  bool deliver_blocked = false;  ///< application refused; retry on poll
+
+  // Session and liveness.
+  uint64_t last_heard = 0;  ///< last valid frame from the peer
+  uint64_t last_sent = 0;   ///< last frame to the peer (keep-alive)
+  uint64_t hello_deadline = 0;
+  uint64_t hello_interval = 0;
+  bool hello_ack_now = false;  ///< answer a HELLO
+  bool tx_blocked = false;     ///< the frame sink pushed back; retry soon
+
+  PeerCounters c;
+};
+
+}  // namespace imago::rel

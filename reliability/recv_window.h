@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Per-peer receive buffer: a fixed ring of unit slots indexed by sequence number (mod 2^32).
+ *
+ *   [dlv, nxt)        received in order, not yet taken by the application (refused or
+ *                     waiting for the rest of a fragmented message)
+ *   nxt               cumulative ACK: the first unit not received
+ *   (nxt, dlv + size) may hold units received out of order (selective repeat)
+ * Anything at or beyond dlv + size has no slot: it is an overflow and drives credits.
+ */
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+
+#include "reliability/seq.h"
+
+namespace imago::rel {
+
+struct RxSlot {
+  uint32_t len;
+  uint8_t rec_flags;
+  bool present;
+};
+
+class RecvWindow {
+ public:
+  /** Allocate @p slots slots of @p unit_cap payload bytes each (control path). */
+  void init(uint32_t slots, uint32_t unit_cap) {
+    slots_ = slots;
+    cap_ = unit_cap;
+    meta_ = std::make_unique<RxSlot[]>(slots);
+    data_ = std::make_unique_for_overwrite<uint8_t[]>(uint64_t{slots} * unit_cap);
+  }
+  /** Empty the window; the peer's first unit will be @p isn. */
+  void reset(Seq isn) {
+    for (uint32_t i = 0; i < slots_; ++i) meta_[i].present = false;
+    dlv_ = nxt_ = high_ = isn;
+  }
+
+  Seq dlv() const { return dlv_; }
+  Seq nxt() const { return nxt_; }
+  Seq high() const { return high_; }  ///< one past the highest unit held
+  uint32_t slots() const { return slots_; }
+  /** @return units the peer may still send beyond the cumulative ACK. */
+  uint32_t free_from_ack() const { return dlv_ + slots_ - nxt_; }
+  bool has_gap() const { return nxt_ != high_; }
+  /** @return true when @p s has a slot (it is in [nxt, dlv + size)). */
+  bool fits(Seq s) const { return seq_le(nxt_, s) && seq_lt(s, dlv_ + slots_); }
+
+  const RxSlot& slot(Seq s) const { return meta_[s % slots_]; }
+  std::span<const uint8_t> payload(Seq s) const {
+    return {data_.get() + uint64_t{s % slots_} * cap_, meta_[s % slots_].len};
+  }
+
+  /**
+   * Store unit @p s (caller checked fits() and that it is not present).
+   * Advances the cumulative ACK over every unit now contiguous.
+   */
+  void store(Seq s, uint8_t rec_flags, std::span<const uint8_t> p) {
+    RxSlot& m = meta_[s % slots_];
+    m = RxSlot{static_cast<uint32_t>(p.size()), rec_flags, true};
+    if (!p.empty()) std::memcpy(data_.get() + uint64_t{s % slots_} * cap_, p.data(), p.size());
+    if (seq_ge(s, high_)) high_ = s + 1;
+    while (nxt_ != high_ && meta_[nxt_ % slots_].present) ++nxt_;
+  }
+  /** The application took unit dlv: free its slot. */
+  void pop() {
+    meta_[dlv_ % slots_].present = false;
+    ++dlv_;
+  }
+  size_t memory_bytes() const { return slots_ * (sizeof(RxSlot) + cap_); }
+
+ private:
+  std::unique_ptr<RxSlot[]> meta_;
+  std::unique_ptr<uint8_t[]> data_;
+  uint32_t slots_ = 0;
+  uint32_t cap_ = 0;
+  Seq dlv_ = 0;
+  Seq nxt_ = 0;
+  Seq high_ = 0;
+};
+
+}  // namespace imago::rel

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The reliability protocol's wire format: the frame header, SACK ranges and the per-message
+ * record header. docs/PROTOCOL-reliability.md is the authority; this header follows it.
+ *
+ * Every multi-byte field is big-endian (Be16/Be32/Be64) and every struct is packed with its
+ * size and offsets checked right below it. Byte order is converted only in codec.h/.cc.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "reliability/be.h"
+#include "reliability/seq.h"
+
+namespace imago::rel {
+
+/** A node's identity on the fabric, chosen by the operator. */
+using NodeId = uint32_t;
+
+/** Wire protocol version carried in every frame. */
+inline constexpr uint8_t kWireVersion = 1;
+
+/** Frame types (FrameHeader::type). */
+enum class FrameType : uint8_t {
+  kHello = 1,     ///< handshake: "this is who I am, this is who I think you are"
+  kHelloAck = 2,  ///< handshake answer; same layout as kHello
+  kData = 3,      ///< message records, with piggy-backed ACK/credit/SACK
+  kAck = 4,       ///< ACK-only (also NACK, credit update, ACK request, keep-alive)
+};
+
+/** FrameHeader::flags bits. */
+namespace frame_flag {
+inline constexpr uint8_t kAckReq = 0x01;  ///< sender asks for an ACK at once
+inline constexpr uint8_t kNack = 0x02;    ///< receiver saw a gap or an overflow
+inline constexpr uint8_t kCrc = 0x04;     ///< FrameHeader::crc holds a CRC32C of the frame
+inline constexpr uint8_t kAll = 0x07;
+}  // namespace frame_flag
+
+/** Credit value meaning "no limit" (optimistic flow control's normal state). */
+inline constexpr uint32_t kCreditUnlimited = 0xFFFFFFFFu;
+
+/** Fixed header at the start of every frame, right after the link (or UDP) header. */
+struct __attribute__((packed)) FrameHeader {
+  uint8_t version;     ///< kWireVersion
+  uint8_t type;        ///< FrameType
+  uint8_t flags;       ///< frame_flag bits
+  uint8_t sack_count;  ///< SackRange entries right after this header
+  Be32 src_node;       ///< sender's NodeId
+  Be32 dst_node;       ///< receiver's NodeId
+  Be32 src_epoch;      ///< sender's epoch (grows on every restart of the sender)
+  Be64 src_token;      ///< sender's random session token
+  Be64 dst_token;      ///< receiver's token as the sender knows it (0: unknown)
+  Be32 seq;            ///< kData: seq of the first record; kAck: next new seq; kHello*: ISN
+  Be32 ack;            ///< cumulative ACK (next seq expected); kHello*: peer's ISN as known
+  Be32 credit;         ///< units beyond ack the peer may send; kCreditUnlimited: no limit
+  Be32 crc;            ///< CRC32C over the whole frame with this field zero (flag kCrc)
+};
+static_assert(sizeof(FrameHeader) == 48);
+static_assert(offsetof(FrameHeader, src_node) == 4);
+static_assert(offsetof(FrameHeader, dst_node) == 8);
+static_assert(offsetof(FrameHeader, src_epoch) == 12);
+static_assert(offsetof(FrameHeader, src_token) == 16);
+static_assert(offsetof(FrameHeader, dst_token) == 24);
+static_assert(offsetof(FrameHeader, seq) == 32);
+static_assert(offsetof(FrameHeader, ack) == 36);
+static_assert(offsetof(FrameHeader, credit) == 40);
+static_assert(offsetof(FrameHeader, crc) == 44);
+
+/** One SACK range: units [start, end) (mod 2^32) were received beyond the cumulative ACK. */
+struct __attribute__((packed)) SackRange {
+  Be32 start;
+  Be32 end;
+};
+static_assert(sizeof(SackRange) == 8);
+static_assert(offsetof(SackRange, end) == 4);
+
+/** Most SACK ranges a frame may carry (sack_count is validated against it). */
+inline constexpr uint32_t kMaxSackRanges = 16;
+
+/**
+ * Record header flags (first byte of every record in a kData frame). A record carries one
+ * unit: a whole message, or one fragment of a message larger than a frame.
+ */
+namespace rec_flag {
+inline constexpr uint8_t kMore = 0x01;  ///< more fragments of this message follow
+inline constexpr uint8_t kCont = 0x02;  ///< continuation: not the first fragment
+inline constexpr uint8_t kSeq = 0x04;   ///< an explicit Be32 seq follows (not previous + 1)
+inline constexpr uint8_t kFast = 0x08;  ///< sent with FASTPATH (informational)
+inline constexpr uint8_t kAll = 0x0F;
+}  // namespace rec_flag
+
+/** Record length byte value that escapes to a Be16 length (ZeroMQ's 0xFF escape). */
+inline constexpr uint8_t kLenEscape = 0xFF;
+/** Largest record header: flags + Be32 seq + escape byte + Be16 length. */
+inline constexpr size_t kMaxRecordHeader = 1 + 4 + 1 + 2;
+
+/** @return bytes the record header takes for a unit of @p len bytes. */
+constexpr size_t record_header_size(size_t len, bool explicit_seq) {
+  return 1 + (explicit_seq ? 4 : 0) + (len < kLenEscape ? 1 : 3);
+}
+
+}  // namespace imago::rel

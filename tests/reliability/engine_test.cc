@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Protocol tests of reliability/engine.h: drive two real engines, assert on the frames they
+// emitted (eRPC style), steps written as // Do and // Expect.
+#include "reliability/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "tests/reliability/harness.h"
+
+namespace imago::rel::test {
+namespace {
+
+using EngineTest = Pair;
+
+size_t reject(const Node& n, Reject r) {
+  return n.e->total_counters().reject[static_cast<size_t>(r)];
+}
+
+TEST_F(EngineTest, HandshakeCarriesNodeEpochTokenAndEstablishesBothSides) {
+  // Do: poll A once.
+  a.e->poll(now);
+  // Expect: one HELLO to B with A's epoch, a non-zero token, and no token for B yet.
+  ASSERT_EQ(a.out.size(), 1u);
+  Header h = header_of(a.out.front().second);
+  EXPECT_EQ(h.type, FrameType::kHello);
+  EXPECT_EQ(h.src_node, 1u);
+  EXPECT_EQ(h.dst_node, 2u);
+  EXPECT_EQ(h.src_epoch, ca.epoch);
+  EXPECT_NE(h.src_token, 0u);
+  EXPECT_EQ(h.dst_token, 0u);
+  // Do: hand it to B.
+  move(a);
+  // Expect: B answers with a HELLO_ACK addressed to A's token, echoing A's ISN.
+  ASSERT_EQ(b.out.size(), 1u);
+  Header r = header_of(b.out.front().second);
+  EXPECT_EQ(r.type, FrameType::kHelloAck);
+  EXPECT_EQ(r.dst_token, h.src_token);
+  EXPECT_EQ(r.ack, h.seq);
+  // Do: finish the exchange.
+  settle();
+  b.e->poll(now);
+  settle();
+  // Expect: both established, each told its application once.
+  EXPECT_EQ(a.e->state(2), PeerState::kEstablished);
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+  EXPECT_EQ(a.ups, 1);
+  EXPECT_EQ(b.ups, 1);
+}
+
+TEST_F(EngineTest, CoalescesUntilAgeThenSendsOneFrame) {
+  connect();
+  // Do: queue three small messages.
+  for (uint8_t i = 0; i < 3; ++i) ASSERT_EQ(a.e->send(2, msg(20, i), 0, now), 0);
+  // Expect: nothing sent before coalesce_ns, one data frame with three records after.
+  EXPECT_TRUE(a.out.empty());
+  EXPECT_EQ(a.e->next_deadline(), now + ca.coalesce_ns);
+  now += ca.coalesce_ns;
+  a.e->poll(now);
+  ASSERT_EQ(a.out.size(), 1u);
+  EXPECT_EQ(header_of(a.out.front().second).type, FrameType::kData);
+  auto recs = records_of(a.out.front().second);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[1].seq, recs[0].seq + 1);
+  // Do: deliver it.
+  move(a);
+  // Expect: B delivered all three intact and in order.
+  ASSERT_EQ(b.got.size(), 3u);
+  EXPECT_EQ(b.got[2], msg(20, 2));
+}
+
+TEST_F(EngineTest, FastpathFlushesAtOnce) {
+  connect();
+  // Do: one message with FASTPATH.
+  ASSERT_EQ(a.e->send(2, msg(10, 1), send_flag::kFastpath, now), 0);
+  // Expect: a frame left inside send(), its record flagged fast.
+  ASSERT_EQ(a.out.size(), 1u);
+  auto recs = records_of(a.out.front().second);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_TRUE(recs[0].flags & rec_flag::kFast);
+}
+
+TEST_F(EngineTest, FullFrameFlushesWithoutWaiting) {
+  connect();
+  // Do: queue more than one MTU of 100-byte messages.
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(a.e->send(2, msg(100, 1), 0, now), 0);
+  // Expect: at least one full frame left at once, none above the MTU.
+  ASSERT_FALSE(a.out.empty());
+  for (auto& [peer, f] : a.out) EXPECT_LE(f.size(), ca.mtu);
+}
+
+TEST_F(EngineTest, DataFramePiggyBacksCumulativeAck) {
+  connect();
+  // Do: A sends 2 messages to B, B answers with one.
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  a.e->send(2, msg(8, 2), send_flag::kFastpath, now);
+  move(a);
+  b.out.clear();
+  b.e->send(1, msg(8, 3), send_flag::kFastpath, now);
+  // Expect: B's data frame acknowledges both of A's units.
+  ASSERT_EQ(b.out.size(), 1u);
+  Header h = header_of(b.out.back().second);
+  EXPECT_EQ(h.type, FrameType::kData);
+  move(b);
+  EXPECT_EQ(a.e->unconfirmed_messages(2), 0u);
+  EXPECT_EQ(a.e->counters(2)->valid_acks, 1u);
+}
+
+TEST_F(EngineTest, GapTriggersImmediateNackWithSack) {
+  connect();
+  // Do: send 3 fast messages; lose the first frame.
+  for (uint8_t i = 0; i < 3; ++i) a.e->send(2, msg(8, i), send_flag::kFastpath, now);
+  ASSERT_EQ(a.out.size(), 3u);
+  a.out.pop_front();
+  move(a);
+  // Expect: B sent an ACK-only NACK at once: ack = first unit, SACK covering the other two.
+  ASSERT_GE(b.out.size(), 1u);
+  Header h = header_of(b.out.front().second);
+  EXPECT_EQ(h.type, FrameType::kAck);
+  EXPECT_TRUE(h.flags & frame_flag::kNack);
+  EXPECT_EQ(h.sack_count, 1u);
+  EXPECT_TRUE(b.got.empty());
+  EXPECT_EQ(b.e->counters(1)->out_of_order, 2u);
+  // Do: let A see it once the unit is older than the repair guard (no RTT sample yet).
+  now += ca.nack_interval_ns;
+  move(b);
+  // Expect: A retransmitted only the missing unit; B delivers all three in order.
+  ASSERT_EQ(a.out.size(), 1u);
+  EXPECT_EQ(records_of(a.out.front().second).size(), 1u);
+  EXPECT_EQ(a.e->counters(2)->valid_nacks, 1u);
+  move(a);
+  ASSERT_EQ(b.got.size(), 3u);
+  EXPECT_EQ(b.got[0], msg(8, 0));
+}
+
+TEST_F(EngineTest, GoBackNReceiverDropsOutOfOrderAndSenderResendsFromAck) {
+  ca.selective_repeat = cb.selective_repeat = false;
+  remake();
+  connect();
+  for (uint8_t i = 0; i < 3; ++i) a.e->send(2, msg(8, i), send_flag::kFastpath, now);
+  a.out.pop_front();
+  // Do: deliver units 2 and 3 without unit 1.
+  move(a);
+  // Expect: a NACK without SACK; nothing buffered.
+  Header h = header_of(b.out.front().second);
+  EXPECT_TRUE(h.flags & frame_flag::kNack);
+  EXPECT_EQ(h.sack_count, 0u);
+  now += ca.nack_interval_ns;
+  move(b);
+  // Expect: A resends all three units.
+  size_t units = 0;
+  for (auto& [p, f] : a.out) units += records_of(f).size();
+  EXPECT_EQ(units, 3u);
+  move(a);
+  EXPECT_EQ(b.got.size(), 3u);
+}
+
+TEST_F(EngineTest, AckRequestBelowLowWaterIsAnsweredAtOnce) {
+  connect();
+  // Do: fill the send window above 75 % (free below the 25 % low water mark).
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(a.e->send(2, msg(8, 1), 0, now), 0);
+  a.e->poll(now + ca.coalesce_ns);
+  // Expect: frames carry the ACK-request flag.
+  ASSERT_FALSE(a.out.empty());
+  EXPECT_TRUE(header_of(a.out.back().second).flags & frame_flag::kAckReq);
+  // Do: hand over one frame carrying the flag.
+  b.out.clear();
+  Bytes f = a.out.back().second;
+  a.out.clear();
+  b.e->on_frame(f, now);
+  // Expect: B answered with an ACK immediately (no ACK timer wait).
+  ASSERT_FALSE(b.out.empty());
+  EXPECT_EQ(header_of(b.out.front().second).type, FrameType::kAck);
+}
+
+TEST_F(EngineTest, AckTimerAcksAfterDelay) {
+  connect();
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  move(a);
+  // Expect: B holds its ACK until ack_delay_ns, then sends an ACK-only frame.
+  EXPECT_TRUE(b.out.empty());
+  EXPECT_EQ(b.e->next_deadline(), now + cb.ack_delay_ns);
+  now += cb.ack_delay_ns;
+  b.e->poll(now);
+  ASSERT_EQ(b.out.size(), 1u);
+  EXPECT_EQ(header_of(b.out.front().second).type, FrameType::kAck);
+}
+
+TEST_F(EngineTest, RetransmitsOnTimeoutWithExponentialBackoff) {
+  connect();
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  a.out.clear();  // lost
+  // Do: run to the RTO twice.
+  uint64_t t1 = a.e->next_deadline();
+  now = t1;
+  a.e->poll(now);
+  ASSERT_EQ(a.out.size(), 1u);
+  a.out.clear();
+  uint64_t t2 = a.e->next_deadline();
+  // Expect: the second timeout is twice as far away as the first.
+  EXPECT_EQ(t2 - t1, 2 * ca.rto_initial_ns);
+  EXPECT_EQ(a.e->counters(2)->rto_expired, 1u);
+  EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 1u);
+}
+
+TEST_F(EngineTest, SequenceNumbersWrapAround) {
+  ca.initial_seq = cb.initial_seq = 0xFFFFFFF0u;
+  remake();
+  connect();
+  // Do: 100 messages across the 2^32 wrap with every other frame lost once.
+  for (uint8_t i = 0; i < 100; ++i) {
+    a.e->send(2, msg(30, i), send_flag::kFastpath, now);
+    if (i % 2) a.out.pop_back();
+    move(a);
+    now += 1000;
+  }
+  for (int i = 0; i < 200 && b.got.size() < 100; ++i) tick();
+  // Expect: all 100 delivered in order.
+  ASSERT_EQ(b.got.size(), 100u);
+  for (uint8_t i = 0; i < 100; ++i) EXPECT_EQ(b.got[i], msg(30, i));
+}
+
+TEST_F(EngineTest, CorruptedFrameIsCountedAndNeverDelivered) {
+  connect();
+  a.e->send(2, msg(40, 1), send_flag::kFastpath, now);
+  // Do: flip one payload bit.
+  a.out.front().second[60] ^= 0x10;
+  move(a);
+  // Expect: rejected as bad CRC, nothing delivered.
+  EXPECT_EQ(reject(b, Reject::kBadCrc), 1u);
+  EXPECT_TRUE(b.got.empty());
+}
+
+TEST_F(EngineTest, RestartedPeerResetsSessionAndStaleFramesAreDropped) {
+  connect();
+  // Do: capture a data frame of A's first incarnation, then restart A with a new epoch.
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  Bytes old = a.out.front().second;
+  a.out.clear();
+  ca.epoch = 2;
+  a.e.reset();
+  make(a, ca);
+  poll_settle();
+  b.e->poll(now);
+  settle();
+  // Expect: B saw the reset, both established again.
+  EXPECT_EQ(b.resets, 1);
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+  EXPECT_EQ(a.e->state(2), PeerState::kEstablished);
+  // Do: replay the old frame.
+  b.e->on_frame(old, now);
+  // Expect: dropped as stale, nothing delivered.
+  EXPECT_EQ(reject(b, Reject::kStaleEpoch), 1u);
+  EXPECT_TRUE(b.got.empty());
+}
+
+TEST_F(EngineTest, FrameWithWrongTokenIsDropped) {
+  connect();
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  Bytes f = a.out.front().second;
+  // Do: change the source token and re-seal the CRC.
+  f[20] ^= 0xFF;
+  f[offsetof(FrameHeader, crc)] = f[offsetof(FrameHeader, crc) + 1] = 0;
+  f[offsetof(FrameHeader, crc) + 2] = f[offsetof(FrameHeader, crc) + 3] = 0;
+  f[offsetof(FrameHeader, flags)] &= static_cast<uint8_t>(~frame_flag::kCrc);
+  finish_frame(f.data(), f.size(), true);
+  b.e->on_frame(f, now);
+  // Expect.
+  EXPECT_EQ(reject(b, Reject::kWrongToken), 1u);
+  EXPECT_TRUE(b.got.empty());
+}
+
+TEST_F(EngineTest, RefusedDeliveryDrivesCreditToZeroThenUnlimitedAgain) {
+  connect();
+  b.accept = false;
+  // Do: send more than B's receive window while B's application takes nothing.
+  for (int i = 0; i < 100; ++i) {
+    a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+    move(a);
+    settle();
+  }
+  // Expect: B overflowed and advertised credit 0; A stopped with messages queued.
+  EXPECT_GT(b.e->counters(1)->overflow, 0u);
+  EXPECT_GT(a.e->counters(2)->credit_stalls, 0u);
+  EXPECT_TRUE(b.got.empty());
+  // Do: the application drains again.
+  b.accept = true;
+  for (int i = 0; i < 100 && b.got.size() < 100; ++i) tick();
+  // Expect: everything arrives, exactly once.
+  EXPECT_EQ(b.got.size(), 100u);
+}
+
+TEST_F(EngineTest, SendReportsBackPressureAndSizeLimits) {
+  connect();
+  // Expect: -EMSGSIZE above max_message_size.
+  EXPECT_EQ(a.e->send(2, Bytes(ca.max_message_size + 1), 0, now), -EMSGSIZE);
+  // Expect: -EAGAIN once the window is full, never a silent drop.
+  int rc = 0, n = 0;
+  while ((rc = a.e->send(2, msg(8, 1), 0, now)) == 0) ++n;
+  EXPECT_EQ(rc, -EAGAIN);
+  EXPECT_EQ(n, static_cast<int>(ca.send_window));
+  // Expect: -EINVAL for a peer never added.
+  EXPECT_EQ(a.e->send(9, msg(8, 1), 0, now), -EINVAL);
+}
+
+TEST_F(EngineTest, SilentPeerIsDeclaredDeadAndSendFails) {
+  connect();
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  a.out.clear();
+  // Do: B never answers again.
+  for (int i = 0; i < 100 && a.e->state(2) != PeerState::kDead; ++i) {
+    now = a.e->next_deadline();
+    a.e->poll(now);
+    a.out.clear();
+  }
+  // Expect: dead, the application told with the unconfirmed count, send fails.
+  EXPECT_EQ(a.e->state(2), PeerState::kDead);
+  EXPECT_EQ(a.deaths, 1);
+  EXPECT_EQ(a.discarded, 1u);
+  EXPECT_EQ(a.e->send(2, msg(8, 1), 0, now), -ENOTCONN);
+}
+
+TEST_F(EngineTest, FragmentsAndReassemblesA16MiBMessage) {
+  ca.max_message_size = cb.max_message_size = 16u << 20;
+  ca.send_buffer_bytes = cb.send_buffer_bytes = (16u << 20) + (1u << 20);
+  ca.send_window = cb.send_window = 16384;
+  remake();
+  connect();
+  Bytes big(16u << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  // Do: send it and pump.
+  ASSERT_EQ(a.e->send(2, big, 0, now), 0);
+  for (int i = 0; i < 2000 && b.got.empty(); ++i) tick(1'000'000);
+  // Expect: one message, byte for byte.
+  ASSERT_EQ(b.got.size(), 1u);
+  EXPECT_TRUE(b.got[0] == big);
+}
+
+TEST_F(EngineTest, SinkBackPressureKeepsFramesForLater) {
+  connect();
+  // Do: the link pushes back while a message is sent.
+  a.sink_full = true;
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  EXPECT_TRUE(a.out.empty());
+  EXPECT_EQ(a.e->counters(2)->tx_backpressure, 1u);
+  // Expect: a retry soon, and the message goes out once the link frees.
+  EXPECT_EQ(a.e->next_deadline(), now + ca.tx_retry_ns);
+  a.sink_full = false;
+  now += ca.tx_retry_ns;
+  a.e->poll(now);
+  move(a);
+  EXPECT_EQ(b.got.size(), 1u);
+}
+
+TEST_F(EngineTest, HostileFramesAreCountedNeverCrash) {
+  connect();
+  Rng r(7);
+  a.e->send(2, msg(300, 1), send_flag::kFastpath, now);
+  Bytes good = a.out.front().second;
+  // Do: random garbage, truncations and bit flips with and without a valid CRC.
+  for (int i = 0; i < 20000; ++i) {
+    Bytes f = good;
+    if (i % 3 == 0) f.resize(r.below(good.size() + 1));
+    for (int k = 0; k < 4; ++k)
+      f.empty() ? void() : void(f[r.below(f.size())] = static_cast<uint8_t>(r.next()));
+    if (i % 2 && f.size() >= sizeof(FrameHeader)) {
+      std::fill(f.begin() + offsetof(FrameHeader, crc), f.begin() + offsetof(FrameHeader, crc) + 4,
+                0);
+      f[offsetof(FrameHeader, flags)] &= static_cast<uint8_t>(~frame_flag::kCrc);
+      finish_frame(f.data(), f.size(), true);
+    }
+    b.e->on_frame(f, now);
+  }
+  // Expect: still alive and counting.
+  EXPECT_GT(b.e->total_counters().rejects(), 0u);
+}
+
+}  // namespace
+}  // namespace imago::rel::test

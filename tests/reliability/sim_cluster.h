@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A cluster of real engines on the simulated network, with an application model that sends
+// checkable messages and verifies, online, the property every run must keep:
+//   every message is delivered exactly once, in order, intact, or its sender was excused
+//   (told the peer reset or died, or a node on the stream crashed) before it went missing.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reliability/engine.h"
+#include "reliability/rng.h"
+#include "tests/reliability/sim.h"
+
+namespace imago::sim {
+
+/** Set while an engine call runs; the property test counts heap allocations under it. */
+inline thread_local bool g_track_allocs = false;
+inline thread_local uint64_t g_engine_allocs = 0;
+
+class TrackAllocs {
+ public:
+  explicit TrackAllocs(bool on) : prev_(g_track_allocs) { g_track_allocs = on; }
+  ~TrackAllocs() { g_track_allocs = prev_; }
+
+ private:
+  bool prev_;
+};
+
+struct Scenario {
+  uint32_t nodes = 2;
+  uint64_t msgs = 5000;  ///< total over all streams
+  rel::Config cfg;       ///< node_id, epoch, seed filled per node
+  LinkFaults faults;
+  std::vector<DropWindow> drops;
+  struct Restart {
+    NodeId node;
+    uint64_t at, down_ns;
+  };
+  std::vector<Restart> restarts;
+  struct Stall {
+    NodeId node;
+    uint64_t from, to;
+  };
+  std::vector<Stall> stalls;  ///< the application stops draining
+  double refuse = 0;          ///< chance the application refuses any one delivery
+  bool one_way = false;       ///< only node 0 sends
+  uint32_t max_burst = 32;
+  uint64_t app_gap_ns = 20'000;  ///< mean pause between application bursts
+  double fast = 0.05;            ///< share of messages sent with FASTPATH
+  uint32_t max_size = 300;       ///< typical message size bound
+  double big = 0.02;             ///< share of multi-frame messages
+  uint32_t big_size = 6000;
+  uint32_t fixed_size = 0;  ///< >= 16: every message has exactly this size
+  uint64_t time_limit_ns = 600ull * 1'000'000'000;
+};
+
+/** Deterministic message content: length and bytes follow from (src, dst, index). */
+inline uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class Cluster {
+ public:
+  Cluster(uint64_t seed, const Scenario& sc)
+      : sc_(sc), net_(seed, sc.nodes), rng_(mix(seed)), nodes_(sc.nodes) {
+    net_.set_all(sc.faults);
+    for (const auto& w : sc.drops) net_.add_drop(w);
+    streams_.resize(size_t{sc.nodes} * sc.nodes);
+    uint32_t senders = sc.one_way ? 1 : sc.nodes;
+    uint64_t n_streams = uint64_t{senders} * (sc.nodes - 1);
+    for (NodeId s = 0; s < senders; ++s)
+      for (NodeId d = 0; d < sc.nodes; ++d)
+        if (s != d) stream(s, d).quota = sc.msgs / n_streams;
+    for (NodeId i = 0; i < sc.nodes; ++i) {
+      nodes_[i].c = this;
+      nodes_[i].id = i;
+      nodes_[i].seed = mix(seed + 1000 * i);
+      nodes_[i].next_app = rng_.below(sc.app_gap_ns + 1);
+      start(i, 1);
+    }
+  }
+
+  /** Run to completion. @return "" when the property held, else what broke. */
+  std::string run() {
+    uint32_t same = 0;
+    while (error_.empty()) {
+      if (done()) {
+        for (const auto& n : nodes_)
+          if (n.e && n.e->memory_bytes() != n.memory) return "engine memory grew";
+        return "";
+      }
+      if (now_ > sc_.time_limit_ns) return "time limit reached: " + progress();
+      step();
+      if (done()) continue;  // finish at the time the last message arrived
+      uint64_t next = next_time();
+      if (next <= now_) {
+        if (++same > 200000) return "livelock at t=" + std::to_string(now_) + progress();
+        next = now_;
+      } else {
+        same = 0;
+      }
+      now_ = next;
+    }
+    return error_;
+  }
+
+  uint64_t now() const { return now_; }
+  Network& net() { return net_; }
+  rel::Engine* engine(NodeId i) { return nodes_[i].e.get(); }
+  uint64_t delivered() const {
+    uint64_t n = 0;
+    for (const auto& s : streams_) n += s.delivered;
+    return n;
+  }
+  uint64_t delivered_bytes() const { return delivered_bytes_; }
+  uint64_t excused() const {
+    uint64_t n = 0;
+    for (const auto& s : streams_) n += s.excused_below;
+    return n;
+  }
+  /** Sum of engine counters over nodes currently up. */
+  rel::PeerCounters counters() const {
+    rel::PeerCounters t = past_;
+    for (const auto& n : nodes_)
+      if (n.e) t.add(n.e->total_counters());
+    return t;
+  }
+  size_t max_memory() const { return max_memory_; }
+
+ private:
+  struct Stream {
+    uint64_t quota = 0;
+    uint64_t sent = 0;
+    uint64_t excused_below = 0;  ///< indices below this may be missing
+    uint64_t next = 0;           ///< every index below this was delivered or excused
+    uint64_t delivered = 0;
+    bool canceled = false;
+  };
+
+  struct Node : rel::FrameSink, rel::AppSink {
+    Cluster* c = nullptr;
+    NodeId id = 0;
+    uint32_t epoch = 0;
+    uint64_t seed = 0;
+    uint64_t next_app = 0;
+    bool up = false;
+    size_t memory = 0;
+    std::unique_ptr<rel::Engine> e;
+    std::vector<uint8_t> cached;  ///< the message app_step is trying to send
+    NodeId cached_dst = ~0u;
+    uint64_t cached_idx = ~uint64_t{0};
+
+    bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
+      TrackAllocs off(false);
+      return c->net_.transmit(id, peer, f, c->now_);
+    }
+    bool deliver(NodeId peer, std::span<const uint8_t> m) override {
+      TrackAllocs off(false);
+      return c->on_deliver(peer, id, m);
+    }
+    void on_peer_reset(NodeId peer, uint64_t) override { c->excuse(id, peer, false); }
+    void on_peer_dead(NodeId peer, uint64_t) override { c->excuse(id, peer, true); }
+  };
+
+  Stream& stream(NodeId s, NodeId d) { return streams_[size_t{s} * sc_.nodes + d]; }
+
+  void start(NodeId i, uint32_t epoch) {
+    Node& n = nodes_[i];
+    rel::Config cfg = sc_.cfg;
+    cfg.node_id = i;
+    cfg.epoch = epoch;
+    cfg.seed = n.seed + epoch;
+    n.epoch = epoch;
+    int rc = rel::Engine::create(cfg, &n, &n, &n.e);
+    if (rc != 0) {
+      error_ = "Engine::create failed: " + std::to_string(rc);
+      return;
+    }
+    for (NodeId j = 0; j < sc_.nodes; ++j)
+      if (j != i) n.e->add_peer(j, now_);
+    n.memory = n.e->memory_bytes();
+    max_memory_ = std::max(max_memory_, n.memory);
+    n.up = true;
+  }
+
+  void crash(NodeId i) {
+    Node& n = nodes_[i];
+    past_.add(n.e->total_counters());
+    n.e.reset();
+    n.up = false;
+    for (NodeId j = 0; j < sc_.nodes; ++j) {
+      if (j == i) continue;
+      excuse(i, j, false);  // what i had not confirmed dies with it
+      excuse(j, i, false);  // what i acked but had not delivered dies with it
+    }
+  }
+
+  void excuse(NodeId s, NodeId d, bool cancel) {
+    Stream& st = stream(s, d);
+    st.excused_below = st.sent;
+    if (cancel) st.canceled = true;
+  }
+
+  bool on_deliver(NodeId src, NodeId dst, std::span<const uint8_t> m) {
+    for (const auto& s : sc_.stalls)
+      if (s.node == dst && now_ >= s.from && now_ < s.to) return false;
+    if (rng_.chance(sc_.refuse)) return false;
+    Stream& st = stream(src, dst);
+    if (m.size() < 16) return fail("short message", src, dst, 0), true;
+    uint64_t idx;
+    uint32_t hs, hd;
+    std::memcpy(&idx, m.data(), 8);
+    std::memcpy(&hs, m.data() + 8, 4);
+    std::memcpy(&hd, m.data() + 12, 4);
+    if (hs != src || hd != dst) return fail("misdelivered", src, dst, idx), true;
+    if (idx >= st.sent) return fail("never sent", src, dst, idx), true;
+    if (idx < st.next) return fail("duplicate or out of order", src, dst, idx), true;
+    if (idx > st.next && idx > st.excused_below)
+      return fail(
+                 "skipped unexcused message " + std::to_string(std::max(st.next, st.excused_below)),
+                 src, dst, idx),
+             true;
+    if (m.size() != size_of(src, dst, idx) || !content_ok(src, dst, idx, m))
+      return fail("content corrupted", src, dst, idx), true;
+    st.next = idx + 1;
+    st.delivered++;
+    delivered_bytes_ += m.size();
+    return true;
+  }
+
+  void fail(const std::string& what, NodeId s, NodeId d, uint64_t idx) {
+    if (!error_.empty()) return;
+    error_ = what + " (stream " + std::to_string(s) + "->" + std::to_string(d) + ", index " +
+             std::to_string(idx) + ", t=" + std::to_string(now_) + ")";
+  }
+
+  size_t size_of(NodeId s, NodeId d, uint64_t idx) const {
+    if (sc_.fixed_size >= 16) return sc_.fixed_size;
+    uint64_t h = mix(idx * 977 + s * 31 + d);
+    if ((h % 10000) < sc_.big * 10000) return 16 + (h >> 20) % sc_.big_size;
+    return 16 + (h >> 20) % sc_.max_size;
+  }
+
+  static void fill(NodeId s, NodeId d, uint64_t idx, uint8_t* p, size_t len) {
+    std::memcpy(p, &idx, 8);
+    std::memcpy(p + 8, &s, 4);
+    std::memcpy(p + 12, &d, 4);
+    uint64_t x = mix(idx ^ (uint64_t{s} << 40) ^ (uint64_t{d} << 50));
+    for (size_t i = 16; i < len; ++i) {
+      if ((i & 7) == 0) x = mix(x);
+      p[i] = static_cast<uint8_t>(x >> ((i & 7) * 8));
+    }
+  }
+
+  bool content_ok(NodeId s, NodeId d, uint64_t idx, std::span<const uint8_t> m) {
+    scratch_.resize(m.size());
+    fill(s, d, idx, scratch_.data(), m.size());
+    return std::memcmp(scratch_.data(), m.data(), m.size()) == 0;
+  }
+
+  void app_step(Node& n) {
+    // One burst on one stream of this node that still has messages to send.
+    std::vector<NodeId> open;
+    for (NodeId d = 0; d < sc_.nodes; ++d)
+      if (d != n.id && !stream(n.id, d).canceled && stream(n.id, d).sent < stream(n.id, d).quota)
+        open.push_back(d);
+    n.next_app = open.empty() ? ~uint64_t{0} : now_ + 1 + rng_.below(2 * sc_.app_gap_ns);
+    if (open.empty()) return;
+    NodeId d = open[rng_.below(open.size())];
+    Stream& st = stream(n.id, d);
+    uint64_t burst = 1 + rng_.below(sc_.max_burst);
+    for (uint64_t k = 0; k < burst && st.sent < st.quota; ++k) {
+      if (n.cached_dst != d || n.cached_idx != st.sent) {  // a refused send keeps its bytes
+        size_t len = size_of(n.id, d, st.sent);
+        n.cached.resize(len);
+        fill(n.id, d, st.sent, n.cached.data(), len);
+        n.cached_dst = d;
+        n.cached_idx = st.sent;
+      }
+      uint32_t flags = rng_.chance(sc_.fast) ? rel::send_flag::kFastpath : 0;
+      int rc;
+      {
+        TrackAllocs on(true);
+        rc = n.e->send(d, n.cached, flags, now_);
+      }
+      if (rc == 0) {
+        st.sent++;
+      } else if (rc == -ENOTCONN) {
+        excuse(n.id, d, true);
+        break;
+      } else if (rc == -EAGAIN) {
+        break;
+      } else {
+        fail("send returned " + std::to_string(rc), n.id, d, st.sent);
+        break;
+      }
+    }
+  }
+
+  void step() {
+    for (const auto& r : sc_.restarts) {
+      if (r.at == now_ && nodes_[r.node].up) crash(r.node);
+      if (r.at + r.down_ns == now_ && !nodes_[r.node].up) start(r.node, nodes_[r.node].epoch + 1);
+    }
+    net_.deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
+      Node& n = nodes_[to];
+      if (!n.up) return;
+      TrackAllocs on(true);
+      n.e->on_frame(f, now_);
+    });
+    for (auto& n : nodes_) {
+      if (!n.up) continue;
+      if (n.next_app <= now_) app_step(n);
+      if (n.e->next_deadline() <= now_) {
+        TrackAllocs on(true);
+        n.e->poll(now_);
+      }
+      if ((++steps_ & 1023) == 0 && n.e->memory_bytes() != n.memory)
+        fail("engine memory grew", n.id, n.id, 0);
+    }
+    if (g_engine_allocs != 0) fail("heap allocation inside the engine", 0, 0, g_engine_allocs);
+  }
+
+  uint64_t next_time() const {
+    uint64_t t = net_.next_time();
+    for (const auto& n : nodes_) {
+      if (!n.up) continue;
+      t = std::min({t, n.next_app, n.e->next_deadline()});
+    }
+    for (const auto& r : sc_.restarts) {
+      if (r.at > now_) t = std::min(t, r.at);
+      if (r.at + r.down_ns > now_) t = std::min(t, r.at + r.down_ns);
+    }
+    for (const auto& s : sc_.stalls)
+      if (s.to > now_) t = std::min(t, s.to);
+    return t;
+  }
+
+  bool done() const {
+    for (const auto& r : sc_.restarts)
+      if (r.at + r.down_ns >= now_) return false;
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      const Stream& st = streams_[i];
+      if (!st.canceled && st.sent < st.quota) return false;
+      if (std::max(st.next, st.excused_below) < st.sent) return false;
+    }
+    return true;
+  }
+
+  std::string progress() const {
+    std::string s;
+    for (NodeId a = 0; a < sc_.nodes; ++a)
+      for (NodeId b = 0; b < sc_.nodes; ++b) {
+        if (a == b) continue;
+        const Stream& st = streams_[size_t{a} * sc_.nodes + b];
+        s += " [" + std::to_string(a) + "->" + std::to_string(b) + " sent " +
+             std::to_string(st.sent) + "/" + std::to_string(st.quota) + " next " +
+             std::to_string(st.next) + " excused " + std::to_string(st.excused_below) +
+             (st.canceled ? " canceled" : "") + " state " +
+             (nodes_[a].e ? std::to_string(static_cast<int>(nodes_[a].e->state(b))) : "down") + "]";
+      }
+    for (const auto& n : nodes_) {
+      if (!n.e) continue;
+      rel::PeerCounters c = n.e->total_counters();
+      char buf[512];
+      std::snprintf(
+          buf, sizeof buf,
+          "\n  node %u: pkts_sent %lu recv %lu acks_only %lu valid_acks %lu nacks %lu/%lu "
+          "units %lu retx %lu rto %lu ovf %lu ooo %lu dup %lu refused %lu stalls %lu "
+          "ackreq %lu bp %lu rejects %lu next_deadline %lu",
+          n.id, c.pkts_sent, c.pkts_received, c.ack_only_sent, c.valid_acks, c.valid_nacks,
+          c.nacks_sent, c.units_sent, c.msgs_retransmitted, c.rto_expired, c.overflow,
+          c.out_of_order, c.dup_received, c.deliver_refused, c.credit_stalls, c.ack_reqs_sent,
+          c.tx_backpressure, c.rejects(), n.e->next_deadline());
+      s += buf;
+      for (NodeId j = 0; j < sc_.nodes; ++j)
+        if (j != n.id) s += "\n    peer " + std::to_string(j) + ": " + n.e->debug_state(j);
+      for (size_t r = 1; r < static_cast<size_t>(rel::Reject::kCount); ++r)
+        if (c.reject[r])
+          s += std::string(" ") + rel::reject_name(static_cast<rel::Reject>(r)) + "=" +
+               std::to_string(c.reject[r]);
+    }
+    return s;
+  }
+
+  Scenario sc_;
+  Network net_;
+  Rng rng_;
+  std::vector<Node> nodes_;
+  std::vector<Stream> streams_;
+  std::vector<uint8_t> scratch_;
+  rel::PeerCounters past_;
+  uint64_t now_ = 0;
+  uint64_t delivered_bytes_ = 0;
+  uint64_t steps_ = 0;
+  size_t max_memory_ = 0;
+  std::string error_;
+};
+
+}  // namespace imago::sim
