@@ -2,7 +2,7 @@
 /**
  * @file
  * Engine configuration: identity, buffer sizes, protocol modes, timers. Defaults are the
- * ones documented in docs/PROTOCOL-reliability.md.
+ * ones documented in docs/PROTOCOL.md (section 3).
  */
 #pragma once
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * Session identity and the handshake decision (docs/PROTOCOL-reliability.md, "Sessions").
+ * Session identity and the handshake decision (docs/PROTOCOL.md (section 3), "Sessions").
  *
  * A session with a peer is the pair (peer epoch, peer token) plus each side's initial
  * sequence number (ISN). A node learns the peer's identity from a HELLO or HELLO_ACK; it may

@@ -2,7 +2,7 @@
 /**
  * @file
  * The reliability protocol's wire format: the frame header, SACK ranges and the per-message
- * record header. docs/PROTOCOL-reliability.md is the authority; this header follows it.
+ * record header. docs/PROTOCOL.md (section 3) is the authority; this header follows it.
  *
  * Every multi-byte field is big-endian (Be16/Be32/Be64) and every struct is packed with its
  * size and offsets checked right below it. Byte order is converted only in codec.h/.cc.
