@@ -121,12 +121,7 @@ bool pp_finished(Context& ctx, uint64_t now) {
 
 std::string pp_stats_line(Context& ctx, uint64_t) {
   const Pinger& p = state(ctx).pinger;
-  char b[200];
-  std::snprintf(b, sizeof b, "pingpong: %" PRIu64 " round trips  p50 %.2f us  p90 %.2f us  p99 %.2f us  "
-                "p99.9 %.2f us  max %.2f us", p.replies, p.rtt_ns.percentile(50) / 1e3,
-                p.rtt_ns.percentile(90) / 1e3, p.rtt_ns.percentile(99) / 1e3,
-                p.rtt_ns.percentile(99.9) / 1e3, p.rtt_ns.max() / 1e3);
-  return b;
+  return "pingpong: " + std::to_string(p.replies) + " round trips  " + rtt_percentiles(p.rtt_ns);
 }
 
 void pp_report(Context& ctx, app::Json& r) {
@@ -156,10 +151,7 @@ void pp_report(Context& ctx, app::Json& r) {
       .num("acks_sent", (ca ? ca->ack_only_sent : 0) + (cb ? cb->ack_only_sent : 0))
       .num("nacks_sent", (ca ? ca->nacks_sent : 0) + (cb ? cb->nacks_sent : 0))
       .boolean("peer_dead", p.dead || st.echoer.dead);
-  r.obj("rtt_us", app::Json{}
-                      .num("p50", h.percentile(50) / 1e3).num("p90", h.percentile(90) / 1e3)
-                      .num("p99", h.percentile(99) / 1e3).num("p999", h.percentile(99.9) / 1e3)
-                      .num("max", h.max() / 1e3).num("min", h.min() / 1e3).num("mean", h.mean() / 1e3));
+  r.obj("rtt_us", rtt_json(h));
   uint64_t rejected = 0;
   for (const EngineNode* en : {&st.a, &st.b}) {
     if (!en->node) continue;
@@ -167,12 +159,7 @@ void pp_report(Context& ctx, app::Json& r) {
     rejected += en->link.counters().decode.total_rejected();
   }
   r.num("decode_rejected", rejected);
-  if (!ctx.opt.hist_csv.empty() && st.a.node) {
-    if (FILE* f = std::fopen(ctx.opt.hist_csv.c_str(), "w")) {
-      std::fputs(h.csv().c_str(), f);
-      std::fclose(f);
-    }
-  }
+  if (st.a.node) write_hist_csv(ctx.opt, h);
 }
 
 }  // namespace

@@ -62,10 +62,8 @@ bool pp_finished(Context& ctx, uint64_t now) {
 
 std::string pp_stats_line(Context& ctx, uint64_t) {
   const auto& s = state(ctx).pinger.stats();
-  char b[200];
-  std::snprintf(b, sizeof b, "raw-pingpong: %" PRIu64 " round trips  p50 %.2f us  p99 %.2f us  lost %" PRIu64,
-                s.replies, s.rtt_ns.percentile(50) / 1e3, s.rtt_ns.percentile(99) / 1e3, s.lost);
-  return b;
+  return "raw-pingpong: " + std::to_string(s.replies) + " round trips  " + rtt_percentiles(s.rtt_ns) +
+         "  lost " + std::to_string(s.lost);
 }
 
 void pp_report(Context& ctx, app::Json& r) {
@@ -92,18 +90,8 @@ void pp_report(Context& ctx, app::Json& r) {
       .num("retransmits", uint64_t{0}).num("acks_sent", uint64_t{0}).num("nacks_sent", uint64_t{0})
       .num("echoed", echoed)
       .num("decode_rejected", (st.ping_node ? s.decode : st.echoer.stats().decode).total_rejected());
-  r.obj("rtt_us", app::Json{}
-                      .num("p50", h.percentile(50) / 1e3).num("p90", h.percentile(90) / 1e3)
-                      .num("p99", h.percentile(99) / 1e3).num("p999", h.percentile(99.9) / 1e3)
-                      .num("max", h.max() / 1e3).num("min", h.min() / 1e3).num("mean", h.mean() / 1e3));
-  if (!ctx.opt.hist_csv.empty() && st.ping_node) {
-    if (FILE* f = std::fopen(ctx.opt.hist_csv.c_str(), "w")) {
-      std::fputs(h.csv().c_str(), f);
-      std::fclose(f);
-    } else {
-      std::fprintf(stderr, "imago-perf: cannot write %s\n", ctx.opt.hist_csv.c_str());
-    }
-  }
+  r.obj("rtt_us", rtt_json(h));
+  if (st.ping_node) write_hist_csv(ctx.opt, h);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // The table of perf modes (testpmd's fwd_engines[]): a mode joins by adding its entry here.
 #include <rte_lcore.h>
 
+#include <cstdio>
+
 #include "apps/perf/perf.h"
 
 namespace imago::perf {
@@ -21,6 +23,29 @@ const Mode* find_mode(const std::string& name) {
     if (name == m->name) return m;
   }
   return nullptr;
+}
+
+std::string rtt_percentiles(const dp::Histogram& h) {
+  char b[160];
+  std::snprintf(b, sizeof b, "p50 %.2f us  p90 %.2f us  p99 %.2f us  p99.9 %.2f us  max %.2f us",
+                h.percentile(50) / 1e3, h.percentile(90) / 1e3, h.percentile(99) / 1e3,
+                h.percentile(99.9) / 1e3, h.max() / 1e3);
+  return b;
+}
+
+app::Json rtt_json(const dp::Histogram& h) {
+  app::Json j;
+  j.num("p50", h.percentile(50) / 1e3).num("p90", h.percentile(90) / 1e3)
+      .num("p99", h.percentile(99) / 1e3).num("p999", h.percentile(99.9) / 1e3)
+      .num("max", h.max() / 1e3).num("min", h.min() / 1e3).num("mean", h.mean() / 1e3);
+  return j;
+}
+
+void write_hist_csv(const Options& o, const dp::Histogram& ns) {
+  if (o.hist_csv.empty()) return;
+  FILE* f = std::fopen(o.hist_csv.c_str(), "w");
+  if (!f || std::fputs(ns.csv().c_str(), f) < 0) std::fprintf(stderr, "imago-perf: cannot write %s\n", o.hist_csv.c_str());
+  if (f) std::fclose(f);
 }
 
 size_t max_frame_bytes(const Options& o) {

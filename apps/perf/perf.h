@@ -13,6 +13,7 @@
 #include "apps/common/json.h"
 #include "dataplane/codec.h"
 #include "dataplane/fault.h"
+#include "dataplane/histogram.h"
 #include "dataplane/lcore.h"
 #include "dataplane/port.h"
 
@@ -124,6 +125,14 @@ void delete_state(Context& ctx) {
 
 /** @return the largest frame @p o makes: a whole message in raw modes, else one MTU. */
 size_t max_frame_bytes(const Options& o);
+
+/** @return "p50 X us  p90 ...  max Z us" of a round-trip histogram in nanoseconds. */
+std::string rtt_percentiles(const dp::Histogram& ns);
+/** @return the RESULT "rtt_us" object of a round-trip histogram in nanoseconds. */
+app::Json rtt_json(const dp::Histogram& ns);
+
+/** Write @p ns as CSV to --hist-csv, if the options name a file (an error is printed). */
+void write_hist_csv(const Options& o, const dp::Histogram& ns);
 
 /** @return the mode table, terminated by an entry with a null name. */
 const Mode* modes();
