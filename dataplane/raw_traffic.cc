@@ -24,7 +24,7 @@ uint32_t raw_check(const uint8_t* payload, uint16_t len) {
 
 }  // namespace
 
-void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags) {
+void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags, uint64_t stamp) {
   RawHdr h;
   h.seq.set(seq);
   h.check.set(0);
@@ -34,8 +34,15 @@ void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags) {
   // Filler that depends on seq, so a frame spliced from two others fails the check.
   auto fill = static_cast<uint8_t>(seq * 131 + 7);
   std::memset(payload + sizeof h, fill, len - sizeof h);
+  if (stamp && len >= kRawStampedSize) std::memcpy(payload + sizeof h, &stamp, sizeof stamp);
   h.check.set(raw_check(payload, len));
   std::memcpy(payload + offsetof(RawHdr, check), &h.check, sizeof h.check);
+}
+
+uint64_t raw_stamp(const uint8_t* payload, uint16_t len) {
+  uint64_t stamp = 0;
+  if (len >= kRawStampedSize) std::memcpy(&stamp, payload + sizeof(RawHdr), sizeof stamp);
+  return stamp;
 }
 
 bool raw_verify(const uint8_t* payload, uint16_t len) {
@@ -55,7 +62,7 @@ int RawSender::init(const RawSenderConfig& cfg, FaultyPort& port, rte_mempool* p
   port_ = &port;
   pool_ = pool;
   pending_.assign(cfg.burst, nullptr);
-  tsc_per_frame_ = cfg.rate_pps ? rte_get_tsc_hz() / cfg.rate_pps : 0;
+  pacer_ = Pacer(cfg.rate_pps ? rte_get_tsc_hz() / cfg.rate_pps : 0);
   return 0;
 }
 
@@ -100,24 +107,11 @@ unsigned RawSender::send_fin(uint64_t now_tsc) {
   return 1;
 }
 
-// Paced sending: every frame has a slot tsc_per_frame_ apart; send all slots that are due in
-// one burst (a tx burst may be a syscall, e.g. on net_af_packet), and after a stall catch up
-// by at most one burst so the rate never spikes.
-uint16_t RawSender::paced(uint16_t n, uint64_t now_tsc) {
-  uint64_t credit_floor = now_tsc - std::min<uint64_t>(now_tsc, tsc_per_frame_ * cfg_.burst);
-  next_send_tsc_ = std::max(next_send_tsc_, credit_floor);
-  if (now_tsc < next_send_tsc_) return 0;
-  uint64_t due = (now_tsc - next_send_tsc_) / tsc_per_frame_ + 1;
-  n = static_cast<uint16_t>(std::min<uint64_t>(n, due));
-  next_send_tsc_ += n * tsc_per_frame_;
-  return n;
-}
-
 unsigned RawSender::poll(uint64_t now_tsc) {
   if (pending_n_ == 0 && next_seq_ == cfg_.msgs) return done() ? 0 : send_fin(now_tsc);
   if (pending_n_ == 0) {
     auto n = static_cast<uint16_t>(std::min<uint64_t>(cfg_.burst, cfg_.msgs - next_seq_));
-    if (tsc_per_frame_) n = paced(n, now_tsc);
+    n = pacer_.due(now_tsc, n);
     if (n == 0) return port_->flush(now_tsc);
     pending_n_ = build(n, now_tsc);
     pending_at_ = 0;

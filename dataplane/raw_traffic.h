@@ -19,6 +19,7 @@
 
 #include "dataplane/codec.h"
 #include "dataplane/fault.h"
+#include "dataplane/pacer.h"
 #include "reliability/be.h"
 
 namespace imago::dp {
@@ -36,8 +37,17 @@ static_assert(offsetof(RawHdr, length) == 14);
 inline constexpr uint16_t kRawFin = 1;
 inline constexpr uint16_t kRawMinSize = sizeof(RawHdr);
 
-/** Fill @p payload (@p len >= kRawMinSize bytes) as raw frame @p seq. */
-void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags);
+/** Payloads of at least this size can carry a send timestamp right after the header. */
+inline constexpr uint16_t kRawStampedSize = kRawMinSize + 8;
+
+/**
+ * Fill @p payload (@p len >= kRawMinSize bytes) as raw frame @p seq. A non-zero @p stamp (a
+ * TSC value, host order: it is only read on the same host) goes in the first 8 filler bytes
+ * when the payload has room, inside what the check covers.
+ */
+void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags, uint64_t stamp = 0);
+/** @return the stamp raw_fill() wrote, or 0 (none, or no room). */
+uint64_t raw_stamp(const uint8_t* payload, uint16_t len);
 /** @return true when @p payload is an intact raw payload of @p len bytes. */
 bool raw_verify(const uint8_t* payload, uint16_t len);
 
@@ -73,7 +83,6 @@ class RawSender {
 
  private:
   uint16_t build(uint16_t n, uint64_t now_tsc);
-  uint16_t paced(uint16_t n, uint64_t now_tsc);
   unsigned send_fin(uint64_t now_tsc);
 
   RawSenderConfig cfg_;
@@ -82,7 +91,8 @@ class RawSender {
   std::vector<rte_mbuf*> pending_;  // built but not yet taken by the port
   uint16_t pending_n_ = 0, pending_at_ = 0;
   uint64_t next_seq_ = 0;
-  uint64_t tsc_per_frame_ = 0, next_send_tsc_ = 0, next_fin_tsc_ = 0;
+  Pacer pacer_;
+  uint64_t next_fin_tsc_ = 0;
   RawSenderStats stats_;
 };
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Stream mode: a one-way reliable stream A -> B through the reliability engine. Every message
-// carries an application sequence number and a CRC32C that the receiving application checks,
-// so loss, duplication, reordering and corruption are counted above the engine, not by it.
+// Stream modes through the reliability engine: stream (one-way, as fast as it goes), rate (one
+// way at --rate messages/s, as in the NASA tests: end-to-end delay) and echo (B sends every
+// message back: round trips with many messages in flight). Every message carries an
+// application sequence number and a CRC32C that the receiving application checks, so loss,
+// duplication, reordering and corruption are counted above the engine, not by it; rate and
+// echo messages also carry their send time (TSC: one host, so one clock).
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
@@ -12,27 +15,65 @@
 #include <vector>
 
 #include "apps/perf/engine_node.h"
+#include "dataplane/histogram.h"
+#include "dataplane/pacer.h"
 #include "dataplane/raw_traffic.h"
 
 namespace imago::perf {
 namespace {
 
-// The receiving application: checks each message as it is delivered.
+enum class Variant { kStream, kRate, kEcho };
+
+// B's messages waiting to go back to A (echo): a fixed ring allocated at set-up.
+class EchoQueue {
+ public:
+  void init(unsigned slots, uint16_t size) {
+    buf_.assign(size_t{slots} * size, 0);
+    slots_ = slots;
+    size_ = size;
+  }
+  bool full() const { return tail_ - head_ == slots_; }
+  bool empty() const { return tail_ == head_; }
+  void push(std::span<const uint8_t> m) {
+    std::memcpy(&buf_[(tail_++ % slots_) * size_], m.data(), std::min<size_t>(m.size(), size_));
+  }
+  std::span<const uint8_t> front() const { return {&buf_[(head_ % slots_) * size_], size_}; }
+  void pop() { ++head_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+  uint64_t head_ = 0, tail_ = 0;
+  unsigned slots_ = 0;
+  uint16_t size_ = 0;
+};
+
+// @return the message's sequence number when it is intact, or UINT64_MAX.
+uint64_t checked_seq(std::span<const uint8_t> msg) {
+  auto len = static_cast<uint16_t>(msg.size());
+  if (msg.size() > UINT16_MAX || !dp::raw_verify(msg.data(), len)) return UINT64_MAX;
+  dp::RawHdr h;
+  std::memcpy(&h, msg.data(), sizeof h);
+  return h.seq.get();
+}
+
+// The receiving application: checks each message as it is delivered; in rate mode it times
+// the one-way delay, in echo mode it queues the message to go back.
 struct StreamReceiver final : rel::AppSink {
   uint64_t expected = 0, delivered = 0, bytes = 0;
   uint64_t duplicated = 0, reordered = 0, corrupted = 0, gaps = 0;
-  uint64_t first_tsc = 0, last_tsc = 0;
+  uint64_t first_tsc = 0, last_tsc = 0, tsc_hz = 1;
   bool dead = false;
+  Variant variant = Variant::kStream;
+  dp::Histogram delay_ns;
+  EchoQueue* echo = nullptr;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
-    auto len = static_cast<uint16_t>(msg.size());
-    if (msg.size() > UINT16_MAX || !dp::raw_verify(msg.data(), len)) {
+    if (variant == Variant::kEcho && echo->full()) return false;  // back-pressure via credits
+    uint64_t seq = checked_seq(msg);
+    if (seq == UINT64_MAX) {
       ++corrupted;
       return true;
     }
-    dp::RawHdr h;
-    std::memcpy(&h, msg.data(), sizeof h);
-    uint64_t seq = h.seq.get();
     if (seq < expected) {
       ++duplicated;
       return true;
@@ -43,18 +84,37 @@ struct StreamReceiver final : rel::AppSink {
     }
     expected = seq + 1;
     ++delivered;
-    bytes += len;
+    bytes += msg.size();
     last_tsc = rte_rdtsc();
     if (!first_tsc) first_tsc = last_tsc;
+    if (variant == Variant::kRate) {
+      uint64_t stamp = dp::raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
+      if (stamp && stamp < last_tsc) delay_ns.record((last_tsc - stamp) * 1'000'000'000 / tsc_hz);
+    } else if (variant == Variant::kEcho) {
+      echo->push(msg);
+    }
     return true;
   }
   void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
-// The sending side's application sink: a one-way stream receives nothing; it learns deaths.
+// The sending side's application: learns deaths; in echo mode it times the returning messages.
 struct SenderEvents final : rel::AppSink {
   bool dead = false;
-  bool deliver(rel::NodeId, std::span<const uint8_t>) override { return true; }
+  uint64_t echoes = 0, bad = 0, tsc_hz = 1;
+  dp::Histogram rtt_ns;
+
+  bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
+    uint64_t now = rte_rdtsc();
+    uint64_t stamp = dp::raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
+    if (checked_seq(msg) == UINT64_MAX || !stamp || stamp > now) {
+      ++bad;
+      return true;
+    }
+    rtt_ns.record((now - stamp) * 1'000'000'000 / tsc_hz);
+    ++echoes;
+    return true;
+  }
   void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
@@ -62,8 +122,11 @@ struct StreamState {
   EngineNode tx, rx;  // a node is unused (node == nullptr) when this process has only the other
   SenderEvents tx_events;
   StreamReceiver rx_app;
+  EchoQueue echo_q;
+  dp::Pacer pacer;
+  Variant variant = Variant::kStream;
   std::vector<uint8_t> msg;
-  uint64_t sent = 0, send_errors = 0, first_tsc = 0;
+  uint64_t sent = 0, send_errors = 0, first_tsc = 0, echoed = 0;
   uint64_t total = 0;
   uint16_t size = 0, burst = 32;
   ActivityWatch rx_frames;  // a receiver alone lingers until the sender falls silent
@@ -78,8 +141,10 @@ unsigned sender_task(void* arg, uint64_t now) {
   en.link.set_now(now);
   uint64_t now_ns = en.link.now_ns(now);
   unsigned work = 0;
-  for (uint16_t i = 0; i < st->burst && st->sent < st->total && !st->tx_events.dead; ++i) {
-    dp::raw_fill(st->msg.data(), st->size, st->sent, 0);
+  uint16_t allowed = st->pacer.due(now, st->burst);
+  uint64_t stamp = st->variant == Variant::kStream ? 0 : now;
+  for (uint16_t i = 0; i < allowed && st->sent < st->total && !st->tx_events.dead; ++i) {
+    dp::raw_fill(st->msg.data(), st->size, st->sent, 0, stamp);
     int rc = en.engine->send(en.peer, st->msg, 0, now_ns);
     if (rc == -EAGAIN) break;  // window or credit full: back-pressure, try next round
     if (rc < 0) {
@@ -94,32 +159,61 @@ unsigned sender_task(void* arg, uint64_t now) {
 }
 
 unsigned receiver_task(void* arg, uint64_t now) {
-  return static_cast<EngineNode*>(arg)->link.poll(now);
+  auto* st = static_cast<StreamState*>(arg);
+  EngineNode& en = st->rx;
+  unsigned work = en.link.poll(now);
+  if (st->variant != Variant::kEcho || st->echo_q.empty()) return work;
+  en.link.set_now(now);
+  uint64_t now_ns = en.link.now_ns(now);
+  for (; !st->echo_q.empty(); st->echo_q.pop(), ++st->echoed, ++work) {
+    if (en.engine->send(en.peer, st->echo_q.front(), 0, now_ns) != 0) break;  // -EAGAIN: later
+  }
+  return work + en.link.flush(now);
 }
 
-int stream_setup(Context& ctx) {
+int setup_variant(Context& ctx, Variant v) {
   auto* st = new StreamState;
   ctx.mode_state = st;
   const Options& o = ctx.opt;
+  if (v != Variant::kStream && o.size < dp::kRawStampedSize) {
+    std::fprintf(stderr, "imago-perf: %s mode needs --size %u or more (room for a timestamp)\n",
+                 o.mode.c_str(), dp::kRawStampedSize);
+    return -EINVAL;
+  }
+  if (v == Variant::kRate && o.rate_pps == 0) {
+    std::fprintf(stderr, "imago-perf: rate mode needs --rate PPS (messages per second)\n");
+    return -EINVAL;
+  }
+  st->variant = v;
   st->total = o.msgs;
   st->size = o.size;
   st->burst = o.burst;
   st->msg.assign(o.size, 0);
+  st->pacer = dp::Pacer(o.rate_pps ? ctx.tsc_hz / o.rate_pps : 0);
+  st->rx_app.variant = v;
+  st->rx_app.tsc_hz = st->tx_events.tsc_hz = ctx.tsc_hz;
+  st->rx_app.echo = &st->echo_q;
+  if (v == Variant::kEcho) st->echo_q.init(4096, o.size);
   return open_engine_sides(ctx, {&st->tx, &st->tx_events, "stream-sender", sender_task, st},
-                           {&st->rx, &st->rx_app, "stream-receiver", receiver_task, &st->rx});
+                           {&st->rx, &st->rx_app, "stream-receiver", receiver_task, st});
 }
+
+int stream_setup(Context& ctx) { return setup_variant(ctx, Variant::kStream); }
+int rate_setup(Context& ctx) { return setup_variant(ctx, Variant::kRate); }
+int echo_setup(Context& ctx) { return setup_variant(ctx, Variant::kEcho); }
 
 bool stream_finished(Context& ctx, uint64_t now) {
   StreamState& st = state(ctx);
   if (st.tx_events.dead || st.rx_app.dead || st.send_errors) return true;
   bool tx_done = !st.tx.node ||
-                 (st.sent == st.total && st.tx.engine->unconfirmed_messages(st.tx.peer) == 0);
+                 (st.sent == st.total && st.tx.engine->unconfirmed_messages(st.tx.peer) == 0 &&
+                  (st.variant != Variant::kEcho || st.tx_events.echoes >= st.total));
   if (!st.rx.node || st.tx.node) return tx_done && (!st.rx.node || st.rx_app.delivered >= st.total);
   // A receiver in its own process cannot know that its last ACK arrived; like TCP's
   // TIME_WAIT it lingers until the sender has been quiet a while (no retransmission came).
   uint64_t frames = st.rx.link.counters().frames_in;
   uint64_t linger = ctx.tsc_hz / 5, idle = ctx.tsc_hz * ctx.opt.idle_timeout_ms / 1000;
-  bool all = st.rx_app.delivered >= st.total;
+  bool all = st.rx_app.delivered >= st.total && (st.variant != Variant::kEcho || st.echoed >= st.total);
   return st.rx_frames.quiet(now, frames, all ? linger : idle);
 }
 
@@ -127,9 +221,11 @@ std::string stream_stats_line(Context& ctx, uint64_t) {
   StreamState& st = state(ctx);
   const rel::PeerCounters* c = st.tx.engine ? st.tx.engine->counters(st.tx.peer) : nullptr;
   char b[256];
-  std::snprintf(b, sizeof b, "stream: sent %" PRIu64 "  delivered %" PRIu64 "  retransmitted %" PRIu64
-                "  lost-detected %" PRIu64, st.sent, st.rx_app.delivered,
+  std::snprintf(b, sizeof b, "%s: sent %" PRIu64 "  delivered %" PRIu64 "  retransmitted %" PRIu64
+                "  lost-detected %" PRIu64, ctx.opt.mode.c_str(), st.sent, st.rx_app.delivered,
                 c ? c->msgs_retransmitted : 0, c ? c->pkts_lost : 0);
+  if (st.variant == Variant::kRate) return b + ("  delay " + rtt_percentiles(st.rx_app.delay_ns));
+  if (st.variant == Variant::kEcho) return b + ("  rtt " + rtt_percentiles(st.tx_events.rtt_ns));
   return b;
 }
 
@@ -174,9 +270,26 @@ void stream_report(Context& ctx, app::Json& r) {
     rejected += en->link.counters().decode.total_rejected();
   }
   r.num("decode_rejected", rejected);
+  if (st.variant == Variant::kRate) r.obj("delay_us", rtt_json(st.rx_app.delay_ns));
+  if (st.variant == Variant::kEcho) {
+    r.obj("rtt_us", rtt_json(st.tx_events.rtt_ns));
+    r.num("echoes", st.tx.node ? st.tx_events.echoes : st.echoed).num("echo_bad", st.tx_events.bad);
+    if (st.tx.node) write_hist_csv(ctx.opt, st.tx_events.rtt_ns);
+  }
+  if (st.variant == Variant::kRate && st.rx.node) write_hist_csv(ctx.opt, st.rx_app.delay_ns);
 }
 
 }  // namespace
+
+extern const Mode kRateMode = {
+    "rate", "reliable stream at --rate messages/s (NASA style): end-to-end delay histogram", false,
+    rate_setup, stream_finished, stream_stats_line, stream_report, delete_state<StreamState>,
+};
+
+extern const Mode kEchoMode = {
+    "echo", "reliable stream A -> B, B sends each message back: round trips under load", false,
+    echo_setup, stream_finished, stream_stats_line, stream_report, delete_state<StreamState>,
+};
 
 extern const Mode kStreamMode = {
     "stream", "reliable one-way stream A -> B: every message checked for order and integrity", false,

@@ -12,9 +12,11 @@ extern const Mode kRawMode;
 extern const Mode kRawPingPongMode;
 extern const Mode kStreamMode;
 extern const Mode kPingPongMode;
+extern const Mode kRateMode;
+extern const Mode kEchoMode;
 
 const Mode* modes() {
-  static const Mode table[] = {kRawMode, kRawPingPongMode, kStreamMode, kPingPongMode, Mode{}};
+  static const Mode table[] = {kRawMode, kRawPingPongMode, kStreamMode, kPingPongMode, kRateMode, kEchoMode, Mode{}};
   return table;
 }
 

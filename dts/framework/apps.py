@@ -91,7 +91,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-PERF_MODES = ("raw", "raw-pingpong", "stream", "pingpong")
+PERF_MODES = ("raw", "raw-pingpong", "stream", "pingpong", "rate", "echo")
 
 
 @dataclass(frozen=True)
