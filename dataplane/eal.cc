@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
+#include <string>
 
 #include "dataplane/log.h"
 
@@ -18,6 +20,8 @@ std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
 
 void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+std::string g_runtime_dir;  // set by eal_own_runtime_dir(); control path only
 
 }  // namespace
 
@@ -38,7 +42,17 @@ int eal_start(const std::string& prog, const std::vector<std::string>& eal_args)
   return 0;
 }
 
-int eal_stop() { return rte_eal_cleanup(); }
+void eal_own_runtime_dir() { g_runtime_dir = rte_eal_get_runtime_dir(); }
+
+int eal_stop() {
+  int rc = rte_eal_cleanup();
+  if (!g_runtime_dir.empty()) {
+    std::error_code ec;  // best effort: a failure leaves a directory, never an error
+    std::filesystem::remove_all(g_runtime_dir, ec);
+    g_runtime_dir.clear();
+  }
+  return rc;
+}
 
 void install_stop_signals() {
   struct sigaction sa {};

@@ -22,6 +22,12 @@ namespace imago::dp {
  */
 int eal_start(const std::string& prog, const std::vector<std::string>& eal_args);
 
+/**
+ * Remove EAL's runtime directory at eal_stop(): for apps that chose their own unique
+ * --file-prefix (the embedded default), so nothing is left in /var/run/dpdk.
+ */
+void eal_own_runtime_dir();
+
 /** Stop EAL: rte_eal_cleanup(). Ports must already be closed. @return 0 or a negative errno. */
 int eal_stop();
 

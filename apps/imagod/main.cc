@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   dp::install_stop_signals();
+  if (!args.explicit_eal) dp::eal_own_runtime_dir();  // our unique prefix: leave nothing behind
   std::vector<dp::Port> ports;
   rte_mempool* pool = nullptr;
   int rc = open_ports(ports, pool);

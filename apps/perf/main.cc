@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
   if (dp::eal_start(args.prog, eal) < 0) return 1;
   dp::install_stop_signals();
+  if (!args.explicit_eal) dp::eal_own_runtime_dir();  // our unique prefix: leave nothing behind
   if (s.interactive && rte_lcore_count() < 2) {
     std::fprintf(stderr, "imago-perf: -i needs 2 lcores: the prompt keeps the main one\n");
     dp::eal_stop();

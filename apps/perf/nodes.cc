@@ -11,12 +11,17 @@
 namespace imago::perf {
 namespace {
 
+constexpr size_t kMaxFrame = 9000 + sizeof(dp::EthHdr);  // a 9000-byte jumbo MTU
+
 int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;
   dp::PortConfig pc{.nb_rxd = o.nb_desc, .nb_txd = o.nb_desc};
   size_t frame = max_frame_bytes(o);
-  if (frame > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
-    std::fprintf(stderr, "imago-perf: a %zu-byte frame does not fit an mbuf: lower --size or --mtu\n", frame);
+  // Raw modes put each message in one frame: no link carries more than a jumbo frame.
+  if (frame > kMaxFrame) {
+    std::fprintf(stderr, "imago-perf: %s sends each message as one frame: --size %u makes a %zu-byte "
+                 "frame, above %zu (use a reliable mode, which fragments)\n",
+                 o.mode.c_str(), o.size, frame, kMaxFrame);
     return -EMSGSIZE;
   }
   auto room = static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame));
