@@ -16,8 +16,9 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
 from framework.exceptions import AppError, ResultError
 from framework.node import AppProcess, Node
@@ -192,11 +193,55 @@ class PortStats:
     ierrors: int
 
 
-@dataclass(frozen=True)
-class Result:
-    """The ``RESULT {json}`` line of an imago-perf run (see DESIGN.md, "Machine-readable results").
+def typed_value(name: str, kind: str, v):
+    """@return RESULT value @p v as the dataclass field type @p kind; ResultError otherwise."""
+    if kind == "str":
+        return str(v)
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise ResultError(f"RESULT.{name} is not a boolean: {v!r}")
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ResultError(f"RESULT.{name} is not a finite number: {v!r}")
+    if kind == "int":
+        if float(v) != int(v):
+            raise ResultError(f"RESULT.{name} is not an integer: {v!r}")
+        return int(v)
+    return float(v)
 
-    ``raw`` holds the whole JSON object, including keys this class does not name.
+
+def result_object(lines: list[str]) -> dict:
+    """The JSON object of an app's stdout: exactly one RESULT line, the last non-empty one."""
+    text = [l for l in lines if l.strip()]
+    results = [l for l in text if l.startswith("RESULT ")]
+    if not results:
+        raise ResultError("no RESULT line on stdout")
+    if len(results) > 1:
+        raise ResultError(f"{len(results)} RESULT lines on stdout, expected exactly one")
+    if text[-1] is not results[0]:
+        raise ResultError(f"RESULT is not the last stdout line; after it: {text[-1]!r}")
+    return result_line_object(results[0])
+
+
+def result_line_object(line: str) -> dict:
+    """The JSON object of one ``RESULT {json}`` line."""
+    if not line.startswith("RESULT "):
+        raise ResultError(f"not a RESULT line: {line!r}")
+    try:
+        obj = json.loads(line[len("RESULT "):])
+    except json.JSONDecodeError as e:
+        raise ResultError(f"RESULT is not valid JSON ({e}): {line!r}") from None
+    if not isinstance(obj, dict):
+        raise ResultError(f"RESULT is not a JSON object: {line!r}")
+    return obj
+
+
+@dataclass(frozen=True)
+class ContractResult:
+    """The keys DESIGN.md ("Machine-readable results") requires of every RESULT line.
+
+    Subclasses add their own keys; fields with defaults are optional, the others required.
+    ``raw`` (declared by each subclass, last) holds the whole JSON object.
     """
 
     mode: str
@@ -214,62 +259,53 @@ class Result:
     retransmits: int
     acks_sent: int
     nacks_sent: int
-    decode_rejected: int
-    port: PortStats
+
+    #: Fields parsed by the subclass itself (nested objects), not by typed_value.
+    _nested: ClassVar[tuple] = ()
+
+    @classmethod
+    def _scalars(cls, obj: dict) -> dict:
+        """Typed values of every required scalar field of @p cls found in @p obj."""
+        names = [f for f in fields(cls) if f.name != "raw" and f.name not in cls._nested
+                 and f.default is MISSING and f.default_factory is MISSING]
+        missing = [f.name for f in names if f.name not in obj]
+        if missing:
+            raise ResultError(f"RESULT lacks keys {missing}: {obj}")
+        return {f.name: typed_value(f.name, f.type, obj[f.name]) for f in names}
+
+    @classmethod
+    def from_line(cls, line: str):
+        return cls.from_json(result_line_object(line))
+
+    @classmethod
+    def from_stdout(cls, lines: list[str]):
+        """Parse the app's stdout: exactly one RESULT line, and it is the last non-empty one."""
+        return cls.from_json(result_object(lines))
+
+
+@dataclass(frozen=True)
+class Result(ContractResult):
+    """The ``RESULT {json}`` line of an imago-perf run; ``raw`` holds the whole object."""
+
+    decode_rejected: int = 0
+    port: PortStats | None = None
     raw: dict = field(repr=False, compare=False, default_factory=dict)
+    _nested = ("port",)
 
     @classmethod
     def from_json(cls, obj: dict) -> "Result":
-        names = [f.name for f in fields(cls) if f.name not in ("port", "raw")]
-        missing = [n for n in names + ["port"] if n not in obj]
-        if missing:
-            raise ResultError(f"RESULT lacks keys {missing}: {obj}")
-        kw: dict = {}
-        for f in fields(cls):
-            if f.name in ("port", "raw"):
-                continue
-            v = obj[f.name]
-            if f.type == "str":
-                kw[f.name] = str(v)
-            elif f.type == "int":
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-                    raise ResultError(f"RESULT.{f.name} is not an integer: {v!r}")
-                kw[f.name] = int(v)
-            else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise ResultError(f"RESULT.{f.name} is not a finite number: {v!r}")
-                kw[f.name] = float(v)
+        kw = cls._scalars(obj)
+        for name in ("decode_rejected", "port"):
+            if name not in obj:
+                raise ResultError(f"RESULT lacks keys ['{name}']: {obj}")
+        kw["decode_rejected"] = typed_value("decode_rejected", "int", obj["decode_rejected"])
         p = obj["port"]
-        pmissing = [k for k in ("ipackets", "opackets", "imissed", "ierrors") if not isinstance(p, dict) or k not in p]
+        keys = ("ipackets", "opackets", "imissed", "ierrors")
+        pmissing = [k for k in keys if not isinstance(p, dict) or k not in p]
         if pmissing:
             raise ResultError(f"RESULT.port lacks {pmissing}: {p!r}")
-        kw["port"] = PortStats(**{k: int(p[k]) for k in ("ipackets", "opackets", "imissed", "ierrors")})
+        kw["port"] = PortStats(**{k: typed_value(f"port.{k}", "int", p[k]) for k in keys})
         return cls(raw=obj, **kw)
-
-    @classmethod
-    def from_line(cls, line: str) -> "Result":
-        if not line.startswith("RESULT "):
-            raise ResultError(f"not a RESULT line: {line!r}")
-        try:
-            obj = json.loads(line[len("RESULT "):])
-        except json.JSONDecodeError as e:
-            raise ResultError(f"RESULT is not valid JSON ({e}): {line!r}") from None
-        if not isinstance(obj, dict):
-            raise ResultError(f"RESULT is not a JSON object: {line!r}")
-        return cls.from_json(obj)
-
-    @classmethod
-    def from_stdout(cls, lines: list[str]) -> "Result":
-        """Parse the app's stdout: exactly one RESULT line, and it is the last non-empty one."""
-        text = [l for l in lines if l.strip()]
-        results = [l for l in text if l.startswith("RESULT ")]
-        if not results:
-            raise ResultError("no RESULT line on stdout")
-        if len(results) > 1:
-            raise ResultError(f"{len(results)} RESULT lines on stdout, expected exactly one")
-        if text[-1] is not results[0]:
-            raise ResultError(f"RESULT is not the last stdout line; after it: {text[-1]!r}")
-        return cls.from_line(results[0])
 
 
 # ------------------------------------------------------------------ the app

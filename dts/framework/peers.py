@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import json
-import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from framework.apps import AppRun, build_dir
+from framework.apps import AppRun, ContractResult, build_dir, typed_value
 from framework.exceptions import ResultError
 from framework.node import AppProcess, Node
 
@@ -133,79 +131,33 @@ class RttUs:
 
 
 @dataclass(frozen=True)
-class PeerResult:
+class PeerResult(ContractResult):
     """The ``RESULT {json}`` line of a peer run; ``raw`` holds the whole object."""
 
-    peer: str
-    mode: str
-    role: str
-    size: int
-    wait: str
-    msgs_sent: int
-    msgs_delivered: int
-    bytes_delivered: int
-    duration_s: float
-    msgs_per_s: float
-    gbps: float
-    lost: int
-    duplicated: int
-    reordered: int
-    corrupted: int
-    retransmits: int
-    acks_sent: int
-    nacks_sent: int
-    sender_reported: bool
-    timed_out: bool
+    peer: str = ""
+    size: int = 0
+    wait: str = ""
+    sender_reported: bool = False
+    timed_out: bool = False
     rtt_us: RttUs | None = None
     raw: dict = field(repr=False, compare=False, default_factory=dict)
-
-    @staticmethod
-    def _typed(name: str, kind: str, v):
-        if kind == "str":
-            return str(v)
-        if kind == "bool":
-            if not isinstance(v, bool):
-                raise ResultError(f"RESULT.{name} is not a boolean: {v!r}")
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ResultError(f"RESULT.{name} is not a finite number: {v!r}")
-        if kind == "int":
-            if float(v) != int(v):
-                raise ResultError(f"RESULT.{name} is not an integer: {v!r}")
-            return int(v)
-        return float(v)
+    _nested = ("rtt_us",)
 
     @classmethod
     def from_json(cls, obj: dict) -> "PeerResult":
-        names = [f for f in fields(cls) if f.name not in ("rtt_us", "raw")]
-        missing = [f.name for f in names if f.name not in obj]
-        if missing:
-            raise ResultError(f"RESULT lacks keys {missing}: {obj}")
-        kw = {f.name: cls._typed(f.name, f.type, obj[f.name]) for f in names}
+        kw = cls._scalars(obj)
+        for name, kind in (("peer", "str"), ("size", "int"), ("wait", "str"),
+                           ("sender_reported", "bool"), ("timed_out", "bool")):
+            if name not in obj:
+                raise ResultError(f"RESULT lacks keys ['{name}']: {obj}")
+            kw[name] = typed_value(name, kind, obj[name])
         if "rtt_us" in obj:
             r = obj["rtt_us"]
             keys = [f.name for f in fields(RttUs)]
             if not isinstance(r, dict) or any(k not in r for k in keys):
                 raise ResultError(f"RESULT.rtt_us lacks some of {keys}: {r!r}")
-            kw["rtt_us"] = RttUs(**{k: cls._typed(f"rtt_us.{k}", "float", r[k]) for k in keys})
+            kw["rtt_us"] = RttUs(**{k: typed_value(f"rtt_us.{k}", "float", r[k]) for k in keys})
         return cls(raw=obj, **kw)
-
-    @classmethod
-    def from_stdout(cls, lines: list[str]) -> "PeerResult":
-        """Parse stdout: exactly one RESULT line, and it is the last non-empty one."""
-        text = [l for l in lines if l.strip()]
-        results = [l for l in text if l.startswith("RESULT ")]
-        if len(results) != 1:
-            raise ResultError(f"{len(results)} RESULT lines on stdout, expected exactly one")
-        if text[-1] is not results[0]:
-            raise ResultError(f"RESULT is not the last stdout line; after it: {text[-1]!r}")
-        try:
-            obj = json.loads(results[0][len("RESULT "):])
-        except json.JSONDecodeError as e:
-            raise ResultError(f"RESULT is not valid JSON ({e}): {results[0]!r}") from None
-        if not isinstance(obj, dict):
-            raise ResultError(f"RESULT is not a JSON object: {results[0]!r}")
-        return cls.from_json(obj)
 
 
 # ------------------------------------------------------------------ the programs
