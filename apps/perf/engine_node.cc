@@ -84,4 +84,14 @@ void engine_counters_json(const EngineNode& en, app::Json& r) {
   r.obj(std::string("engine_") + en.node->name, j);
 }
 
+void engine_sides_json(const EngineNode& a, const EngineNode& b, app::Json& r) {
+  uint64_t rejected = 0;
+  for (const EngineNode* en : {&a, &b}) {
+    if (!en->node) continue;
+    engine_counters_json(*en, r);
+    rejected += en->link.counters().decode.total_rejected();
+  }
+  r.num("decode_rejected", rejected);
+}
+
 }  // namespace imago::perf

@@ -55,4 +55,7 @@ rel::Config engine_config(const Options& o);
 /** Add the engine counters of @p en to @p r under "engine_<node>". */
 void engine_counters_json(const EngineNode& en, app::Json& r);
 
+/** Add "engine_<node>" for each side this process runs, and their summed "decode_rejected". */
+void engine_sides_json(const EngineNode& a, const EngineNode& b, app::Json& r);
+
 }  // namespace imago::perf

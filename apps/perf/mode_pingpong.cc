@@ -152,13 +152,7 @@ void pp_report(Context& ctx, app::Json& r) {
       .num("nacks_sent", (ca ? ca->nacks_sent : 0) + (cb ? cb->nacks_sent : 0))
       .boolean("peer_dead", p.dead || st.echoer.dead);
   r.obj("rtt_us", rtt_json(h));
-  uint64_t rejected = 0;
-  for (const EngineNode* en : {&st.a, &st.b}) {
-    if (!en->node) continue;
-    engine_counters_json(*en, r);
-    rejected += en->link.counters().decode.total_rejected();
-  }
-  r.num("decode_rejected", rejected);
+  engine_sides_json(st.a, st.b, r);
   if (st.a.node) write_hist_csv(ctx.opt, h);
 }
 

@@ -263,13 +263,7 @@ void stream_report(Context& ctx, app::Json& r) {
       .num("retransmits", tc ? tc->msgs_retransmitted : 0)
       .num("acks_sent", rc ? rc->ack_only_sent : 0).num("nacks_sent", rc ? rc->nacks_sent : 0)
       .num("send_errors", st.send_errors).boolean("peer_dead", st.tx_events.dead || st.rx_app.dead);
-  uint64_t rejected = 0;
-  for (const EngineNode* en : {&st.tx, &st.rx}) {
-    if (!en->node) continue;
-    engine_counters_json(*en, r);
-    rejected += en->link.counters().decode.total_rejected();
-  }
-  r.num("decode_rejected", rejected);
+  engine_sides_json(st.tx, st.rx, r);
   if (st.variant == Variant::kRate) r.obj("delay_us", rtt_json(st.rx_app.delay_ns));
   if (st.variant == Variant::kEcho) {
     r.obj("rtt_us", rtt_json(st.tx_events.rtt_ns));

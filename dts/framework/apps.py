@@ -308,6 +308,21 @@ class Result(ContractResult):
         return cls(raw=obj, **kw)
 
 
+def binary_missing_reason(b: Path) -> str | None:
+    """None if program @p b is there and executable, else why not."""
+    if not b.exists():
+        return f"{b} not found (build it, or set IMAGO_BUILD_DIR)"
+    if not os.access(b, os.X_OK):
+        return f"{b} is not executable"
+    return None
+
+
+def help_text(node: Node, binary: Path, timeout: float = 20.0) -> str:
+    """``--help`` output of @p binary, run in @p node's namespace."""
+    cp = node.exec([str(binary), "--help"], timeout=timeout, check=False)
+    return cp.stdout + cp.stderr
+
+
 # ------------------------------------------------------------------ the app
 class AppRun:
     """One running app process whose last stdout line is a RESULT (imago-perf, the peers)."""
@@ -377,17 +392,11 @@ class ImagoPerf:
     @staticmethod
     def missing_reason(binary: Path | None = None) -> str | None:
         """None if the binary is there and executable, else why not."""
-        b = Path(binary) if binary else perf_binary()
-        if not b.exists():
-            return f"{b} not found (build it, or set IMAGO_BUILD_DIR)"
-        if not os.access(b, os.X_OK):
-            return f"{b} is not executable"
-        return None
+        return binary_missing_reason(Path(binary) if binary else perf_binary())
 
     def help_text(self, timeout: float = 20.0) -> str:
         """``imago-perf --help`` output (run in the node's namespace)."""
-        cp = self.node.exec([str(self.binary), "--help"], timeout=timeout, check=False)
-        return cp.stdout + cp.stderr
+        return help_text(self.node, self.binary, timeout)
 
     def start_raw(
         self,

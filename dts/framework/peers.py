@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from framework.apps import AppRun, ContractResult, build_dir, typed_value
+from framework.apps import AppRun, ContractResult, binary_missing_reason, build_dir, help_text, typed_value
 from framework.exceptions import ResultError
 from framework.node import AppProcess, Node
 
@@ -192,17 +191,11 @@ class Peer:
     @staticmethod
     def missing_reason(kind: PeerKind, binary: Path | None = None) -> str | None:
         """None if the binary is there and executable, else why not."""
-        b = Path(binary) if binary else peer_binary(kind)
-        if not b.exists():
-            return f"{b} not found (build it, or set IMAGO_BUILD_DIR)"
-        if not os.access(b, os.X_OK):
-            return f"{b} is not executable"
-        return None
+        return binary_missing_reason(Path(binary) if binary else peer_binary(kind))
 
     def help_text(self, timeout: float = 20.0) -> str:
         """``--help`` output (run in the node's namespace)."""
-        cp = self.node.exec([str(self.binary), "--help"], timeout=timeout, check=False)
-        return cp.stdout + cp.stderr
+        return help_text(self.node, self.binary, timeout)
 
     def start(self, params: PeerParams, *, name: str | None = None) -> PeerRun:
         """Start the program with @p params; its log is ``<node>-<name>.log``."""
