@@ -45,7 +45,8 @@ class AppSink {
  public:
   virtual ~AppSink() = default;
   /**
-   * Deliver one complete message from @p peer; the span is valid only during the call.
+   * Deliver one complete message from @p peer; the span is valid only during the call. An
+   * unfragmented message received in order may point into the frame given to on_frame().
    * @return false when the application cannot take it now (ring full): the message stays in
    *         the receive buffer, later ones wait behind it, and credits may drop to zero.
    */
@@ -135,6 +136,8 @@ class Engine {
   void on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload, uint64_t now);
   void try_deliver(Peer& p);
+  bool deliver_one(Peer& p, std::span<const uint8_t> m);
+  bool deliver_direct(Peer& p, uint8_t flags, std::span<const uint8_t> payload);
   uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);

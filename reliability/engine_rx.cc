@@ -119,6 +119,11 @@ void Engine::on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> pay
     p.c.dup_received++;
     return;
   }
+  if (d == 0 && rx.dlv() == s && deliver_direct(p, flags, payload)) {
+    rx.skip(s);
+    if (p.ack_deadline == kNever) p.ack_deadline = now + cfg_.ack_delay_ns;
+    return;
+  }
   if (d > 0) {
     p.c.out_of_order++;
     nack_request(p, now);
@@ -128,18 +133,30 @@ void Engine::on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> pay
   if (p.ack_deadline == kNever) p.ack_deadline = now + cfg_.ack_delay_ns;
 }
 
+bool Engine::deliver_one(Peer& p, std::span<const uint8_t> m) {
+  if (!app_->deliver(p.id, m)) return false;
+  p.c.msgs_received++;
+  p.c.bytes_received += m.size();
+  return true;
+}
+
+bool Engine::deliver_direct(Peer& p, uint8_t flags, std::span<const uint8_t> payload) {
+  // The in-order case with nothing waiting: hand the frame's own bytes up (no copy into the
+  // window, and a zero-copy sink can keep them). Credit bookkeeping needs the slow path.
+  if (p.deliver_blocked || p.reasm.in_message() || p.credit_in.limited()) return false;
+  if (flags & (rec_flag::kMore | rec_flag::kCont)) return false;
+  return deliver_one(p, payload);
+}
+
 void Engine::try_deliver(Peer& p) {
   RecvWindow& rx = p.rx;
   bool freed = false, refused = false;
   for (;;) {
     if (p.reasm.complete()) {
-      auto m = p.reasm.message();
-      if (!app_->deliver(p.id, m)) {
+      if (!deliver_one(p, p.reasm.message())) {
         refused = true;
         break;
       }
-      p.c.msgs_received++;
-      p.c.bytes_received += m.size();
       p.reasm.consumed();
     }
     if (rx.dlv() == rx.nxt()) break;
@@ -150,13 +167,10 @@ void Engine::try_deliver(Peer& p) {
       p.reasm.reset();
     }
     if (single) {
-      auto m = rx.payload(rx.dlv());
-      if (!app_->deliver(p.id, m)) {
+      if (!deliver_one(p, rx.payload(rx.dlv()))) {
         refused = true;
         break;
       }
-      p.c.msgs_received++;
-      p.c.bytes_received += m.size();
     } else if (Reject r = p.reasm.add(sl.rec_flags, rx.payload(rx.dlv())); r != Reject::kNone) {
       count(p, r);
     }

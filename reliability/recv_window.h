@@ -67,6 +67,16 @@ class RecvWindow {
     if (seq_ge(s, high_)) high_ = s + 1;
     while (nxt_ != high_ && meta_[nxt_ % slots_].present) ++nxt_;
   }
+  /**
+   * Unit @p s == dlv == nxt went straight to the application without a copy into its slot:
+   * move past it as if stored and popped.
+   */
+  void skip(Seq s) {
+    if (seq_ge(s, high_)) high_ = s + 1;
+    dlv_ = s + 1;
+    nxt_ = s + 1;
+    while (nxt_ != high_ && meta_[nxt_ % slots_].present) ++nxt_;
+  }
   /** The application took unit dlv: free its slot. */
   void pop() {
     meta_[dlv_ % slots_].present = false;
