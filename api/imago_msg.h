@@ -43,8 +43,9 @@ struct imago_msg {
 	union {
 		uint8_t inline_data[IMAGO_MSG_INLINE_MAX];
 		struct {
-			void *data;  /**< the message's first byte */
-			void *owner; /**< the pool buffer or the mbuf that holds it */
+			void *data;    /**< the message's first byte */
+			void *owner;   /**< the pool buffer or the mbuf that holds it */
+			uint32_t loan; /**< imago's record of the loan (internal) */
 		} ext;
 	} u;
 };

@@ -21,10 +21,14 @@ ArgSplit split_args(int argc, const char* const* argv) {
 }
 
 std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {
-  std::vector<std::string> a = {
-      "--no-huge", "-m", std::to_string(d.memory_mb), "--no-pci", "--no-shconf", "--no-telemetry",
-      "--file-prefix", d.file_prefix.empty() ? "imago-" + std::to_string(pid) : d.file_prefix,
-  };
+  std::vector<std::string> a;
+  if (d.shared) {
+    a = {"--proc-type=primary"};
+  } else {
+    a = {"--no-huge", "-m", std::to_string(d.memory_mb), "--no-shconf"};
+  }
+  for (const char* s : {"--no-pci", "--no-telemetry", "--file-prefix"}) a.push_back(s);
+  a.push_back(d.file_prefix.empty() ? "imago-" + std::to_string(pid) : d.file_prefix);
   if (!d.lcores.empty()) {
     a.push_back("-l");
     a.push_back(d.lcores);

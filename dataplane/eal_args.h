@@ -32,11 +32,15 @@ struct EalDefaults {
   std::string lcores;                  ///< -l value; empty lets EAL take every core
   std::string file_prefix;             ///< empty means "imago-<pid>"
   std::string log_level = "lib.*:warning";  ///< keeps EAL's start-up chatter out of the way
+  /** A primary that secondary processes attach to: hugepages and a shared config instead of
+   *  --no-huge -m N --no-shconf. */
+  bool shared = false;
 };
 
 /**
  * @return the EAL argument vector for the embedded default: --no-huge -m N --no-pci
- *         --no-shconf --no-telemetry --file-prefix P [-l L] [--vdev V]... --log-level X.
+ *         --no-shconf --no-telemetry --file-prefix P [-l L] [--vdev V]... --log-level X
+ *         (with d.shared: --proc-type=primary --no-pci --no-telemetry --file-prefix P ...).
  */
 std::vector<std::string> default_eal_args(const EalDefaults& d, int pid);
 

@@ -45,6 +45,12 @@ struct EngineLinkCounters {
   DecodeCounters decode;
 };
 
+/**
+ * Engine timers and windows for links with microsecond round trips (DPDK links in one host
+ * or one rack), instead of Pupa's millisecond defaults.
+ */
+void tune_for_fast_links(rel::Config& c);
+
 class EngineLink final : public rel::FrameSink {
  public:
   static constexpr uint16_t kMaxBurst = 64;
@@ -72,6 +78,9 @@ class EngineLink final : public rel::FrameSink {
   bool send_frame(rel::NodeId peer, std::span<const uint8_t> frame) override;
 
   const EngineLinkCounters& counters() const { return counters_; }
+  /** @return the mbuf whose frame the engine is processing now (inside poll()'s on_frame),
+   *  or nullptr: a delivered span inside it may be kept zero-copy by taking a reference. */
+  rte_mbuf* current_frame() const { return current_; }
 
  private:
   struct PeerAddr {
@@ -90,6 +99,7 @@ class EngineLink final : public rel::FrameSink {
   std::vector<PeerAddr> peers_;
   rte_mbuf* pending_[kMaxBurst];
   uint16_t pending_n_ = 0;
+  rte_mbuf* current_ = nullptr;
   EngineLinkCounters counters_;
 };
 

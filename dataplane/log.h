@@ -2,7 +2,7 @@
 /**
  * @file
  * Logging through rte_log with one logtype per component ("imago.dataplane", "imago.fault",
- * "imago.lcore", "imago.perf", "imago.daemon"). Levels are set with EAL's --log-level, e.g.
+ * "imago.lcore", "imago.perf", "imago.daemon", "imago.api"). Levels are set with EAL's --log-level, e.g.
  * --log-level=imago.*:debug. Control path only: nothing on the hot path logs.
  */
 #pragma once
@@ -18,6 +18,7 @@ struct LogTypes {
   int lcore;
   int perf;
   int daemon;
+  int api;
 };
 extern LogTypes g_logtypes;
 

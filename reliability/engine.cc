@@ -117,6 +117,7 @@ int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64
     p->unsent_bytes += part.size() + record_header_size(part.size(), false);
   }
   if (fast) p->fast_pending += units;
+  if (flags & send_flag::kAckReq) p->probe_now = true;
   p->c.msgs_sent++;
   p->c.bytes_sent += msg.size();
   update_ack_required(*p);

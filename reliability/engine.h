@@ -62,6 +62,7 @@ class AppSink {
 /** send() flags. */
 namespace send_flag {
 inline constexpr uint32_t kFastpath = 0x1;  ///< flush at once instead of coalescing
+inline constexpr uint32_t kAckReq = 0x2;    ///< the next frame asks the receiver to ACK at once
 }
 
 struct Peer;       // engine-private per-peer state (peer.h)

@@ -14,15 +14,7 @@ rel::Config engine_config(const Options& o) {
   c.selective_repeat = !o.go_back_n;
   c.flow_control = !o.no_flow_control;
   c.crc = !o.no_crc;
-  // As many receive slots as the sender may have in flight: with fewer, every gap makes the
-  // receiver drop what arrives beyond its slots, and each dropped unit is sent again.
-  c.recv_window = c.send_window;
-  // Links here have round trips of microseconds, not Pupa's milliseconds: a 20 ms minimum
-  // RTO makes every tail loss (a lost ping, say) cost 20 ms. Keep the RTO above the ACK
-  // delay so a delayed ACK never looks like a loss.
-  c.ack_delay_ns = 500 * rel::kUs;
-  c.rto_min_ns = 2 * rel::kMs;
-  c.rto_initial_ns = 10 * rel::kMs;
+  dp::tune_for_fast_links(c);
   return c;
 }
 

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "api/control.h"
+
+#include <rte_eal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace imago::api {
+
+int ctl_request(CtlMsg& m) {
+  m.version = kShmVersion;
+  m.pid = getpid();
+  rte_mp_msg req{};
+  std::snprintf(req.name, sizeof req.name, "%s", kCtlAction);
+  req.len_param = sizeof m;
+  std::memcpy(req.param, &m, sizeof m);
+  struct rte_mp_reply reply {};
+  timespec ts{kCtlTimeoutMs / 1000, (kCtlTimeoutMs % 1000) * 1000000L};
+  int rc = -ENOTCONN;
+  if (rte_mp_request_sync(&req, &reply, &ts) == 0 && reply.nb_received == 1 &&
+      reply.msgs[0].len_param == sizeof m) {
+    std::memcpy(&m, reply.msgs[0].param, sizeof m);
+    rc = m.rc;
+  }
+  std::free(reply.msgs);
+  return rc;
+}
+
+}  // namespace imago::api

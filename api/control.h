@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The control messages applications send to the primary over DPDK's multi-process IPC
+ * (rte_mp_request_sync, action kCtlAction): hello, open an endpoint, close one.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "api/shm.h"
+
+namespace imago::api {
+
+inline constexpr char kCtlAction[] = "imago_ctl";
+inline constexpr uint32_t kCtlTimeoutMs = 2000;
+
+enum class CtlOp : uint32_t { kHello = 1, kOpen = 2, kClose = 3 };
+
+/** Request and reply alike (the reply fills rc and slot). */
+struct CtlMsg {
+  CtlOp op;
+  uint32_t version;
+  int32_t pid;
+  int32_t rc;
+  uint32_t slot;
+  uint32_t ring_size;
+  uint64_t node;
+  uint64_t peer;
+  char name[kNameMax + 1];
+};
+
+/** Secondary side: send @p m to the primary and wait for the reply (into @p m).
+ *  @return the reply's rc, or -ENOTCONN when nobody answered. */
+int ctl_request(CtlMsg& m);
+
+}  // namespace imago::api

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * imago: reliable, in-order, exactly-once message streams over DPDK. The public C API.
+ *
+ * An application attaches once, either embedded (the nodes and their engine lcores run in
+ * the calling process) or as a DPDK secondary process of a running imagod. It then opens
+ * endpoints. An endpoint is a named stream between this node and one peer node: messages
+ * sent on endpoint "orders" to node 2 arrive at node 2's endpoint "orders" opened towards
+ * this node. Messages travel over two single-producer/single-consumer rte_rings per
+ * endpoint (application -> engine, engine -> application), moved in bursts.
+ *
+ * Threads: each endpoint is used by one thread at a time (its rings are single-producer,
+ * single-consumer). Different endpoints may be used by different threads.
+ *
+ * Back-pressure, never loss: a send that finds the tx ring full returns -EAGAIN (or a
+ * short count for a burst); nothing is dropped. A reader that does not drain its endpoint
+ * fills its rx ring, the engine then stops taking that peer's messages and the peer's
+ * sender is slowed by the protocol's credits.
+ *
+ * A message sent before the peer's endpoint is open waits in the tx ring: the engine moves
+ * it only once the peer announced the endpoint. Messages that reach a node where the
+ * endpoint has been closed meanwhile (its application exited or was killed) are dropped
+ * there and counted by that node (imagod's periodic line, field no_endpoint).
+ *
+ * Errors are negative errno values, listed on each function. No function blocks except
+ * imago_wait() (up to its timeout), imago_close() and imago_detach() (control path).
+ */
+#ifndef IMAGO_H
+#define IMAGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "imago_msg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An attachment to imago (one per process). */
+typedef struct imago_attachment imago_t;
+/** An open endpoint. */
+typedef struct imago_ep imago_ep_t;
+
+/** Longest endpoint name, without its terminating NUL. */
+#define IMAGO_NAME_MAX 31
+
+/** Send flags (also visible in received descriptors' flags). */
+#define IMAGO_FASTPATH IMAGO_MSG_F_FASTPATH /**< send at once instead of coalescing */
+#define IMAGO_ACK_REQ IMAGO_MSG_F_ACK_REQ   /**< ask the receiver to acknowledge at once */
+
+/**
+ * Start imago inside this process: EAL, the ports, the nodes and their engine lcores.
+ *
+ * @param argc, argv  an imagod command line: `prog [EAL args --] [node options]` (see
+ *                    `imagod --help`). With argc <= 1 (or argv NULL): the embedded default,
+ *                    two nodes (ids 1 and 2) joined by a crossed net_ring pair, no
+ *                    hugepages, engines on one worker lcore. The calling thread becomes
+ *                    EAL's main lcore and is the application's.
+ * @param out         the attachment, on success.
+ * @return 0; -EINVAL bad options (printed to stderr); -EALREADY this process is attached;
+ *         -ENODEV a port could not be opened; -ENOMEM no memory for pools or rings;
+ *         -EIO EAL failed to start.
+ */
+int imago_attach_embedded(int argc, char **argv, imago_t **out);
+
+/**
+ * Attach to a running imagod as a DPDK secondary process (needs hugepages, as imagod has).
+ *
+ * @param file_prefix  imagod's --file-prefix (NULL: "imago").
+ * @param out          the attachment, on success.
+ * @return 0; -EALREADY this process is attached; -EIO EAL failed to start as a secondary
+ *         (no imagod with that prefix, or no hugepages); -ENOTCONN imagod did not answer;
+ *         -EPROTO imagod speaks another version.
+ */
+int imago_attach_secondary(const char *file_prefix, imago_t **out);
+
+/**
+ * Close every endpoint still open and detach (embedded: stop the engines, the ports and
+ * EAL). @p im is freed. @return 0; -EINVAL @p im is NULL.
+ */
+int imago_detach(imago_t *im);
+
+/** @return how many nodes this attachment serves (embedded default: 2; imagod: 1). */
+unsigned imago_node_count(const imago_t *im);
+/** @return the id of node @p index (0-based), or 0 for an index out of range. */
+uint64_t imago_node_id(const imago_t *im, unsigned index);
+
+/** Endpoint options. Zero fields take the default. */
+struct imago_ep_opts {
+	uint64_t local_node; /**< which node of this attachment (0: the first) */
+	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..8192 [1024] */
+	uint32_t reserved;
+};
+
+/**
+ * Open endpoint @p name towards node @p peer.
+ *
+ * @param opts  NULL for the defaults.
+ * @return 0; -EINVAL bad name (empty, longer than IMAGO_NAME_MAX), bad ring size, unknown
+ *         local node, @p peer is not a peer of that node; -EEXIST this name and peer are
+ *         open already on that node; -ENOSPC no free endpoint slot; -ENOMEM no memory for
+ *         the rings; -ENOTCONN imagod did not answer.
+ */
+int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_ep_opts *opts,
+	       imago_ep_t **out);
+
+/**
+ * Close @p ep: the peer sees it closed, unsent messages in its tx ring are dropped, received
+ * descriptors not yet released are reclaimed (their pointers become invalid). @p ep is freed.
+ * @return 0; -EINVAL @p ep is NULL; -ETIMEDOUT the engine did not confirm within a second
+ * (the slot is reclaimed later).
+ */
+int imago_close(imago_ep_t *ep);
+
+/** One message to send by copy. */
+struct imago_iov {
+	const void *data;
+	uint32_t len;
+};
+
+/**
+ * Send one message by copy: up to IMAGO_MSG_INLINE_MAX bytes inside the descriptor,
+ * larger ones in a pooled buffer.
+ * @param flags  IMAGO_FASTPATH, IMAGO_ACK_REQ, or 0.
+ * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later);
+ *         -EMSGSIZE @p len above imago_max_message(); -EINVAL NULL pointer with a nonzero
+ *         length, or unknown flags; -ENOTCONN the engine closed the endpoint.
+ */
+int imago_send(imago_ep_t *ep, const void *data, uint32_t len, uint32_t flags);
+
+/**
+ * Send up to @p n messages by copy, in order, with the same @p flags.
+ * @return how many were taken (fewer than @p n is back-pressure: send the rest later), or
+ *         a negative errno as imago_send() when the first one could not be taken for a
+ *         reason other than back-pressure (0 is returned for back-pressure).
+ */
+int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, uint32_t flags);
+
+/**
+ * Zero-copy send, step 1: a buffer of at least @p len bytes to write the message into.
+ * @return 0 and *buf; -EAGAIN no buffer free now; -EMSGSIZE @p len above imago_max_message();
+ *         -ENOSPC too many buffers held by this endpoint; -EINVAL NULL @p buf.
+ */
+int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
+
+/**
+ * Zero-copy send, step 2: send the first @p len bytes of @p buf (from imago_buf_alloc() on
+ * this endpoint). On success the buffer belongs to imago; on -EAGAIN it is still yours.
+ * @return 0; -EAGAIN tx ring full; -EINVAL @p buf is not a buffer of this endpoint, or
+ *         @p len larger than it, or unknown flags; -ENOTCONN the endpoint was closed.
+ */
+int imago_send_zc(imago_ep_t *ep, void *buf, uint32_t len, uint32_t flags);
+
+/** Give back a buffer from imago_buf_alloc() that was not sent. @return 0 or -EINVAL. */
+int imago_buf_free(imago_ep_t *ep, void *buf);
+
+/**
+ * Receive up to @p n message descriptors. Each stays valid (imago_msg_data(), len, src,
+ * flags) until given back with imago_release(). Non-blocking.
+ * @return how many were received (0: none ready); -EINVAL NULL pointer;
+ *         -ENOTCONN the endpoint was closed under the application.
+ */
+int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
+
+/** Give back @p n received descriptors in bulk (their buffers are freed or reused). */
+void imago_release(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
+
+/** @return how many messages are ready to receive now (non-blocking), or -EINVAL. */
+int imago_poll(imago_ep_t *ep);
+
+/**
+ * Wait until a message is ready, at most @p timeout_us microseconds (negative: no limit).
+ * The calling thread polls briefly, then sleeps in short naps: this is for control threads
+ * and slow consumers; hot loops call imago_recv_burst() directly.
+ * @return 1 a message is ready; 0 timed out; -EINVAL NULL endpoint; -ENOTCONN closed.
+ */
+int imago_wait(imago_ep_t *ep, int64_t timeout_us);
+
+/** @return 1 when the peer's endpoint is open (sends flow), 0 when not, -EINVAL. */
+int imago_peer_ready(imago_ep_t *ep);
+
+/** @return the largest message imago_send() accepts on @p ep, in bytes. */
+uint32_t imago_max_message(const imago_ep_t *ep);
+
+/** Per-endpoint statistics, counted since the endpoint opened. */
+struct imago_ep_stats {
+	uint64_t msgs_sent;       /**< messages the engine took from the tx ring */
+	uint64_t bytes_sent;
+	uint64_t msgs_received;   /**< messages the engine put on the rx ring */
+	uint64_t bytes_received;
+	uint64_t tx_inline;       /**< sent inline in the descriptor */
+	uint64_t tx_pool;         /**< sent in a pooled buffer (copied by imago_send) */
+	uint64_t tx_zero_copy;    /**< sent with imago_send_zc */
+	uint64_t rx_inline;       /**< received inline in the descriptor */
+	uint64_t rx_pool;         /**< received in a pooled buffer */
+	uint64_t rx_mbuf;         /**< received zero-copy in the frame's mbuf */
+	uint64_t tx_ring_full;    /**< sends refused with -EAGAIN (back-pressure) */
+	uint64_t rx_ring_full;    /**< deliveries the engine held back: rx ring or loans full */
+	uint64_t rx_no_buffer;    /**< deliveries held back: no pooled buffer free */
+	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded */
+	uint32_t tx_ring_used;    /**< descriptors waiting in the tx ring now */
+	uint32_t rx_ring_used;    /**< descriptors waiting in the rx ring now */
+	uint32_t peer_ready;      /**< 1 when the peer's endpoint is open */
+	uint32_t reserved;
+};
+
+/** Fill @p st with @p ep's statistics. @return 0 or -EINVAL. */
+int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
+
+/** @return the name of @p ep, or NULL. */
+const char *imago_ep_name(const imago_ep_t *ep);
+/** @return the peer node of @p ep, or 0. */
+uint64_t imago_ep_peer(const imago_ep_t *ep);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IMAGO_H */

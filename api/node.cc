@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The engine lcore's side of the endpoints: tx rings into the engine, deliveries onto rx
+// rings in three tiers, and the control channel that announces endpoints to peers.
+#include "api/node.h"
+
+#include <rte_cycles.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "api/buffers.h"
+#include "api/handoff.h"
+#include "reliability/be.h"
+
+namespace imago::api {
+
+namespace {
+
+constexpr uint8_t kOpOpen = 1;
+constexpr uint8_t kOpClose = 2;
+constexpr uint32_t kTagBytes = 4;
+// Received mbufs an endpoint may hold at once; beyond it messages are copied, so a slow
+// reader cannot starve the port's receive pool.
+constexpr uint32_t kMbufLoanCap = 512;
+
+uint32_t engine_flags(uint16_t f) {
+  return ((f & IMAGO_MSG_F_FASTPATH) ? rel::send_flag::kFastpath : 0) |
+         ((f & IMAGO_MSG_F_ACK_REQ) ? rel::send_flag::kAckReq : 0);
+}
+
+void put_tag(uint8_t* at, uint32_t hash) { reinterpret_cast<Be32*>(at)->set(hash); }
+uint32_t get_tag(const uint8_t* at) { return reinterpret_cast<const Be32*>(at)->get(); }
+
+bool inside(const rte_mbuf* m, const uint8_t* p, size_t len) {
+  auto* first = static_cast<const uint8_t*>(m->buf_addr);
+  return p >= first && p + len <= first + m->buf_len;
+}
+
+// A descriptor the engine will not send: give back the buffer it may hold.
+void release_tx(EndpointSlot& s, const imago_msg& d) {
+  if (d.tier == IMAGO_TIER_INLINE) return;
+  if (void* o = s.tx_loans.take(d.u.ext.loan)) put_loaned(o);
+}
+
+}  // namespace
+
+int Node::init(const NodeSpec& spec, ShmRoot* shm) {
+  spec_ = spec;
+  shm_ = shm;
+  active_ = std::make_unique<Active[]>(kMaxEndpoints);
+  if (int rc = link_.init(*spec.port, spec.mbuf_pool, spec.encap, spec.burst); rc < 0) return rc;
+  rel::Config c = spec.engine;
+  c.node_id = spec.id;
+  c.epoch = static_cast<uint32_t>(std::time(nullptr));  // a restarted node is a new session
+  c.seed = rte_rdtsc() ^ (spec.id << 56);
+  if (int rc = rel::Engine::create(c, &link_, this, &engine_); rc < 0) return rc;
+  link_.attach(engine_.get());
+  return 0;
+}
+
+int Node::add_peer(const PeerAddr& peer) {
+  if (n_peers_ == kMaxEndpoints) return -ENOSPC;
+  if (int rc = link_.add_peer_addr(peer.id, peer.mac, peer.ip); rc < 0) return rc;
+  if (int rc = engine_->add_peer(peer.id, link_.now_ns(rte_rdtsc())); rc < 0) return rc;
+  peers_[n_peers_++] = peer.id;
+  return 0;
+}
+
+bool Node::has_peer(uint64_t id) const {
+  for (unsigned i = 0; i < n_peers_; ++i)
+    if (peers_[i] == id) return true;
+  return false;
+}
+
+unsigned Node::poll(uint64_t now_tsc) {
+  uint32_t gen = shm_->generation.load(std::memory_order_acquire);
+  if (gen != seen_gen_) refresh(gen);
+  now_ns_ = link_.now_ns(now_tsc);
+  link_.set_now(now_tsc);
+  if (announce_n_ > 0) send_announces(now_ns_);
+  unsigned work = 0;
+  for (unsigned i = 0; i < n_active_; ++i) work += drain_tx(active_[i], now_ns_);
+  work += link_.poll(now_tsc);  // receive, deliver (staged), timers, send
+  for (unsigned i = 0; i < n_active_; ++i) flush_staged(active_[i]);
+  return work;
+}
+
+// --- endpoints appearing and leaving (the control path changed the table) ---
+
+void Node::refresh(uint32_t gen) {
+  seen_gen_ = gen;
+  for (unsigned i = 0; i < n_active_;) {
+    if (active_[i].slot->state.load(std::memory_order_acquire) == SlotState::kOpen) {
+      ++i;
+      continue;
+    }
+    retire(active_[i]);
+    active_[i] = active_[--n_active_];
+  }
+  for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
+    EndpointSlot& s = shm_->slots[i];
+    if (s.node_index != spec_.index || s.state.load(std::memory_order_acquire) != SlotState::kOpen) continue;
+    bool known = false;
+    for (unsigned k = 0; k < n_active_ && !known; ++k) known = active_[k].slot_index == i;
+    if (!known) activate(i);
+  }
+}
+
+void Node::activate(uint32_t slot_index) {
+  Active& a = active_[n_active_++];
+  a.slot = &shm_->slots[slot_index];
+  a.slot_index = slot_index;
+  a.stash_n = a.stash_pos = a.staged_n = 0;
+  for (unsigned i = 0; i < n_remote_; ++i)
+    if (remote_[i].peer == a.slot->peer && remote_[i].hash == a.slot->hash)
+      a.slot->peer_ready.store(1, std::memory_order_release);
+  queue_announce(a.slot->peer, a.slot->hash, kOpOpen);
+}
+
+void Node::retire(Active& a) {
+  EndpointSlot& s = *a.slot;
+  for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_tx(s, a.stash[a.stash_pos]);
+  flush_staged(a);  // their loans are reclaimed with the slot
+  queue_announce(s.peer, s.hash, kOpClose);
+  s.peer_ready.store(0, std::memory_order_relaxed);
+  s.state.store(SlotState::kDrained, std::memory_order_release);
+  shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
+Node::Active* Node::find(uint64_t peer, uint32_t hash) {
+  for (unsigned i = 0; i < n_active_; ++i)
+    if (active_[i].slot->hash == hash && active_[i].slot->peer == peer) return &active_[i];
+  return nullptr;
+}
+
+void Node::set_ready(uint64_t peer, uint32_t hash, bool ready) {
+  if (Active* a = find(peer, hash)) a->slot->peer_ready.store(ready ? 1 : 0, std::memory_order_release);
+}
+
+// --- application -> engine ---
+
+unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
+  EndpointSlot& s = *a.slot;
+  if (!s.peer_ready.load(std::memory_order_relaxed)) return 0;  // wait for the peer's endpoint
+  if (a.stash_pos == a.stash_n) {
+    a.stash_n = static_cast<uint16_t>(handoff_get(s.tx, a.stash, kStage));
+    a.stash_pos = 0;
+  }
+  unsigned done = 0;
+  uint8_t scratch[kTagBytes + IMAGO_MSG_INLINE_MAX];
+  for (; a.stash_pos < a.stash_n; ++a.stash_pos) {
+    imago_msg& d = a.stash[a.stash_pos];
+    std::span<const uint8_t> msg;
+    if (!tx_view(a, d, &msg, scratch)) {
+      s.c.tx_invalid.add();
+      release_tx(s, d);
+      continue;
+    }
+    if (engine_->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
+    s.c.msgs_sent.add();
+    s.c.bytes_sent.add(d.len);
+    (d.tier == IMAGO_TIER_INLINE ? s.c.tx_inline : d.reserved ? s.c.tx_zero_copy : s.c.tx_pool).add();
+    release_tx(s, d);
+    ++done;
+  }
+  return done;
+}
+
+// Check a descriptor written by the application (it may be buggy) and point @p msg at its
+// bytes with the endpoint tag in front: in @p scratch for inline ones, in the pool buffer's
+// headroom otherwise.
+bool Node::tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch) {
+  const uint32_t hash = a.slot->hash;
+  if (d.tier == IMAGO_TIER_INLINE) {
+    if (d.len > IMAGO_MSG_INLINE_MAX) return false;
+    put_tag(scratch, hash);
+    std::memcpy(scratch + kTagBytes, d.u.inline_data, d.len);
+    *msg = {scratch, kTagBytes + d.len};
+    return true;
+  }
+  if (d.tier != IMAGO_TIER_POOL) return false;
+  void* owner = a.slot->tx_loans.peek(d.u.ext.loan);
+  if (owner == nullptr || owner != d.u.ext.owner || is_mbuf_tag(owner)) return false;
+  auto* data = static_cast<uint8_t*>(owner) + kHeadroom;
+  if (d.u.ext.data != data || d.len > rte_mempool_from_obj(owner)->elt_size - kHeadroom) return false;
+  put_tag(data - kTagBytes, hash);
+  *msg = {data - kTagBytes, kTagBytes + d.len};
+  return true;
+}
+
+// --- engine -> application ---
+
+bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) {
+  if (msg.size() < kTagBytes) {
+    ++c_.control_bad;
+    return true;
+  }
+  const uint32_t hash = get_tag(msg.data());
+  auto body = msg.subspan(kTagBytes);
+  if (hash == 0) {
+    on_control(peer, body);
+    return true;
+  }
+  Active* a = find(peer, hash);
+  if (a == nullptr) {
+    shm_->no_endpoint[spec_.index].add();  // closed here: nobody to give it to
+    return true;
+  }
+  EndpointSlot& s = *a->slot;
+  if (a->staged_n == kStage) flush_staged(*a);
+  if (a->staged_n == kStage || rte_ring_free_count(s.rx) <= a->staged_n) {
+    s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
+    return false;
+  }
+  int rc = describe(*a, peer, body, a->staged[a->staged_n]);
+  if (rc == -EMSGSIZE) {
+    ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
+    return true;
+  }
+  if (rc < 0) {
+    (rc == -ENOBUFS ? s.c.rx_no_buffer : s.c.rx_ring_full).add();
+    return false;
+  }
+  ++a->staged_n;
+  s.c.msgs_received.add();
+  s.c.bytes_received.add(body.size());
+  return true;
+}
+
+// Small messages inline, large ones still in the received frame zero-copy, the rest copied
+// into a pool buffer. @return 0, -ENOBUFS (pool empty), -ENOSPC (loans full), -EMSGSIZE.
+int Node::describe(Active& a, uint64_t peer, std::span<const uint8_t> body, imago_msg& d) {
+  EndpointSlot& s = *a.slot;
+  const auto len = static_cast<uint32_t>(body.size());
+  d.src = peer;
+  d.len = len;
+  d.flags = 0;
+  d.reserved = 0;
+  if (len <= IMAGO_MSG_INLINE_MAX) {
+    d.tier = IMAGO_TIER_INLINE;
+    std::memcpy(d.u.inline_data, body.data(), len);
+    s.c.rx_inline.add();
+    return 0;
+  }
+  rte_mbuf* mb = link_.current_frame();
+  if (len > shm_->pool_max && mb != nullptr && inside(mb, body.data(), len) &&
+      s.rx_loans.outstanding() < kMbufLoanCap) {
+    uint32_t loan = s.rx_loans.lend(tag_mbuf(mb));
+    if (loan == LoanTable::kNone) return -ENOSPC;
+    rte_mbuf_refcnt_update(mb, 1);  // the application's reference, dropped by release
+    d.tier = IMAGO_TIER_MBUF;
+    d.u.ext = {const_cast<uint8_t*>(body.data()), mb, loan};
+    s.c.rx_mbuf.add();
+    return 0;
+  }
+  rte_mempool* mp = shm_->pool_for(len);
+  if (len > mp->elt_size - kHeadroom) return -EMSGSIZE;
+  void* obj = buffer_get(mp);
+  if (obj == nullptr) return -ENOBUFS;
+  uint32_t loan = s.rx_loans.lend(obj);
+  if (loan == LoanTable::kNone) {
+    buffer_put(obj);
+    return -ENOSPC;
+  }
+  auto* data = static_cast<uint8_t*>(obj) + kHeadroom;
+  std::memcpy(data, body.data(), len);
+  d.tier = IMAGO_TIER_POOL;
+  d.u.ext = {data, obj, loan};
+  s.c.rx_pool.add();
+  return 0;
+}
+
+void Node::flush_staged(Active& a) {
+  if (a.staged_n == 0) return;
+  // deliver() checked the room: the engine lcore is the only producer, so it is still there.
+  handoff_put(a.slot->rx, a.staged, a.staged_n);
+  a.staged_n = 0;
+}
+
+// --- the control channel: endpoints announced to peers ---
+
+void Node::on_control(uint64_t peer, std::span<const uint8_t> body) {
+  if (body.size() != 5 || (body[0] != kOpOpen && body[0] != kOpClose)) {
+    ++c_.control_bad;
+    return;
+  }
+  ++c_.control_in;
+  const uint32_t hash = get_tag(body.data() + 1);
+  unsigned i = 0;
+  while (i < n_remote_ && !(remote_[i].peer == peer && remote_[i].hash == hash)) ++i;
+  if (body[0] == kOpOpen && i == n_remote_) {
+    if (n_remote_ == std::size(remote_)) return void(++c_.control_bad);
+    remote_[n_remote_++] = {peer, hash};
+  } else if (body[0] == kOpClose && i < n_remote_) {
+    remote_[i] = remote_[--n_remote_];
+  }
+  set_ready(peer, hash, body[0] == kOpOpen);
+}
+
+void Node::queue_announce(uint64_t peer, uint32_t hash, uint8_t op) {
+  const unsigned cap = kAnnounceCap;
+  if (announce_n_ == cap) return void(++c_.control_bad);  // cannot happen: 2 per slot
+  announce_[(announce_head_ + announce_n_++) % cap] = {peer, hash, op};
+}
+
+void Node::send_announces(uint64_t now_ns) {
+  const unsigned cap = kAnnounceCap;
+  while (announce_n_ > 0) {
+    const Announce& x = announce_[announce_head_];
+    uint8_t m[kTagBytes + 5];
+    put_tag(m, 0);
+    m[kTagBytes] = x.op;
+    put_tag(m + kTagBytes + 1, x.hash);
+    int rc = engine_->send(x.peer, m, rel::send_flag::kFastpath, now_ns);
+    if (rc == -EAGAIN) return;  // window full: next time
+    if (rc == 0) ++c_.announce_sent;
+    announce_head_ = (announce_head_ + 1) % cap;
+    --announce_n_;
+  }
+}
+
+void Node::forget_remotes(uint64_t peer) {
+  for (unsigned i = 0; i < n_remote_;) {
+    if (remote_[i].peer == peer) {
+      set_ready(peer, remote_[i].hash, false);
+      remote_[i] = remote_[--n_remote_];
+    } else {
+      ++i;
+    }
+  }
+}
+
+void Node::on_peer_up(rel::NodeId peer) {
+  for (unsigned i = 0; i < n_active_; ++i)
+    if (active_[i].slot->peer == peer) queue_announce(peer, active_[i].slot->hash, kOpOpen);
+}
+
+void Node::on_peer_reset(rel::NodeId peer, uint64_t) { forget_remotes(peer); }
+void Node::on_peer_dead(rel::NodeId peer, uint64_t) { forget_remotes(peer); }
+
+}  // namespace imago::api

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * One imago node at run time: its reliability engine on a port, and the endpoints of the
+ * shared table that belong to it. Node::poll() is the engine lcore's task: it moves
+ * descriptors from endpoint tx rings into the engine, frames between engine and port, and
+ * delivered messages onto endpoint rx rings (in the tier their size calls for).
+ *
+ * On the wire each message carries a 4-byte endpoint tag in front (the hash of the
+ * endpoint's name); tag 0 is the node's control channel, which announces endpoints opening
+ * and closing to the peer, so a sender waits for its peer's endpoint and a peer sees an
+ * endpoint closed when its application exits or is killed.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "api/imago_msg.h"
+#include "api/shm.h"
+#include "dataplane/engine_link.h"
+#include "reliability/engine.h"
+
+namespace imago::api {
+
+/** What a node is made of; the port and pool belong to the caller. */
+struct NodeSpec {
+  uint64_t id = 0;
+  unsigned index = 0;  ///< in ShmRoot::node_ids
+  dp::FaultyPort* port = nullptr;
+  rte_mempool* mbuf_pool = nullptr;
+  dp::EncapConfig encap;
+  uint16_t burst = 32;
+  rel::Config engine;  ///< node_id, epoch and seed are filled in by init()
+};
+
+/** A peer and where its frames go. */
+struct PeerAddr {
+  uint64_t id = 0;
+  dp::MacAddr mac{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+  uint32_t ip = 0;
+};
+
+/** Node-wide counters (the engine lcore writes them). */
+struct NodeCounters {
+  uint64_t control_in = 0;
+  uint64_t control_bad = 0;   ///< malformed control messages or untagged messages
+  uint64_t announce_sent = 0;
+};
+
+class Node final : public rel::AppSink {
+ public:
+  static constexpr unsigned kStage = 32;  ///< descriptors gathered per endpoint before the ring
+
+  /** Control path. @return 0 or a negative errno. */
+  int init(const NodeSpec& spec, ShmRoot* shm);
+  /** Control path, before the engine lcore starts. @return 0 or a negative errno. */
+  int add_peer(const PeerAddr& peer);
+  /** @return true when @p id is a peer of this node. */
+  bool has_peer(uint64_t id) const;
+
+  /** The engine lcore's task. @return work done. */
+  static unsigned task(void* self, uint64_t now_tsc) { return static_cast<Node*>(self)->poll(now_tsc); }
+  unsigned poll(uint64_t now_tsc);
+
+  // rel::AppSink, called by the engine from inside poll().
+  bool deliver(rel::NodeId peer, std::span<const uint8_t> msg) override;
+  void on_peer_up(rel::NodeId peer) override;
+  void on_peer_reset(rel::NodeId peer, uint64_t discarded) override;
+  void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
+
+  uint64_t id() const { return spec_.id; }
+  const rel::Engine& engine() const { return *engine_; }
+  const dp::EngineLink& link() const { return link_; }
+  const NodeCounters& counters() const { return c_; }
+
+ private:
+  struct Active {
+    EndpointSlot* slot;
+    uint32_t slot_index;
+    imago_msg stash[kStage];  // taken from the tx ring, not yet accepted by the engine
+    uint16_t stash_n, stash_pos;
+    imago_msg staged[kStage];  // delivered, not yet on the rx ring
+    uint16_t staged_n;
+  };
+  struct Announce {
+    uint64_t peer;
+    uint32_t hash;
+    uint8_t op;
+  };
+  struct Remote {
+    uint64_t peer;
+    uint32_t hash;
+  };
+
+  void refresh(uint32_t gen);
+  void activate(uint32_t slot_index);
+  void retire(Active& a);
+  Active* find(uint64_t peer, uint32_t hash);
+  void set_ready(uint64_t peer, uint32_t hash, bool ready);
+
+  unsigned drain_tx(Active& a, uint64_t now_ns);
+  bool tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch);
+  void flush_staged(Active& a);
+  int describe(Active& a, uint64_t peer, std::span<const uint8_t> body, imago_msg& d);
+
+  void on_control(uint64_t peer, std::span<const uint8_t> body);
+  void queue_announce(uint64_t peer, uint32_t hash, uint8_t op);
+  void send_announces(uint64_t now_ns);
+  void forget_remotes(uint64_t peer);
+
+  NodeSpec spec_;
+  ShmRoot* shm_ = nullptr;
+  dp::EngineLink link_;
+  std::unique_ptr<rel::Engine> engine_;
+  uint64_t peers_[kMaxEndpoints] = {};
+  unsigned n_peers_ = 0;
+  uint32_t seen_gen_ = UINT32_MAX;
+  std::unique_ptr<Active[]> active_;  // kMaxEndpoints, the first n_active_ in use
+  unsigned n_active_ = 0;
+  static constexpr unsigned kAnnounceCap = 2 * kMaxEndpoints;
+  Announce announce_[kAnnounceCap] = {};
+  unsigned announce_head_ = 0, announce_n_ = 0;
+  Remote remote_[4 * kMaxEndpoints] = {};
+  unsigned n_remote_ = 0;
+  uint64_t now_ns_ = 0;
+  NodeCounters c_;
+};
+
+}  // namespace imago::api

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The node options shared by imagod and imago_attach_embedded(): which port, which node,
+ * which peers, the buffer tiers, and the daemon's own settings.
+ */
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "api/node.h"
+
+namespace imago::api {
+
+struct RuntimeOptions {
+  bool pair = false;                ///< two nodes (1 and 2) over a crossed net_ring pair
+  uint64_t node_id = 1;
+  std::string iface;                ///< a net_af_packet port on this interface
+  std::vector<std::string> vdevs;   ///< extra EAL --vdev (default EAL args only)
+  std::vector<PeerAddr> peers;
+  uint32_t src_ip = 0;              ///< nonzero: UDP/IPv4 encapsulation from this address
+  unsigned engine_lcore = 0;        ///< 0: the first worker lcore
+  uint32_t pool_max = 512;          ///< largest message copied into the pool tier
+  uint32_t max_message = 65536;
+  uint32_t pool_buffers = 4096;
+  uint32_t big_buffers = 64;
+  double loss = 0;                  ///< injected receive loss, for tests
+  uint64_t seed = 1;
+  std::string file_prefix;          ///< daemon: the shared EAL prefix ["imago"]
+  bool no_huge = false;             ///< daemon without hugepages (no secondaries then)
+  double stats_period_s = 10;       ///< daemon
+  double duration_s = 0;            ///< daemon: 0 runs until a signal
+};
+
+/**
+ * Parse @p args (the part after `--`, or the whole command line without one).
+ * @return 0; 1 for --help; -EINVAL after writing the reason to @p err.
+ */
+int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err);
+
+/** Write the option list, one per line, to @p f. */
+void print_runtime_options(FILE* f);
+
+}  // namespace imago::api

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "api/runtime.h"
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_memzone.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <fstream>
+#include <new>
+
+#include "api/buffers.h"
+#include "api/handoff.h"
+#include "reliability/crc32c.h"
+#include "dataplane/eal.h"
+#include "dataplane/log.h"
+
+namespace imago::api {
+
+namespace {
+
+Runtime* g_runtime = nullptr;  // the one the rte_mp action answers for
+
+constexpr unsigned kFaultCapacity = 1024;
+constexpr unsigned kPairRing = 1024;
+// Mbufs a port needs beyond its descriptors: received frames applications hold zero-copy.
+constexpr unsigned kHeldMbufs = 4096;
+
+// A killed process may linger as a zombie until its parent reaps it: that is gone too.
+bool process_gone(int pid) {
+  if (kill(pid, 0) < 0) return errno == ESRCH;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+int on_ctl(const rte_mp_msg* msg, const void* peer) {
+  CtlMsg m{};
+  if (msg->len_param == sizeof m) std::memcpy(&m, msg->param, sizeof m);
+  if (msg->len_param != sizeof m || m.version != kShmVersion) {
+    m.rc = -EPROTO;
+  } else if (m.op == CtlOp::kHello) {
+    m.rc = 0;
+  } else if (m.op == CtlOp::kOpen) {
+    m.rc = g_runtime->open_endpoint(m);
+  } else if (m.op == CtlOp::kClose && m.slot < kMaxEndpoints && g_runtime->shm()->slots[m.slot].pid == m.pid) {
+    m.rc = g_runtime->close_endpoint(m.slot);
+  } else {
+    m.rc = -EINVAL;
+  }
+  rte_mp_msg reply{};
+  std::snprintf(reply.name, sizeof reply.name, "%s", kCtlAction);
+  reply.len_param = sizeof m;
+  std::memcpy(reply.param, &m, sizeof m);
+  return rte_mp_reply(&reply, static_cast<const char*>(peer));
+}
+
+}  // namespace
+
+uint32_t endpoint_hash(const char* name) {
+  uint32_t h = crc32c(0, name, std::strlen(name));
+  return h == 0 ? 1 : h;
+}
+
+Runtime::Runtime() = default;
+Runtime::~Runtime() { stop(); }
+
+int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemon) {
+  o_ = o;
+  daemon_ = daemon;
+  if (int rc = start_eal(args, daemon); rc < 0) return rc;
+  if (int rc = create_shared(); rc < 0) return rc;
+  if (int rc = open_nodes(); rc < 0) return rc;
+  if (int rc = start_engines(); rc < 0) return rc;
+  if (daemon_) {
+    g_runtime = this;
+    if (rte_mp_action_register(kCtlAction, on_ctl) < 0) {
+      IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s\n", rte_strerror(rte_errno));
+      return -EIO;
+    }
+  }
+  return 0;
+}
+
+int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
+  std::vector<std::string> eal = args.eal;
+  if (!args.explicit_eal) {
+    dp::EalDefaults d;
+    d.vdevs = o_.vdevs;
+    if (!o_.iface.empty()) d.vdevs.push_back("net_af_packet0,iface=" + o_.iface);
+    d.lcores = "0-1";  // the caller's thread, and one worker for the engines
+    d.shared = daemon && !o_.no_huge;
+    if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;
+    eal = dp::default_eal_args(d, getpid());
+  }
+  if (dp::eal_start(args.prog, eal) < 0) {
+    if (daemon && !args.explicit_eal && !o_.no_huge)
+      std::fprintf(stderr, "imago: EAL needs hugepages for applications to attach (echo 512 > "
+                   "/proc/sys/vm/nr_hugepages), or run with --no-huge\n");
+    return -EIO;
+  }
+  eal_up_ = true;
+  if (!args.explicit_eal) dp::eal_own_runtime_dir();  // our prefix: leave nothing behind
+  return 0;
+}
+
+int Runtime::create_shared() {
+  mz_ = rte_memzone_reserve_aligned(kShmName, sizeof(ShmRoot), rte_socket_id(), 0, RTE_CACHE_LINE_SIZE);
+  if (mz_ == nullptr) {
+    IMAGO_LOG(ERR, api, "cannot reserve %zu bytes for the endpoint table: %s\n", sizeof(ShmRoot),
+              rte_strerror(rte_errno));
+    return -ENOMEM;
+  }
+  shm_ = new (mz_->addr) ShmRoot();
+  shm_->version = kShmVersion;
+  shm_->pool_max = o_.pool_max;
+  shm_->max_message = o_.max_message;
+  // No per-lcore caches: secondary processes share lcore ids (see buffers.h).
+  shm_->msg_pool = rte_mempool_create("imago_msgs", o_.pool_buffers, o_.pool_max + kHeadroom, 0, 0,
+                                      nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
+  shm_->big_pool = rte_mempool_create("imago_big", o_.big_buffers, o_.max_message + kHeadroom, 0, 0,
+                                      nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
+  if (shm_->msg_pool == nullptr || shm_->big_pool == nullptr) {
+    IMAGO_LOG(ERR, api, "cannot create the message pools: %s\n", rte_strerror(rte_errno));
+    return -ENOMEM;
+  }
+  shm_->magic = kShmMagic;  // last: a secondary that sees it sees the rest
+  return 0;
+}
+
+int Runtime::open_port(PortBits& pb, uint16_t port_id) {
+  dp::PortConfig pc;
+  unsigned n = dp::mbufs_needed(pc, rte_lcore_count(), 32, 256, kHeldMbufs + 4 * kFaultCapacity);
+  pb.pool = dp::create_mbuf_pool("imago_mbuf_" + std::to_string(port_id), n, RTE_MBUF_DEFAULT_DATAROOM,
+                                 rte_socket_id());
+  if (pb.pool == nullptr) return -ENOMEM;
+  if (int rc = pb.port.open(port_id, pc, pb.pool); rc < 0) return rc;
+  if (int rc = pb.port.start(); rc < 0) return rc;
+  dp::FaultConfig none{}, rx{};
+  rx.drop = o_.loss;
+  rx.seed = o_.seed + port_id;
+  auto offset = static_cast<uint32_t>(dp::encap_header_len(o_.src_ip ? dp::Encap::Udp : dp::Encap::L2));
+  return pb.faulty.init(port_id, 0, none, rx, pb.pool, offset, kFaultCapacity);
+}
+
+int Runtime::open_nodes() {
+  if (o_.pair) {
+    if (int rc = dp::create_ring_pair("imago_pair", kPairRing, ring_); rc < 0) return rc;
+    has_ring_ = true;
+    for (uint16_t id : {ring_.port_a, ring_.port_b}) {
+      ports_.push_back(std::make_unique<PortBits>());
+      if (int rc = open_port(*ports_.back(), id); rc < 0) return rc;
+    }
+    if (int rc = add_node(*ports_[0], 1, {PeerAddr{.id = 2}}); rc < 0) return rc;
+    return add_node(*ports_[1], 2, {PeerAddr{.id = 1}});
+  }
+  uint16_t port_id = RTE_MAX_ETHPORTS;
+  RTE_ETH_FOREACH_DEV(port_id) break;  // the first available port
+  if (port_id == RTE_MAX_ETHPORTS) {
+    std::fprintf(stderr, "imago: no port: give --pair, --iface NAME, --vdev DEV, or EAL args with a --vdev\n");
+    return -ENODEV;
+  }
+  if (o_.peers.empty()) {
+    std::fprintf(stderr, "imago: node %" PRIu64 " needs at least one --peer\n", o_.node_id);
+    return -EINVAL;
+  }
+  ports_.push_back(std::make_unique<PortBits>());
+  if (int rc = open_port(*ports_.back(), port_id); rc < 0) return rc;
+  return add_node(*ports_.back(), o_.node_id, o_.peers);
+}
+
+int Runtime::add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& peers) {
+  NodeSpec s;
+  s.id = id;
+  s.index = static_cast<unsigned>(nodes_.size());
+  s.port = &pb.faulty;
+  s.mbuf_pool = pb.pool;
+  s.encap.kind = o_.src_ip ? dp::Encap::Udp : dp::Encap::L2;
+  s.encap.src_mac = pb.port.mac();
+  s.encap.src_ip = o_.src_ip;
+  s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap.kind, 1500));
+  s.engine.max_message_size = o_.max_message + 4;  // the endpoint tag
+  dp::tune_for_fast_links(s.engine);
+  auto node = std::make_unique<Node>();
+  if (int rc = node->init(s, shm_); rc < 0) return rc;
+  for (const PeerAddr& p : peers) {
+    if (int rc = node->add_peer(p); rc < 0) {
+      std::fprintf(stderr, "imago: node %" PRIu64 " cannot add peer %" PRIu64 "\n", id, p.id);
+      return rc;
+    }
+  }
+  shm_->node_ids[shm_->n_nodes++] = id;
+  nodes_.push_back(std::move(node));
+  return 0;
+}
+
+int Runtime::start_engines() {
+  unsigned lcore = o_.engine_lcore ? o_.engine_lcore : rte_get_next_lcore(-1, 1, 0);
+  if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
+    std::fprintf(stderr, "imago: the engines need a worker lcore: give EAL two lcores (-l 0-1)\n");
+    return -EINVAL;
+  }
+  runner_ = std::make_unique<dp::LcoreRunner>();
+  for (auto& n : nodes_)
+    if (int rc = runner_->add_poll(lcore, "engine", Node::task, n.get()); rc < 0) return rc;
+  if (int rc = runner_->start(); rc < 0) return rc;
+  engines_running_ = true;
+  return 0;
+}
+
+void Runtime::stop() {
+  if (!eal_up_) return;
+  if (daemon_ && g_runtime == this) {
+    rte_mp_action_unregister(kCtlAction);
+    g_runtime = nullptr;
+  }
+  if (engines_running_) {
+    runner_->stop();
+    runner_->join();
+    engines_running_ = false;
+  }
+  if (shm_ != nullptr) {
+    for (uint32_t i = 0; i < kMaxEndpoints; ++i)
+      if (shm_->slots[i].state.load() != SlotState::kFree) reclaim(i);
+  }
+  nodes_.clear();
+  for (auto& pb : ports_) {
+    pb->faulty.release();
+    pb->port.close();
+  }
+  if (has_ring_) dp::destroy_ring_pair(ring_);
+  for (auto& pb : ports_) rte_mempool_free(pb->pool);
+  ports_.clear();
+  if (shm_ != nullptr) {
+    rte_mempool_free(shm_->msg_pool);
+    rte_mempool_free(shm_->big_pool);
+    rte_memzone_free(mz_);
+    shm_ = nullptr;
+  }
+  dp::eal_stop();
+  eal_up_ = false;
+}
+
+// --- control path ---
+
+int Runtime::check_open(const CtlMsg& req, int* node_index) const {
+  size_t len = strnlen(req.name, sizeof req.name);
+  if (len == 0 || len > kNameMax) return -EINVAL;
+  uint32_t ring = req.ring_size ? req.ring_size : kRingDefault;
+  if (ring < kRingMin || ring > kRingMax || (ring & (ring - 1)) != 0) return -EINVAL;
+  *node_index = req.node == 0 ? 0 : shm_->node_index(req.node);
+  if (*node_index < 0 || !nodes_[*node_index]->has_peer(req.peer)) return -EINVAL;
+  const uint32_t hash = endpoint_hash(req.name);
+  for (const EndpointSlot& s : shm_->slots) {
+    if (s.state.load(std::memory_order_acquire) == SlotState::kFree) continue;
+    if (s.node_index == static_cast<uint32_t>(*node_index) && s.peer == req.peer && s.hash == hash) return -EEXIST;
+  }
+  return 0;
+}
+
+int Runtime::open_endpoint(CtlMsg& req) {
+  std::lock_guard<std::mutex> lock(ctl_);
+  int node_index;
+  if (int rc = check_open(req, &node_index); rc < 0) return rc;
+  for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
+    if (shm_->slots[i].state.load(std::memory_order_acquire) != SlotState::kFree) continue;
+    if (int rc = fill_slot(i, req, node_index); rc < 0) return rc;
+    req.slot = i;
+    return 0;
+  }
+  return -ENOSPC;
+}
+
+int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
+  EndpointSlot& s = shm_->slots[i];
+  s.state.store(SlotState::kSetup, std::memory_order_release);
+  s.ring_size = req.ring_size ? req.ring_size : kRingDefault;
+  ++ring_serial_;  // ring names are unique for the process's life
+  s.rx = handoff_create(("imr" + std::to_string(i) + "_" + std::to_string(ring_serial_)).c_str(), s.ring_size, rte_socket_id());
+  s.tx = handoff_create(("imt" + std::to_string(i) + "_" + std::to_string(ring_serial_)).c_str(), s.ring_size, rte_socket_id());
+  if (s.rx == nullptr || s.tx == nullptr) {
+    rte_ring_free(s.rx);
+    rte_ring_free(s.tx);
+    s.rx = s.tx = nullptr;
+    s.state.store(SlotState::kFree, std::memory_order_release);
+    return -ENOMEM;
+  }
+  s.node_index = static_cast<uint32_t>(node_index);
+  s.peer = req.peer;
+  s.hash = endpoint_hash(req.name);
+  s.pid = req.pid;
+  std::snprintf(s.name, sizeof s.name, "%s", req.name);
+  s.peer_ready.store(0, std::memory_order_relaxed);
+  new (&s.c) EngineSideCounters();
+  s.tx_ring_full.v.store(0, std::memory_order_relaxed);
+  s.rx_loans.reset();
+  s.tx_loans.reset();
+  s.state.store(SlotState::kOpen, std::memory_order_release);
+  shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+  IMAGO_LOG(INFO, api, "endpoint '%s' to node %" PRIu64 " opened in slot %u by pid %d\n", s.name, s.peer, i, s.pid);
+  return 0;
+}
+
+bool Runtime::wait_drained(uint32_t slot) {
+  const EndpointSlot& s = shm_->slots[slot];
+  for (int i = 0; i < 1000 && engines_running_ && runner_->active(); ++i) {
+    if (s.state.load(std::memory_order_acquire) == SlotState::kDrained) return true;
+    rte_delay_us_sleep(1000);
+  }
+  // No engine to let go of it (stopping): nobody else touches the slot.
+  return !engines_running_ || !runner_->active();
+}
+
+int Runtime::close_endpoint(uint32_t slot) {
+  std::lock_guard<std::mutex> lock(ctl_);
+  if (slot >= kMaxEndpoints) return -EINVAL;
+  EndpointSlot& s = shm_->slots[slot];
+  SlotState open = SlotState::kOpen;
+  if (!s.state.compare_exchange_strong(open, SlotState::kClosing) && open != SlotState::kClosing) return -EINVAL;
+  shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+  if (!wait_drained(slot)) return -ETIMEDOUT;  // housekeeping finishes it
+  reclaim(slot);
+  return 0;
+}
+
+unsigned Runtime::reclaim(uint32_t slot) {
+  EndpointSlot& s = shm_->slots[slot];
+  unsigned n = s.rx_loans.reclaim(put_loaned) + s.tx_loans.reclaim(put_loaned);
+  rte_ring_free(s.rx);
+  rte_ring_free(s.tx);
+  s.rx = s.tx = nullptr;
+  IMAGO_LOG(INFO, api, "endpoint '%s' (slot %u, pid %d) closed: %u buffers reclaimed\n", s.name, slot, s.pid, n);
+  s.state.store(SlotState::kFree, std::memory_order_release);
+  shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+  return n;
+}
+
+unsigned Runtime::housekeeping() {
+  std::lock_guard<std::mutex> lock(ctl_);
+  unsigned reclaimed = 0;
+  for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
+    EndpointSlot& s = shm_->slots[i];
+    SlotState st = s.state.load(std::memory_order_acquire);
+    if (st == SlotState::kOpen && s.pid != getpid() && process_gone(s.pid)) {
+      std::printf("imago: process %d of endpoint '%s' is gone: closing it\n", s.pid, s.name);
+      s.state.store(SlotState::kClosing, std::memory_order_release);
+      shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+    } else if (st == SlotState::kDrained) {
+      unsigned n = reclaim(i);
+      std::printf("imago: endpoint '%s' of process %d reclaimed, %u buffers back\n", s.name, s.pid, n);
+      ++reclaimed;
+    }
+  }
+  return reclaimed;
+}
+
+void Runtime::print_stats(FILE* f) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = *nodes_[i];
+    rel::PeerCounters c = n.engine().total_counters();
+    std::fprintf(f, "node %" PRIu64 ": msgs sent %" PRIu64 " received %" PRIu64 " retransmitted %" PRIu64
+                 " frames in %" PRIu64 " out %" PRIu64 " no_endpoint %" PRIu64 " control_bad %" PRIu64 "\n",
+                 n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, n.link().counters().frames_in,
+                 n.link().counters().frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
+  }
+  for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
+    const EndpointSlot& s = shm_->slots[i];
+    if (s.state.load(std::memory_order_acquire) != SlotState::kOpen) continue;
+    std::fprintf(f, "  endpoint '%s' -> node %" PRIu64 " (pid %d): sent %" PRIu64 " received %" PRIu64
+                 " [inline %" PRIu64 " pool %" PRIu64 " mbuf %" PRIu64 "] held %u rx_ring_full %" PRIu64
+                 " peer %s\n",
+                 s.name, s.peer, s.pid, s.c.msgs_sent.get(), s.c.msgs_received.get(), s.c.rx_inline.get(),
+                 s.c.rx_pool.get(), s.c.rx_mbuf.get(), s.rx_loans.outstanding(), s.c.rx_ring_full.get(),
+                 s.peer_ready.load() ? "ready" : "not ready");
+  }
+  std::fflush(f);
+}
+
+}  // namespace imago::api

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The primary side of imago: EAL, the shared table, the buffer pools, the ports and their
+ * nodes, the engine lcore, and the control path that opens, closes and reclaims endpoints.
+ * imagod runs one as a daemon; imago_attach_embedded() runs one inside the application.
+ */
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/control.h"
+#include "api/node.h"
+#include "api/options.h"
+#include "dataplane/eal_args.h"
+#include "dataplane/fault.h"
+#include "dataplane/lcore.h"
+#include "dataplane/port.h"
+#include "dataplane/ring_pair.h"
+
+namespace imago::api {
+
+class Runtime {
+ public:
+  Runtime();
+  ~Runtime();
+
+  /**
+   * Start EAL (@p args, or the default for @p daemon), the pools, ports, nodes and the
+   * engine lcore; a daemon also answers applications over rte_mp.
+   * @return 0; -EIO (EAL), -ENODEV (no port), -ENOMEM, -EINVAL (no worker lcore, bad peer).
+   */
+  int start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemon);
+  /** Stop the engine lcore, reclaim every endpoint, free everything and stop EAL. */
+  void stop();
+
+  /** Control path: open an endpoint for process @p req.pid. @return 0 and req.slot, or a
+   *  negative errno (see imago_open()). */
+  int open_endpoint(CtlMsg& req);
+  /** Control path: close slot @p slot and reclaim what it held. @return 0, -EINVAL, -ETIMEDOUT. */
+  int close_endpoint(uint32_t slot);
+  /** Control path, periodically: reclaim endpoints of processes that died, finish closes
+   *  that timed out. @return endpoints reclaimed. */
+  unsigned housekeeping();
+  /** Print one line per node and per open endpoint. */
+  void print_stats(FILE* f);
+
+  ShmRoot* shm() const { return shm_; }
+  size_t node_count() const { return nodes_.size(); }
+
+ private:
+  struct PortBits {
+    dp::Port port;
+    dp::FaultyPort faulty;
+    rte_mempool* pool = nullptr;
+  };
+
+  int start_eal(const dp::ArgSplit& args, bool daemon);
+  int create_shared();
+  int open_port(PortBits& pb, uint16_t port_id);
+  int open_nodes();
+  int add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& peers);
+  int start_engines();
+  int check_open(const CtlMsg& req, int* node_index) const;
+  int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
+  unsigned reclaim(uint32_t slot);
+  bool wait_drained(uint32_t slot);
+
+  RuntimeOptions o_;
+  bool daemon_ = false;
+  bool eal_up_ = false;
+  const rte_memzone* mz_ = nullptr;
+  ShmRoot* shm_ = nullptr;
+  std::vector<std::unique_ptr<PortBits>> ports_;
+  dp::RingPair ring_{};
+  bool has_ring_ = false;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::unique_ptr<dp::LcoreRunner> runner_;
+  bool engines_running_ = false;
+  std::mutex ctl_;  // the control path: rte_mp thread, housekeeping and the application
+  uint32_t ring_serial_ = 0;
+};
+
+}  // namespace imago::api

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * What the primary shares with applications in one memzone: the nodes, the buffer pools,
+ * and a fixed table of endpoint slots (rings, state, counters, loans). Secondary processes
+ * find it by name; DPDK maps it at the same address everywhere, so pointers stored here
+ * (rings, mempools) are valid in every process.
+ *
+ * Slot life: kFree -> kSetup (control fills it) -> kOpen (engine serves it) -> kClosing
+ * (control asks) -> kDrained (engine let go) -> kFree (control reclaimed loans and rings).
+ * Only the control path changes the table; the engine lcore notices through `generation`.
+ */
+#pragma once
+
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "api/loan.h"
+
+namespace imago::api {
+
+inline constexpr char kShmName[] = "imago_shm";
+inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
+inline constexpr uint32_t kShmVersion = 1;
+inline constexpr unsigned kMaxNodes = 4;
+inline constexpr unsigned kMaxEndpoints = 32;
+inline constexpr uint32_t kNameMax = 31;
+inline constexpr uint32_t kRingMin = 64, kRingMax = 4096, kRingDefault = 1024;
+
+enum class SlotState : uint32_t { kFree, kSetup, kOpen, kClosing, kDrained };
+
+/** A counter with one writer: a relaxed load and store, never a locked add. */
+struct Counter {
+  std::atomic<uint64_t> v{0};
+  void add(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
+/** Written by the engine lcore only. */
+struct EngineSideCounters {
+  Counter msgs_sent, bytes_sent, msgs_received, bytes_received;
+  Counter tx_inline, tx_pool, tx_zero_copy, rx_inline, rx_pool, rx_mbuf;
+  Counter rx_ring_full, rx_no_buffer, tx_invalid;
+};
+
+struct alignas(64) EndpointSlot {
+  std::atomic<SlotState> state{SlotState::kFree};
+  uint32_t node_index = 0;
+  uint64_t peer = 0;
+  uint32_t hash = 0;  ///< tag of this endpoint's messages on the wire (from the name)
+  int32_t pid = 0;    ///< owning process, watched for death
+  uint32_t ring_size = 0;
+  char name[kNameMax + 1] = {};
+  rte_ring* rx = nullptr;  ///< engine -> application
+  rte_ring* tx = nullptr;  ///< application -> engine
+  std::atomic<uint32_t> peer_ready{0};
+  EngineSideCounters c;
+  alignas(64) Counter tx_ring_full;  ///< written by the application
+  LoanTable rx_loans;                ///< lent by the engine, returned by the application
+  LoanTable tx_loans;                ///< lent by the application, returned by the engine
+};
+
+struct ShmRoot {
+  uint32_t magic = 0;
+  uint32_t version = 0;
+  uint32_t n_nodes = 0;
+  uint64_t node_ids[kMaxNodes] = {};
+  rte_mempool* msg_pool = nullptr;  ///< pool tier: messages up to pool_max bytes
+  rte_mempool* big_pool = nullptr;  ///< messages above pool_max that are not in one mbuf
+  uint32_t pool_max = 0;
+  uint32_t max_message = 0;
+  std::atomic<uint32_t> generation{0};  ///< bumped by every slot state change
+  Counter no_endpoint[kMaxNodes];       ///< messages for an endpoint not open here
+  EndpointSlot slots[kMaxEndpoints];
+
+  /** @return the index of node @p id, or -1. */
+  int node_index(uint64_t id) const {
+    for (uint32_t i = 0; i < n_nodes; ++i)
+      if (node_ids[i] == id) return static_cast<int>(i);
+    return -1;
+  }
+  /** @return the pool a message of @p len bytes is copied into. */
+  rte_mempool* pool_for(uint32_t len) const { return len <= pool_max ? msg_pool : big_pool; }
+};
+
+/** @return the wire tag of endpoint @p name: never 0, which is the control channel. */
+uint32_t endpoint_hash(const char* name);
+
+}  // namespace imago::api
