@@ -25,7 +25,7 @@ struct RuntimeOptions {
   unsigned engine_lcore = 0;        ///< 0: the first worker lcore
   uint32_t pool_max = 512;          ///< largest message copied into the pool tier
   uint32_t max_message = 65536;
-  uint32_t pool_buffers = 4096;
+  uint32_t pool_buffers = 4096;     ///< in each of the small and frame-sized pools
   uint32_t big_buffers = 64;
   double loss = 0;                  ///< injected receive loss, for tests
   uint64_t seed = 1;

@@ -124,9 +124,11 @@ int Runtime::create_shared() {
   // No per-lcore caches: secondary processes share lcore ids (see buffers.h).
   shm_->msg_pool = rte_mempool_create("imago_msgs", o_.pool_buffers, o_.pool_max + kHeadroom, 0, 0,
                                       nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
+  shm_->frame_pool = rte_mempool_create("imago_frames", o_.pool_buffers, kFrameClass + kHeadroom, 0, 0,
+                                        nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
   shm_->big_pool = rte_mempool_create("imago_big", o_.big_buffers, o_.max_message + kHeadroom, 0, 0,
                                       nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
-  if (shm_->msg_pool == nullptr || shm_->big_pool == nullptr) {
+  if (!shm_->msg_pool || !shm_->frame_pool || !shm_->big_pool) {
     IMAGO_LOG(ERR, api, "cannot create the message pools: %s\n", rte_strerror(rte_errno));
     return -ENOMEM;
   }
@@ -239,6 +241,7 @@ void Runtime::stop() {
   ports_.clear();
   if (shm_ != nullptr) {
     rte_mempool_free(shm_->msg_pool);
+    rte_mempool_free(shm_->frame_pool);
     rte_mempool_free(shm_->big_pool);
     rte_memzone_free(mz_);
     shm_ = nullptr;
@@ -369,6 +372,13 @@ void Runtime::print_stats(FILE* f) {
                  n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, n.link().counters().frames_in,
                  n.link().counters().frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
   }
+  unsigned mbufs = 0;
+  for (const auto& pb : ports_) mbufs += rte_mempool_in_use_count(pb->pool);
+  // In use counts what is out of the pools (held by rings, ports, applications): after an
+  // application dies it must come back to where it was before it attached.
+  std::fprintf(f, "pools: msgs_in_use=%u frames_in_use=%u big_in_use=%u mbufs_in_use=%u\n",
+               rte_mempool_in_use_count(shm_->msg_pool), rte_mempool_in_use_count(shm_->frame_pool),
+               rte_mempool_in_use_count(shm_->big_pool), mbufs);
   for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
     const EndpointSlot& s = shm_->slots[i];
     if (s.state.load(std::memory_order_acquire) != SlotState::kOpen) continue;

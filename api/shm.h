@@ -28,6 +28,7 @@ inline constexpr uint32_t kShmVersion = 1;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
+inline constexpr uint32_t kFrameClass = 2048;
 inline constexpr uint32_t kRingMin = 64, kRingMax = 4096, kRingDefault = 1024;
 
 enum class SlotState : uint32_t { kFree, kSetup, kOpen, kClosing, kDrained };
@@ -68,8 +69,9 @@ struct ShmRoot {
   uint32_t version = 0;
   uint32_t n_nodes = 0;
   uint64_t node_ids[kMaxNodes] = {};
-  rte_mempool* msg_pool = nullptr;  ///< pool tier: messages up to pool_max bytes
-  rte_mempool* big_pool = nullptr;  ///< messages above pool_max that are not in one mbuf
+  rte_mempool* msg_pool = nullptr;    ///< pool tier: messages up to pool_max bytes
+  rte_mempool* frame_pool = nullptr;  ///< up to kFrameClass bytes (about one frame's payload)
+  rte_mempool* big_pool = nullptr;    ///< larger messages, up to max_message
   uint32_t pool_max = 0;
   uint32_t max_message = 0;
   std::atomic<uint32_t> generation{0};  ///< bumped by every slot state change
@@ -83,7 +85,9 @@ struct ShmRoot {
     return -1;
   }
   /** @return the pool a message of @p len bytes is copied into. */
-  rte_mempool* pool_for(uint32_t len) const { return len <= pool_max ? msg_pool : big_pool; }
+  rte_mempool* pool_for(uint32_t len) const {
+    return len <= pool_max ? msg_pool : len <= kFrameClass ? frame_pool : big_pool;
+  }
 };
 
 /** @return the wire tag of endpoint @p name: never 0, which is the control channel. */

@@ -58,3 +58,20 @@ build_tree() {
   say "building $dir (log: $log)"
   ninja -C "$dir" >>"$log" 2>&1 || { grep -E 'error|FAILED' -A5 "$log" | head -60; die "build of $dir failed (log: $log)"; }
 }
+
+# setup_hugepages [N]: reserve N 2 MiB hugepages (default 512) and mount hugetlbfs on
+# /dev/hugepages, for imagod and its secondary processes. Idempotent; never shrinks a
+# larger reservation. Prints why and returns 1 when the kernel refuses.
+setup_hugepages() {
+  local want=${1:-512} have
+  have=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+  if [ "$have" -lt "$want" ]; then echo "$want" > /proc/sys/vm/nr_hugepages 2>/dev/null || true; fi
+  mkdir -p /dev/hugepages
+  if ! mountpoint -q /dev/hugepages; then mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true; fi
+  have=$(awk '/HugePages_Total/ {print $2}' /proc/meminfo)
+  if [ "${have:-0}" -lt 64 ] || ! mountpoint -q /dev/hugepages; then
+    echo "hugepages: could not reserve $want 2 MiB pages or mount /dev/hugepages (have ${have:-0})"
+    return 1
+  fi
+  say "hugepages: ${have} x 2 MiB reserved, hugetlbfs on /dev/hugepages"
+}

@@ -8,6 +8,9 @@ source "$(dirname "$0")/lib.sh"
 need_root
 install_packages
 build_tree "$IMAGO_ROOT/build"
+# imagod and its secondary processes (the API's multi-process tests) need hugepages; the
+# tests that need them say why they skip when this fails.
+setup_hugepages 512 || true
 build_tree "$IMAGO_ROOT/build-asan" -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbenchmarks=false
 
