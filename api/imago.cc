@@ -44,6 +44,7 @@ bool g_attached = false;  // EAL starts once per process
 
 int control(imago_t* im, CtlMsg& m) {
   if (!im->rt) return ctl_request(m);
+  im->rt->housekeeping();  // finish closes that timed out (no daemon loop here)
   m.version = kShmVersion;
   m.pid = getpid();
   switch (m.op) {
@@ -59,6 +60,18 @@ constexpr uint32_t kKnownFlags = IMAGO_FASTPATH | IMAGO_ACK_REQ;
 
 uint32_t& loan_of(void* obj) { return *static_cast<uint32_t*>(obj); }  // headroom bytes 0..3
 
+// A pool buffer for @p len bytes, recorded as lent to the engine. @return it, or nullptr
+// with *loan = LoanTable::kNone (every loan slot taken) or 0 (pool empty).
+void* lend_tx_buffer(imago_ep* ep, uint32_t len, uint32_t* loan) {
+  *loan = 0;
+  void* obj = buffer_get(ep->im->shm->pool_for(len));
+  if (obj == nullptr) return nullptr;
+  *loan = ep->slot->tx_loans.lend(obj);
+  if (*loan != LoanTable::kNone) return obj;
+  buffer_put(obj);
+  return nullptr;
+}
+
 // Describe one message to send by copy. @return 0, -EAGAIN (no buffer now).
 int fill_copy(imago_ep* ep, const void* data, uint32_t len, uint32_t flags, imago_msg& d) {
   d.len = len;
@@ -70,13 +83,9 @@ int fill_copy(imago_ep* ep, const void* data, uint32_t len, uint32_t flags, imag
     if (len) std::memcpy(d.u.inline_data, data, len);
     return 0;
   }
-  void* obj = buffer_get(ep->im->shm->pool_for(len));
+  uint32_t loan;
+  void* obj = lend_tx_buffer(ep, len, &loan);
   if (obj == nullptr) return -EAGAIN;
-  uint32_t loan = ep->slot->tx_loans.lend(obj);
-  if (loan == LoanTable::kNone) {
-    buffer_put(obj);
-    return -EAGAIN;
-  }
   auto* buf = static_cast<uint8_t*>(obj) + kHeadroom;
   std::memcpy(buf, data, len);
   d.tier = IMAGO_TIER_POOL;
@@ -234,13 +243,9 @@ int imago_send_burst(imago_ep_t* ep, const struct imago_iov* msgs, unsigned n, u
 int imago_buf_alloc(imago_ep_t* ep, uint32_t len, void** buf) {
   if (ep == nullptr || buf == nullptr) return -EINVAL;
   if (len > ep->im->shm->max_message) return -EMSGSIZE;
-  void* obj = buffer_get(ep->im->shm->pool_for(len));
-  if (obj == nullptr) return -EAGAIN;
-  uint32_t loan = ep->slot->tx_loans.lend(obj);
-  if (loan == LoanTable::kNone) {
-    buffer_put(obj);
-    return -ENOSPC;
-  }
+  uint32_t loan;
+  void* obj = lend_tx_buffer(ep, len, &loan);
+  if (obj == nullptr) return loan == LoanTable::kNone ? -ENOSPC : -EAGAIN;
   loan_of(obj) = loan;
   *buf = static_cast<uint8_t*>(obj) + kHeadroom;
   return 0;
