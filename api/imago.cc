@@ -140,8 +140,12 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   if (out == nullptr) return -EINVAL;
   if (g_attached) return -EALREADY;
   std::string prefix = file_prefix ? file_prefix : "imago";
+  // The application's thread is lcore 0 but may run on any CPU: several applications and
+  // imagod's control thread share the machine, and pinning them all to one CPU starves them.
+  unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  std::string lcores = "0@(0-" + std::to_string(ncpu - 1) + ")";
   if (dp::eal_start("imago-app", {"--proc-type=secondary", "--file-prefix", prefix, "--no-pci",
-                                  "--no-telemetry", "-l", "0", "--log-level=lib.*:warning"}) < 0) {
+                                  "--no-telemetry", "--lcores", lcores, "--log-level=lib.*:warning"}) < 0) {
     return -EIO;
   }
   CtlMsg m{};
