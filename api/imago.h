@@ -90,7 +90,7 @@ uint64_t imago_node_id(const imago_t *im, unsigned index);
 /** Endpoint options. Zero fields take the default. */
 struct imago_ep_opts {
 	uint64_t local_node; /**< which node of this attachment (0: the first) */
-	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..8192 [1024] */
+	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..4096 [1024] */
 	uint32_t reserved;
 };
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "dataplane/log.h"
@@ -36,19 +37,38 @@ int eal_start(const std::string& prog, const std::vector<std::string>& eal_args)
   argv.push_back(nullptr);
   if (rte_eal_init(static_cast<int>(owned.size()), argv.data()) < 0) {
     int err = rte_errno;
-    IMAGO_LOG(ERR, dataplane, "EAL initialisation failed: %s\n", rte_strerror(err));
-    return -err;
+    IMAGO_LOG(ERR, dataplane, "EAL initialisation failed: %s\n", err ? rte_strerror(err) : "see EAL's messages");
+    return err ? -err : -EIO;  // EAL does not always set rte_errno
   }
   return 0;
 }
 
 void eal_own_runtime_dir() { g_runtime_dir = rte_eal_get_runtime_dir(); }
 
+namespace {
+
+// A primary's hugepage files (<hugetlbfs mount>/<prefix>map_N) outlive rte_eal_cleanup() so
+// that secondaries could still map them; once the primary is done they are litter.
+void remove_hugepage_files(const std::string& prefix) {
+  std::ifstream mounts("/proc/mounts");
+  std::string dev, dir, type, rest;
+  while (mounts >> dev >> dir >> type && std::getline(mounts, rest)) {
+    if (type != "hugetlbfs") continue;
+    std::error_code ec;  // best effort, as for the runtime directory
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().filename().string().rfind(prefix + "map_", 0) == 0) std::filesystem::remove(e.path(), ec);
+  }
+}
+
+}  // namespace
+
 int eal_stop() {
+  const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
   int rc = rte_eal_cleanup();
   if (!g_runtime_dir.empty()) {
     std::error_code ec;  // best effort: a failure leaves a directory, never an error
     std::filesystem::remove_all(g_runtime_dir, ec);
+    if (primary) remove_hugepage_files(std::filesystem::path(g_runtime_dir).filename().string());
     g_runtime_dir.clear();
   }
   return rc;

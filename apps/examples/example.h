@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the two examples share, written against the public API (imago.h) only: the command
+ * line, attaching (embedded or to imagod), opening an endpoint, signals, the clock, and a
+ * self-checking message: {seq, len, checksum} then bytes derived from seq.
+ */
+#ifndef IMAGO_EXAMPLE_H
+#define IMAGO_EXAMPLE_H
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <imago.h>
+
+#define EX_END UINT64_MAX /* seq of the last message: "no more" */
+#define EX_HDR 16u        /* bytes of the header below, the smallest message */
+
+struct ex_hdr {
+	uint64_t seq;
+	uint32_t len;
+	uint32_t sum; /* FNV-1a over seq, len and the bytes after the header */
+};
+
+struct ex_opts {
+	const char *role, *prefix, *name;
+	uint64_t node, peer, count;
+	uint32_t size_min, size_max, hold, zero_copy, use_wait;
+	double timeout_s;
+};
+
+static volatile sig_atomic_t ex_stop;
+static void ex_on_signal(int sig) { (void)sig; ex_stop = 1; }
+
+static inline uint64_t ex_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The size of message @p seq: fixed, or spread over [size_min, size_max]. */
+static inline uint32_t ex_size(const struct ex_opts *o, uint64_t seq)
+{
+	return o->size_min + (uint32_t)((seq * 7919u) % (o->size_max - o->size_min + 1u));
+}
+
+static inline uint32_t ex_sum(const uint8_t *p, uint32_t len)
+{
+	uint32_t h = 2166136261u;
+	for (uint32_t i = 0; i < len; ++i)
+		if (i < 12 || i >= EX_HDR) h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/* Write message @p seq of @p len bytes (>= EX_HDR) into @p buf. */
+static inline void ex_fill(void *buf, uint64_t seq, uint32_t len)
+{
+	uint8_t *p = buf;
+	struct ex_hdr h = {seq, len, 0};
+	memcpy(p, &h, EX_HDR);
+	for (uint32_t i = EX_HDR; i < len; ++i) p[i] = (uint8_t)(seq * 131u + i);
+	h.sum = ex_sum(p, len);
+	memcpy(p + offsetof(struct ex_hdr, sum), &h.sum, sizeof h.sum);
+}
+
+/* @return 0 and *seq when @p len bytes at @p data are an intact message, -1 otherwise. */
+static inline int ex_check(const void *data, uint32_t len, uint64_t *seq)
+{
+	struct ex_hdr h;
+	if (len < EX_HDR) return -1;
+	memcpy(&h, data, EX_HDR);
+	*seq = h.seq;
+	return h.len == len && h.sum == ex_sum(data, len) ? 0 : -1;
+}
+
+/* Parse `prog ROLE [options]`. @return 0, 1 (--help printed), or 2 (bad line, said why). */
+static int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[3], const char *help)
+{
+	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout ";
+	o->role = roles[2];
+	for (int i = 1; i < argc; ++i) {
+		const char *a = argv[i], *v = NULL;
+		char key[32];
+		snprintf(key, sizeof key, " %s ", a);
+		if (a[0] == '-' && strstr(valued, key) != NULL) {
+			if (i + 1 == argc) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
+			v = argv[++i];
+		}
+		if (!strcmp(a, "--help")) return printf(help, argv[0]), 1;
+		else if (a[0] != '-' && (!strcmp(a, roles[0]) || !strcmp(a, roles[1]) || !strcmp(a, roles[2]))) o->role = a;
+		else if (!strcmp(a, "--secondary")) o->prefix = v;
+		else if (!strcmp(a, "--name")) o->name = v;
+		else if (!strcmp(a, "--node")) o->node = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--peer")) o->peer = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--count")) o->count = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--hold")) o->hold = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--timeout")) o->timeout_s = strtod(v, NULL);
+		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
+		else if (!strcmp(a, "--wait")) o->use_wait = 1;
+		else if (!strcmp(a, "--size")) {
+			char *end;
+			o->size_min = o->size_max = (uint32_t)strtoul(v, &end, 0);
+			if (*end == '-') o->size_max = (uint32_t)strtoul(end + 1, NULL, 0);
+		} else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
+	}
+	if (o->size_min < EX_HDR || o->size_max < o->size_min || o->count == 0)
+		return fprintf(stderr, "%s: --size must be >= %u (A-B: A <= B), --count > 0\n", argv[0], EX_HDR), 2;
+	if (o->prefix == NULL && strcmp(o->role, roles[2]))
+		return fprintf(stderr, "%s: '%s' alone needs --secondary PREFIX (an imagod); embedded runs '%s'\n",
+			       argv[0], o->role, roles[2]), 2;
+	struct sigaction sa = {.sa_handler = ex_on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return 0;
+}
+
+/* Attach (embedded, or to the imagod of --secondary). @return 0 or a negative errno, said. */
+static int ex_attach(const struct ex_opts *o, const char *prog, imago_t **im)
+{
+	int rc = o->prefix ? imago_attach_secondary(o->prefix, im) : imago_attach_embedded(0, NULL, im);
+	if (rc < 0)
+		fprintf(stderr, "%s: cannot attach %s%s: %s\n", prog, o->prefix ? "to imagod " : "embedded",
+			o->prefix ? o->prefix : "", strerror(-rc));
+	return rc;
+}
+
+/* Open o->name on node @p local towards @p peer (0: the attachment's other node). */
+static imago_ep_t *ex_open(imago_t *im, const struct ex_opts *o, uint64_t local, uint64_t peer, const char *prog)
+{
+	for (unsigned i = 0; peer == 0 && i < imago_node_count(im); ++i)
+		if (imago_node_id(im, i) != local) peer = imago_node_id(im, i);
+	struct imago_ep_opts eo = {.local_node = local};
+	imago_ep_t *ep = NULL;
+	int rc = peer ? imago_open(im, o->name, peer, &eo, &ep) : -EINVAL;
+	if (rc < 0)
+		fprintf(stderr, "%s: cannot open endpoint '%s' on node %llu to node %llu%s: %s\n", prog, o->name,
+			(unsigned long long)local, (unsigned long long)peer, peer ? "" : " (give --peer)", strerror(-rc));
+	else
+		printf("READY endpoint '%s' node %llu -> node %llu\n", o->name, (unsigned long long)local,
+		       (unsigned long long)peer);
+	fflush(stdout);
+	return ep;
+}
+
+/*
+ * Wait until the engine has taken @p total messages from @p ep (imago_stats().msgs_sent):
+ * closing or detaching drops what it has not taken yet. @p timeout_s <= 0: no limit.
+ * @return 0 or -ETIMEDOUT.
+ */
+static inline int ex_drain(imago_ep_t *ep, uint64_t total, double timeout_s)
+{
+	struct imago_ep_stats st;
+	uint64_t end = timeout_s > 0 ? ex_now_ns() + (uint64_t)(timeout_s * 1e9) : UINT64_MAX;
+	while (imago_stats(ep, &st) == 0 && st.msgs_sent < total && !ex_stop)
+		if (ex_now_ns() > end) return -ETIMEDOUT;
+	return 0;
+}
+
+/* The rate part of a RESULT line: duration_s, msgs_per_s, gbps. */
+static inline void ex_print_rate(uint64_t msgs, uint64_t bytes, uint64_t ns)
+{
+	double s = ns ? (double)ns / 1e9 : 1e-9;
+	printf("\"duration_s\":%.6f,\"msgs_per_s\":%.1f,\"gbps\":%.4f", s, (double)msgs / s, (double)bytes * 8 / s / 1e9);
+}
+
+#endif /* IMAGO_EXAMPLE_H */

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * imago-pubsub: a publisher sends --count numbered, checksummed messages on one endpoint and
+ * a subscriber checks that each arrives once, in order and intact, then prints RESULT.
+ * `both` runs the two in this process (embedded by default); `pub` and `sub` attach to an
+ * imagod (--secondary PREFIX) as two applications.
+ */
+#include "example.h"
+
+static const char *const roles[3] = {"pub", "sub", "both"};
+static const char help[] =
+	"Usage: %s pub|sub|both [options]\n"
+	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
+	"  --node ID           this process's node [pub 1, sub 2]    --peer ID  [the other node]\n"
+	"  --name NAME         endpoint name [pubsub]               --count N  messages [1000000]\n"
+	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
+	"  --hold K            sub: keep the last K messages unreleased [0]\n"
+	"  --zero-copy         pub: write into imago_buf_alloc() buffers, imago_send_zc()\n"
+	"  --timeout S         give up after S seconds without progress [0: never]\n";
+
+struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *scratch; };
+struct sub {
+	imago_ep_t *ep; uint8_t *seen; struct imago_msg *held;
+	uint64_t delivered, distinct, bytes, top, lost_end, dup, reord, bad, t0, t1, nheld, pos;
+	int done;
+};
+
+/* Send what the tx ring takes now, up to a burst. @return messages taken, or -errno. */
+static int pub_step(struct pub *p, const struct ex_opts *o)
+{
+	int ready = imago_peer_ready(p->ep);
+	if (ready && p->t0 == 0) p->t0 = ex_now_ns();
+	if (ready != p->ready)
+		printf("pub: peer %s\n", ready ? "ready" : "gone (its endpoint closed)"), fflush(stdout);
+	p->ready = ready;
+	if (p->done) return 0;
+	struct imago_iov iov[32];
+	unsigned n = 0;
+	for (uint64_t s = p->next; n < 32 && s <= o->count; ++s, ++n) {
+		uint32_t len = s == o->count ? EX_HDR : ex_size(o, s);
+		void *buf = p->scratch + (size_t)n * o->size_max;
+		if (o->zero_copy) {
+			int rc = imago_buf_alloc(p->ep, len, &buf);
+			if (rc < 0) return rc == -EAGAIN ? 0 : rc;
+			ex_fill(buf, s == o->count ? EX_END : s, len);
+			if ((rc = imago_send_zc(p->ep, buf, len, 0)) < 0) /* the buffer is still ours */
+				return imago_buf_free(p->ep, buf), rc == -EAGAIN ? 0 : rc;
+			p->bytes += s < o->count ? len : 0, p->next++, p->done = p->next > o->count;
+			return 1;
+		}
+		ex_fill(buf, s == o->count ? EX_END : s, len);
+		iov[n] = (struct imago_iov){buf, len};
+	}
+	int k = imago_send_burst(p->ep, iov, n, 0);
+	for (int i = 0; i < k; ++i) p->bytes += p->next + (uint64_t)i < o->count ? iov[i].len : 0;
+	p->next += k > 0 ? (uint64_t)k : 0;
+	p->done = p->next > o->count;
+	return k;
+}
+
+/* Check what arrived; keep the last --hold descriptors. @return messages, or -errno. */
+static int sub_step(struct sub *s, const struct ex_opts *o)
+{
+	struct imago_msg m[32];
+	int n = imago_recv_burst(s->ep, m, 32);
+	for (int i = 0; i < n; ++i) {
+		uint64_t seq;
+		if (s->t0 == 0) s->t0 = ex_now_ns();
+		int bad = ex_check(imago_msg_data(&m[i]), m[i].len, &seq) < 0;
+		if (bad || (seq != EX_END && (seq >= o->count || m[i].len != ex_size(o, seq)))) {
+			s->bad++;
+		} else if (seq == EX_END) {
+			s->done = 1;
+			s->lost_end = o->count - s->distinct;
+			continue;
+		} else if (s->seen[seq / 8] & (1u << seq % 8)) {
+			s->dup++;
+		} else {
+			s->seen[seq / 8] |= (uint8_t)(1u << seq % 8);
+			s->reord += seq < s->top, s->distinct++;
+			s->top = seq >= s->top ? seq + 1 : s->top;
+		}
+		s->delivered++, s->bytes += m[i].len, s->t1 = ex_now_ns();
+		if (o->hold == 0) continue;
+		if (s->nheld == o->hold) imago_release(s->ep, &s->held[s->pos], 1);
+		s->held[s->pos] = m[i], s->pos = (s->pos + 1) % o->hold;
+		s->nheld += s->nheld < o->hold;
+	}
+	if (n > 0 && o->hold == 0) imago_release(s->ep, m, (unsigned)n);
+	s->done |= s->distinct == o->count;
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	struct ex_opts o = {.name = "pubsub", .count = 1000000, .size_min = 64, .size_max = 64};
+	int rc = ex_parse(argc, argv, &o, roles, help);
+	if (rc) return rc == 1 ? 0 : rc;
+	int do_pub = strcmp(o.role, "sub") != 0, do_sub = strcmp(o.role, "pub") != 0;
+	imago_t *im;
+	if (ex_attach(&o, argv[0], &im) < 0) return 1;
+	rc = 1;
+	struct pub p = {.scratch = malloc((size_t)32 * o.size_max)};
+	struct sub s = {.seen = calloc(o.count / 8 + 1, 1), .held = calloc(o.hold + 1, sizeof(struct imago_msg))};
+	uint64_t pub_node = do_pub && o.node ? o.node : 1, sub_node = do_sub && o.node ? o.node : 2;
+	if (do_sub && !(s.ep = ex_open(im, &o, sub_node, do_pub ? pub_node : o.peer, argv[0]))) goto out;
+	if (do_pub && !(p.ep = ex_open(im, &o, pub_node, do_sub ? sub_node : o.peer, argv[0]))) goto out;
+	uint64_t last = ex_now_ns(), seen = 0;
+	int finished = 0;
+	rc = 0;
+	while (!ex_stop && rc >= 0 && !finished) {
+		rc = do_pub ? pub_step(&p, &o) : 0;
+		if (rc >= 0 && do_sub) rc = sub_step(&s, &o);
+		finished = do_sub ? s.done : p.done;
+		uint64_t now = ex_now_ns(), progress = p.next + s.delivered;
+		if (progress != seen) seen = progress, last = now;
+		else if (o.timeout_s > 0 && (double)(now - last) > o.timeout_s * 1e9) rc = -ETIMEDOUT;
+	}
+	if (rc >= 0 && do_pub && !do_sub && p.done) rc = ex_drain(p.ep, o.count + 1, o.timeout_s);
+	if (rc < 0) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
+	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
+	struct imago_ep_stats st = {0};
+	if (s.ep) imago_stats(s.ep, &st);
+	uint64_t lost = s.done ? s.lost_end : s.top - s.distinct;
+	uint64_t sent = do_pub ? (p.next > o.count ? o.count : p.next) : o.count;
+	printf("RESULT {\"mode\":\"pubsub\",\"role\":\"%s\",\"msgs_sent\":%llu,", o.role, (unsigned long long)sent);
+	if (do_pub) printf("\"bytes_sent\":%llu,", (unsigned long long)p.bytes);
+	if (do_sub) {
+		printf("\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)s.delivered,
+		       (unsigned long long)s.bytes);
+		ex_print_rate(s.delivered, s.bytes, s.t1 - s.t0);
+		printf(",\"lost\":%llu,\"duplicated\":%llu,\"reordered\":%llu,\"corrupted\":%llu,\"held\":%llu,"
+		       "\"rx_inline\":%llu,\"rx_pool\":%llu,\"rx_mbuf\":%llu}\n",
+		       (unsigned long long)lost, (unsigned long long)s.dup, (unsigned long long)s.reord,
+		       (unsigned long long)s.bad, (unsigned long long)s.nheld, (unsigned long long)st.rx_inline,
+		       (unsigned long long)st.rx_pool, (unsigned long long)st.rx_mbuf);
+	} else {
+		ex_print_rate(sent, p.bytes, p.t0 ? ex_now_ns() - p.t0 : 0);
+		imago_stats(p.ep, &st); /* tx_ring_full: sends refused for back-pressure */
+		printf(",\"peer_ready\":%d,\"tx_ring_full\":%llu}\n", p.ready, (unsigned long long)st.tx_ring_full);
+	}
+	fflush(stdout);
+	rc = rc < 0 || (do_sub && (lost || s.dup || s.reord || s.bad)) ? 1 : 0;
+out:
+	if (s.ep && s.nheld) imago_release(s.ep, s.held, (unsigned)s.nheld); /* or let detach reclaim them */
+	imago_detach(im);
+	free(p.scratch), free(s.seen), free(s.held);
+	return rc;
+}

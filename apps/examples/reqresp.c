@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * imago-reqresp: a client sends --count requests one at a time and waits for each response;
+ * the server echoes every request. The client checks each response and prints the round-trip
+ * percentiles in RESULT. `both` runs the two in this process (embedded by default); `client`
+ * and `server` attach to an imagod (--secondary PREFIX) as two applications.
+ */
+#include "example.h"
+
+static const char *const roles[3] = {"client", "server", "both"};
+static const char help[] =
+	"Usage: %s client|server|both [options]\n"
+	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
+	"  --node ID           this process's node [client 1, server 2]   --peer ID  [the other node]\n"
+	"  --name NAME         endpoint name [reqresp]      --count N  requests [10000]\n"
+	"  --size B | A-B      request bytes (>= 16), or spread over A..B [64]\n"
+	"  --wait              sleep in imago_wait() between messages instead of polling\n"
+	"  --timeout S         a request unanswered for S seconds is an error, 0: wait forever [5]\n"
+	"The server exits when its client is done (or on SIGINT).\n";
+
+/* Echo every request waiting on @p ep. @return requests echoed, -1 after the last, or -errno. */
+static int serve(imago_ep_t *ep, uint64_t *served)
+{
+	struct imago_msg m[32];
+	int n = imago_recv_burst(ep, m, 32), rc = n, end = 0;
+	for (int i = 0; i < n && rc >= 0; ++i) {
+		uint64_t seq = 0;
+		if (ex_check(imago_msg_data(&m[i]), m[i].len, &seq) == 0 && seq == EX_END) {
+			end = 1;
+			break;
+		}
+		while ((rc = imago_send(ep, imago_msg_data(&m[i]), m[i].len, IMAGO_FASTPATH)) == -EAGAIN && !ex_stop) {}
+		*served += rc == 0;
+	}
+	if (n > 0) imago_release(ep, m, (unsigned)n);
+	return rc < 0 ? rc : end ? -1 : n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const uint64_t *v, uint64_t n, double q)
+{
+	uint64_t i = (uint64_t)(q * (double)n);
+	return n ? (double)v[i < n ? i : n - 1] / 1e3 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ex_opts o = {.name = "reqresp", .count = 10000, .size_min = 64, .size_max = 64, .timeout_s = 5};
+	int rc = ex_parse(argc, argv, &o, roles, help);
+	if (rc) return rc == 1 ? 0 : rc;
+	int do_cli = strcmp(o.role, "server") != 0, do_srv = strcmp(o.role, "client") != 0;
+	imago_t *im;
+	imago_ep_t *cli = NULL, *srv = NULL;
+	uint64_t *rtt = calloc(o.count, sizeof *rtt), n = 0, served = 0, bytes = 0;
+	uint64_t lost = 0, dup = 0, reord = 0, bad = 0;
+	char *req = malloc(o.size_max);
+	if (ex_attach(&o, argv[0], &im) < 0) return 1;
+	rc = 1;
+	uint64_t cli_node = do_cli && o.node ? o.node : 1, srv_node = do_srv && o.node ? o.node : 2;
+	if (do_srv && !(srv = ex_open(im, &o, srv_node, do_cli ? cli_node : o.peer, argv[0]))) goto out;
+	if (do_cli && !(cli = ex_open(im, &o, cli_node, do_srv ? srv_node : o.peer, argv[0]))) goto out;
+	rc = 0;
+	uint64_t t0 = ex_now_ns();
+	for (uint64_t seq = 0; do_cli && !ex_stop && rc >= 0 && seq <= o.count; ++seq) {
+		uint32_t len = seq == o.count ? EX_HDR : ex_size(&o, seq);
+		ex_fill(req, seq == o.count ? EX_END : seq, len);
+		uint64_t start = ex_now_ns();
+		uint64_t deadline = o.timeout_s > 0 ? start + (uint64_t)(o.timeout_s * 1e9) : UINT64_MAX;
+		while ((rc = imago_send(cli, req, len, IMAGO_FASTPATH)) == -EAGAIN && !ex_stop && ex_now_ns() < deadline)
+			if (srv) serve(srv, &served);
+		if (seq == o.count) break; /* the last one, "no more", has no answer */
+		for (int got = 0; rc >= 0 && !got && !ex_stop;) {
+			struct imago_msg m;
+			if (srv && (rc = serve(srv, &served)) == -1) rc = 0;
+			if (rc >= 0 && o.use_wait && !srv) rc = imago_wait(cli, 100000);
+			if (rc >= 0 && (rc = imago_recv_burst(cli, &m, 1)) == 1) {
+				uint64_t r;
+				if (ex_check(imago_msg_data(&m), m.len, &r) < 0 || (r == seq && m.len != len)) bad++;
+				else if (r < seq) dup++;
+				else if (r > seq) reord++;
+				else rtt[n++] = ex_now_ns() - start, bytes += m.len, got = 1;
+				imago_release(cli, &m, 1);
+			}
+			if (!got && rc >= 0 && ex_now_ns() > deadline) lost++, rc = -ETIMEDOUT;
+		}
+	}
+	if (do_cli && rc >= 0 && !ex_stop) rc = ex_drain(cli, o.count + 1, o.timeout_s);
+	uint64_t t1 = ex_now_ns();
+	while (!do_cli && !ex_stop && (rc = serve(srv, &served)) >= 0)
+		if (o.use_wait) imago_wait(srv, 100000);
+	if (rc < -1) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
+	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
+	qsort(rtt, n, sizeof *rtt, cmp_u64);
+	printf("RESULT {\"mode\":\"reqresp\",\"role\":\"%s\",", o.role);
+	if (do_srv) printf("\"requests_served\":%llu,", (unsigned long long)served);
+	if (do_cli) {
+		printf("\"msgs_sent\":%llu,\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,",
+		       (unsigned long long)(n + lost), (unsigned long long)n, (unsigned long long)bytes);
+		ex_print_rate(n, bytes, t1 - t0);
+		printf(",\"lost\":%llu,\"duplicated\":%llu,\"reordered\":%llu,\"corrupted\":%llu,"
+		       "\"rtt_us\":{\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}}\n",
+		       (unsigned long long)lost, (unsigned long long)dup, (unsigned long long)reord, (unsigned long long)bad,
+		       pct(rtt, n, 0.5), pct(rtt, n, 0.99), pct(rtt, n, 0.999), pct(rtt, n, 1.0));
+	} else {
+		printf("\"msgs_delivered\":%llu}\n", (unsigned long long)served);
+	}
+	fflush(stdout);
+	rc = rc < -1 || lost || dup || reord || bad ? 1 : 0;
+out:
+	imago_detach(im);
+	free(rtt), free(req);
+	return rc;
+}

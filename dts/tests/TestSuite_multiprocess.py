@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""imagod and its applications as separate processes: the daemon mode of DESIGN.md.
+
+imagod is the DPDK primary (``--pair``: nodes 1 and 2 over a net_ring pair, on hugepages);
+the API examples (``apps/examples``) attach to it as DPDK secondary processes and open
+endpoints through rte_mp. A DPDK user expects the messages to arrive verified between two
+programs, and a program that is killed (SIGKILL: no clean-up of its own) to cost nothing: the
+daemon notices, reclaims every buffer it held, its peer sees the endpoint closed, and the next
+program works through the same daemon.
+
+Needs root, hugepages (reserved with ``scripts/lib.sh``'s ``setup_hugepages`` when missing; the
+tests are skipped with the reason when that fails) and the built imagod and examples.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from framework.imago_apps import (
+    DeliveryResult, ExampleParams, ImagodRun, Pools, cleanup_stale_hugepages, examples_missing_reason,
+    hugepages_missing_reason, start_example,
+)
+from framework.node import Node
+from framework.testsuite import TestSuite
+from framework.topology import Topology
+
+#: The verified stream of the first test; message sizes cover the inline (<= 48 B), pool
+#: (<= 512 B) and zero-copy mbuf (> 512 B) tiers.
+MSGS = 1_000_000
+SIZES = "16-600"
+#: The killed subscriber: 1000-byte messages (mbuf tier, and frame-pool copies once its 512
+#: mbuf loans are taken), the last HOLD of them never released.
+HOLD = 1000
+KILL_SIZE = 1000
+ENDLESS = 1_000_000_000
+#: Seconds: attach and READY; a whole 10^6 run on a loaded 2-core machine; imagod's reactions.
+READY_S = 30
+RUN_S = 240
+REACT_S = 15
+
+
+@pytest.fixture(scope="module")
+def multiprocess_host() -> None:
+    """Skip unless the binaries are built and hugepages can be had."""
+    reason = examples_missing_reason()
+    if reason:
+        pytest.skip(f"imagod / examples unavailable: {reason}")
+    cleanup_stale_hugepages()
+    reason = hugepages_missing_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def daemon(multiprocess_host, topology: Topology, request: pytest.FixtureRequest) -> tuple[Node, ImagodRun, Pools]:
+    """imagod --pair in node ``mp``, serving; with the pools baseline before any application."""
+    node = topology.add_node("mp")
+    d = ImagodRun.start(node, f"{topology.prefix}-imagod", stats_period_s=0.5)
+    request.addfinalizer(d.cleanup)
+    base = d.wait_serving(READY_S)
+    return node, d, base
+
+
+def _pubsub(where: Node, prefix: str, role: str, name: str | None = None, **kw):
+    """imago-pubsub @p role as a secondary of the imagod with file prefix @p prefix."""
+    return start_example(where, "imago-pubsub", ExampleParams(role=role, secondary=prefix, **kw), name=name)
+
+
+class TestSuiteMultiprocess(TestSuite):
+    """imagod with secondary-process applications: verified delivery, SIGKILL reclaim."""
+
+    def test_pubsub_million_verified_messages(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair; note the pools line before any application attached. Start
+            imago-pubsub sub (node 2) and, once it is READY, pub (node 1), both secondaries:
+            10^6 messages of 16..600 bytes, each carrying its sequence number and a checksum.
+        Verify:
+            The subscriber got all 10^6, none lost, duplicated, reordered or corrupted, as many
+            bytes as the publisher sent, in all three tiers (inline, pool, mbuf); both exit 0;
+            imagod's pools come back to the baseline; SIGTERM stops imagod with exit 0 and
+            'stopped cleanly'.
+        """
+        node, d, base = daemon
+        sub = _pubsub(node, d.file_prefix, "sub", node=2, count=MSGS, size=SIZES, timeout_s=60)
+        sub.wait_ready(READY_S)
+        pub = _pubsub(node, d.file_prefix, "pub", node=1, count=MSGS, size=SIZES, timeout_s=60)
+        pub_res = pub.result(RUN_S)
+        res: DeliveryResult = sub.result(RUN_S)
+        print(f"\nsub {' '.join(sub.params.argv())}: RESULT {res.raw}\npub: RESULT {pub_res.raw}")
+        self.verify(pub_res.msgs_sent == MSGS, f"publisher sent {pub_res.msgs_sent}, want {MSGS}")
+        self.verify(res.msgs_delivered == MSGS, f"delivered {res.msgs_delivered}, want {MSGS}")
+        self.verify(res.clean, f"lost {res.lost} duplicated {res.duplicated} reordered {res.reordered} "
+                               f"corrupted {res.corrupted}")
+        self.verify(res.bytes_delivered == pub_res.bytes_sent,
+                    f"bytes delivered {res.bytes_delivered} != sent {pub_res.bytes_sent}")
+        tiers = {k: res.raw.get(k, 0) for k in ("rx_inline", "rx_pool", "rx_mbuf")}
+        self.verify(all(v > 0 for v in tiers.values()), f"a tier was never used: {tiers}")
+        after = len(d.lines())
+        back = d.wait_pools(lambda p: p == base, REACT_S, after=after)
+        self.verify(back == base, f"pools {back} != baseline {base}")
+        self.verify(d.stop() == 0 and d.stopped_cleanly(), f"imagod did not stop cleanly:\n{d.proc.tail()}")
+
+    def test_killed_subscriber_is_reclaimed(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair (pools baseline), a subscriber on node 2 that holds its last
+            1000 messages unreleased (1000 bytes each), and an endless publisher on node 1.
+            Once imagod shows the subscriber holding its 1000, SIGKILL it. Then SIGINT the
+            publisher (blocked on the closed peer, its tx ring full). Then run a new
+            pub/sub pair on the same endpoint name and a request/response pair through the
+            same imagod. SIGTERM imagod.
+        Verify:
+            imagod says the process is gone and reclaims its endpoint with at least 1000
+            buffers back, and keeps running; the publisher prints that its peer went away and
+            exits 0 with peer_ready 0; once the publisher is stopped the pools are back at the
+            baseline; the new pairs deliver everything, verified (the round trips in order of
+            their percentiles); the pools are at the baseline again; imagod exits 0 and says
+            'stopped cleanly'.
+        """
+        node, d, base = daemon
+        sub = _pubsub(node, d.file_prefix, "sub", name="sub-held", node=2, count=ENDLESS, size=KILL_SIZE, hold=HOLD)
+        sub.wait_ready(READY_S)
+        pub = _pubsub(node, d.file_prefix, "pub", node=1, count=ENDLESS, size=KILL_SIZE)
+        pub.proc.wait_for_line("pub: peer ready", READY_S, stream="stdout")
+        # The subscriber's endpoint is on node 2, towards node 1; imagod names its pid.
+        held = d.wait_until(f"subscriber holding {HOLD}", lambda: next(
+            (e for e in d.endpoints("pubsub") if e.peer == 1 and e.held >= HOLD and e.received > 10 * HOLD), None),
+            READY_S)
+        self.verify(held.pid == sub.proc.pid, f"imagod's endpoint pid {held.pid} is not the subscriber {sub.proc.pid}")
+        sub.proc.signal(signal.SIGKILL)
+        sub.proc.wait(REACT_S)
+        rec = d.wait_reclaim(held.pid, REACT_S)
+        print(f"\nimagod: {[l for l in d.lines() if l.startswith('imago: ')]}")
+        self.verify((held.pid, "pubsub") in d.gone(), f"no 'process {held.pid} ... is gone' line")
+        self.verify(rec.buffers >= HOLD, f"reclaimed {rec.buffers} buffers, the subscriber held {HOLD}")
+        pub.proc.wait_for_line("pub: peer gone", REACT_S, stream="stdout")
+        self.verify(d.proc.running, "imagod died with its application")
+
+        pub.proc.signal(signal.SIGINT)
+        pub_res = pub.result(REACT_S)
+        self.verify(pub_res.peer_ready == 0 and pub_res.msgs_sent > 10 * HOLD, f"publisher: {pub_res.raw}")
+        after = len(d.lines())
+        back = d.wait_pools(lambda p: p == base, REACT_S, after=after)
+        self.verify(back == base, f"pools {back} != baseline {base}")
+
+        # The same imagod, the same endpoint name: a new pair works, and so does another app.
+        sub2 = _pubsub(node, d.file_prefix, "sub", name="sub-again", node=2, count=100_000, size="16-2000", timeout_s=60)
+        sub2.wait_ready(READY_S)
+        pub2 = _pubsub(node, d.file_prefix, "pub", name="pub-again", node=1, count=100_000, size="16-2000", timeout_s=60)
+        self.verify(pub2.result(RUN_S).msgs_sent == 100_000, "second publisher")
+        res2: DeliveryResult = sub2.result(RUN_S)
+        self.verify(res2.msgs_delivered == 100_000 and res2.clean, f"second subscriber: {res2.raw}")
+        srv = start_example(node, "imago-reqresp", ExampleParams(role="server", secondary=d.file_prefix, node=2, wait=True))
+        srv.wait_ready(READY_S)
+        cli = start_example(node, "imago-reqresp", ExampleParams(role="client", secondary=d.file_prefix, node=1,
+                                                                   count=2000, wait=True, timeout_s=30))
+        rr: DeliveryResult = cli.result(RUN_S)
+        served = srv.result(REACT_S)
+        print(f"client: RESULT {rr.raw}\nserver: RESULT {served.raw}")
+        rtt = rr.rtt_us()
+        self.verify(rr.msgs_delivered == 2000 and rr.clean and served.requests_served == 2000,
+                    f"request/response: client {rr.raw}, server {served.raw}")
+        self.verify(0 < rtt["p50"] <= rtt["p99"] <= rtt["p999"] <= rtt["max"], f"rtt percentiles out of order: {rtt}")
+        back = d.wait_pools(lambda p: p == base, REACT_S, after=len(d.lines()))
+        self.verify(back == base, f"pools {back} != baseline {base}")
+        rc = d.stop()
+        self.verify(rc == 0 and d.stopped_cleanly(), f"imagod exit {rc}:\n{d.proc.tail()}")
