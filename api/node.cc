@@ -100,10 +100,17 @@ void Node::refresh(uint32_t gen) {
   }
   for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
     EndpointSlot& s = shm_->slots[i];
-    if (s.node_index != spec_.index || s.state.load(std::memory_order_acquire) != SlotState::kOpen) continue;
+    SlotState st = s.state.load(std::memory_order_acquire);
+    if (s.node_index != spec_.index || (st != SlotState::kOpen && st != SlotState::kClosing)) continue;
     bool known = false;
     for (unsigned k = 0; k < n_active_ && !known; ++k) known = active_[k].slot_index == i;
-    if (!known) activate(i);
+    if (known) continue;
+    if (st == SlotState::kOpen) {
+      activate(i);
+    } else if (s.state.compare_exchange_strong(st, SlotState::kDrained, std::memory_order_acq_rel)) {
+      // Opened and closed before this lcore saw it open: nothing taken, nothing to let go.
+      shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+    }
   }
 }
 

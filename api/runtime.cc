@@ -81,7 +81,8 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
   if (daemon_) {
     g_runtime = this;
     if (rte_mp_action_register(kCtlAction, on_ctl) < 0) {
-      IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s\n", rte_strerror(rte_errno));
+      IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s%s\n", rte_strerror(rte_errno),
+                rte_errno == ENOTSUP ? " (EAL runs without a shared config: drop --no-shconf / --in-memory)" : "");
       return -EIO;
     }
   }

@@ -63,6 +63,7 @@ struct PeerCounters {
   uint64_t bytes_sent = 0;      ///< application bytes accepted by send()
   uint64_t bytes_received = 0;  ///< application bytes delivered
   uint64_t rto_expired = 0;
+  uint64_t tail_probes = 0;      ///< tail-loss probes: newest unit resent after a PTO of silence
   uint64_t tx_backpressure = 0;  ///< frame sink refused a frame
   uint64_t deliver_refused = 0;  ///< application refused a message (ring full)
   uint64_t credit_stalls = 0;    ///< flushes that stopped on a zero credit

@@ -66,6 +66,7 @@ inline constexpr uint32_t kAckReq = 0x2;    ///< the next frame asks the receive
 }
 
 struct Peer;       // engine-private per-peer state (peer.h)
+struct TxUnit;     // engine-private: one unit of the send window (send_window.h)
 struct FrameMeta;  // engine-private: what a frame being built carries (engine_tx.cc)
 
 class Engine {
@@ -134,12 +135,17 @@ class Engine {
   // engine_rx.cc: ACK side and receive side of a data/ack frame.
   bool records_ok(std::span<const uint8_t> body, Seq first) const;
   void on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now);
+  void release_acked(Peer& p, Seq ack, uint64_t now);
+  void mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx);
+  bool sample_ok(const Peer& p, const TxUnit& u, Seq s) const;
+  void detect_losses(Peer& p, const Header& h, Seq sack_max, bool sack_complete, uint64_t now);
+  uint32_t mark_lost_by_order(Peer& p);
   void on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload, uint64_t now);
   void try_deliver(Peer& p);
   bool deliver_one(Peer& p, std::span<const uint8_t> m);
   bool deliver_direct(Peer& p, uint8_t flags, std::span<const uint8_t> payload);
-  uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by);
+  uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);
 
@@ -155,6 +161,8 @@ class Engine {
   // engine_timer.cc.
   void run_timers(Peer& p, uint64_t now);
   void on_rto(Peer& p, uint64_t now);
+  void arm_tail_probe(Peer& p, uint64_t now);
+  void on_tail_probe(Peer& p);
   uint64_t peer_deadline(const Peer& p) const;
 
   Config cfg_;

@@ -22,64 +22,119 @@ void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> fram
   const Seq ack = h.ack;
   if (seq_gt(ack, tx.nxt())) return count(p, Reject::kBadAck);  // acks what we never sent
   if (seq_lt(ack, tx.una())) return;  // older than what we know: reordered, nothing new
-  if (ack != tx.una()) {
-    const TxUnit& last = tx.at(ack - 1);
-    if (last.tx_count == 1) p.rto.sample(now - last.first_tx_ns);  // Karn: unambiguous only
-    p.rto.reset_backoff();
-    p.rack_tx_ns = std::max(p.rack_tx_ns, last.last_tx_ns);
-    for (Seq s = tx.una(); s != ack; ++s)
-      if (tx.at(s).retx) --p.retx_count;
-    tx.release_to(ack);
-    if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
-    p.c.valid_acks++;
-    p.rto_deadline = tx.has_outstanding() ? now + p.rto.rto() : kNever;
-    update_ack_required(p);
-  }
+  if (ack != tx.una()) release_acked(p, ack, now);
   if (cfg_.flow_control) p.credit_out.update(ack, h.credit);
   Seq sack_max = ack;
+  uint64_t sample_tx = 0;  // first transmission of the newest newly SACKed unit sent once
   for (uint32_t i = 0; i < h.sack_count && cfg_.selective_repeat; ++i) {
     Seq a, b;
     decode_sack(frame, i, &a, &b);
     if (!seq_lt(ack, a) || !seq_lt(a, b) || seq_gt(b, tx.nxt())) return count(p, Reject::kBadSack);
-    for (Seq s = a; s != b; ++s) {
-      TxUnit& u = tx.at(s);
-      if (u.retx) --p.retx_count;
-      u.sacked = true;
-      u.retx = false;
-      p.rack_tx_ns = std::max(p.rack_tx_ns, u.last_tx_ns);
-    }
+    mark_sacked(p, a, b, &sample_tx);
     if (seq_gt(b, sack_max)) sack_max = b;
   }
+  if (sample_tx != 0) p.rto.sample(now - sample_tx);
+  // Fewer ranges than fit: the peer holds nothing beyond sack_max (always so in go-back-N).
+  const bool sack_complete = h.sack_count < cfg_.max_sack || !cfg_.selective_repeat;
+  p.unreported_from = sack_complete ? tx.nxt() : sack_max;
+  p.unreported_to = tx.nxt();
+  detect_losses(p, h, sack_max, sack_complete, now);
+}
+
+bool Engine::sample_ok(const Peer& p, const TxUnit& u, Seq s) const {
+  // Karn: only a unit sent once gives an unambiguous RTT. And only one the peer reports at
+  // once: a unit the last ACK could not list (beyond its max_sack ranges) may have been held
+  // for many round trips, and one such sample inflates the RTO by orders of magnitude.
+  return u.tx_count == 1 && !(seq_le(p.unreported_from, s) && seq_lt(s, p.unreported_to));
+}
+
+void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
+  SendWindow& tx = p.tx;
+  const TxUnit& last = tx.at(ack - 1);
+  // A unit SACKed before was sampled then: it has waited for a repair below it since, and
+  // sampling it now would stretch the RTT by the whole repair (Karn: sent once only).
+  if (!last.sacked && sample_ok(p, last, ack - 1)) p.rto.sample(now - last.first_tx_ns);
+  p.rto.reset_backoff();
+  // RACK evidence: the frame that last carried it got through. Without timestamps on the
+  // wire a repair's answer cannot be told from a late original's, and RFC 8985's min_rtt
+  // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
+  // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
+  // at worst a few spurious repairs when an original was reordered past its repair.
+  if (!last.sacked) p.rack_frame = std::max(p.rack_frame, last.frame);
+  for (Seq s = tx.una(); s != ack; ++s)
+    if (tx.at(s).retx) --p.retx_count;
+  tx.release_to(ack);
+  if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
+  p.c.valid_acks++;
+  p.rto_deadline = tx.has_outstanding() ? now + p.rto.rto() : kNever;
+  arm_tail_probe(p, now);
+  update_ack_required(p);
+}
+
+void Engine::mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx) {
+  for (Seq s = from; s != to; ++s) {
+    TxUnit& u = p.tx.at(s);
+    if (u.sacked) continue;  // its evidence was taken when it was first reported
+    if (u.retx) --p.retx_count;
+    u.sacked = true;
+    u.retx = false;
+    p.tx.flight_remove(s);
+    p.rack_frame = std::max(p.rack_frame, u.frame);
+    if (sample_ok(p, u, s)) *sample_tx = std::max(*sample_tx, u.first_tx_ns);
+  }
+}
+
+void Engine::detect_losses(Peer& p, const Header& h, Seq sack_max, bool sack_complete,
+                           uint64_t now) {
+  SendWindow& tx = p.tx;
+  const Seq ack = h.ack;
   const bool nack = (h.flags & frame_flag::kNack) && tx.outstanding(ack);
   if (nack) p.c.valid_nacks++;
   uint32_t lost = 0;
   if (sack_max != ack) {
-    // Selective repeat, RACK style (RFC 8985): a hole is lost once a unit transmitted after
-    // it (or in the same burst: same timestamp, lower seq, earlier on the wire) arrived. A
-    // repair is therefore resent only after something sent later got through, never just
-    // because another NACK came.
-    lost = mark_lost(p, ack, sack_max, p.rack_tx_ns);
+    // Selective repeat, RACK style (RFC 8985): a hole is lost once a unit sent in a later
+    // frame arrived. A repair is therefore resent only after something sent later got
+    // through, never just because another NACK came.
+    lost = mark_lost(p, ack, sack_max, kNever, p.rack_frame);
   } else if (nack && (ack != p.goback_seq || now - p.goback_ns >= p.rto.srtt())) {
     // Go-back-N, or an overflow the receiver could not buffer: everything from the ACK on,
     // except what was sent less than one path RTT ago (min_rtt, not srtt: srtt carries the
     // receiver's ACK delay and would hold repairs back for ~10 ms). A repeated NACK for the
     // same ACK within an SRTT is the echo of the last go-back, not a new loss.
     const uint64_t guard = p.rto.has_sample() ? p.rto.min_rtt() : cfg_.nack_interval_ns;
-    lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0);
+    lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0, kNever);
     if (lost > 0) p.goback_seq = ack, p.goback_ns = now;
   }
+  if (sack_complete) lost += mark_lost_by_order(p);
   if (lost > 0) p.c.pkts_lost++;
 }
 
-uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by) {
+uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame) {
   uint32_t n = 0;
   for (Seq s = from; s != to; ++s) {
     TxUnit& u = p.tx.at(s);
-    if (u.sacked || u.retx || u.last_tx_ns > sent_by) continue;
+    if (u.sacked || u.retx || u.last_tx_ns > sent_by || u.frame >= before_frame) continue;
     u.retx = true;
+    p.tx.flight_remove(s);
     ++p.retx_count;
     ++n;
     if (seq_lt(s, p.retx_cursor)) p.retx_cursor = s;
+  }
+  return n;
+}
+
+uint32_t Engine::mark_lost_by_order(Peer& p) {
+  // RACK without the SACK bound: the peer holds nothing beyond its SACK ranges, so every
+  // unit in flight that was sent in a frame before one that got through is lost. This
+  // repairs a lost tail after an RTO probe or a tail-loss probe, and units the receiver had
+  // no room for. The in-flight list is in transmission order, so the walk stops at the
+  // first unit sent in that frame or later: O(1) per marked unit.
+  uint32_t n = 0;
+  Seq s;
+  while (p.tx.flight_oldest(&s) && p.tx.at(s).frame < p.rack_frame) {
+    const uint32_t m = mark_lost(p, s, s + 1, kNever, kNever);
+    if (m == 0) p.tx.flight_remove(s);  // not lost after all (defensive: keeps the walk finite)
+    n += m;
   }
   return n;
 }

@@ -100,10 +100,10 @@ void Engine::reset_session(Peer& p, bool notify) {
   p.credit_out.reset();
   p.credit_in.reset();
   p.credit_sent = kCreditUnlimited;
-  p.rto_deadline = p.ack_deadline = p.ack_req_deadline = kNever;
+  p.rto_deadline = p.ack_deadline = p.ack_req_deadline = p.tlp_deadline = kNever;
   p.unsent_bytes = 0;
-  p.rack_tx_ns = p.goback_ns = 0;
-  p.retx_cursor = p.s.my_isn;
+  p.rack_frame = p.goback_ns = 0;
+  p.retx_cursor = p.unreported_from = p.unreported_to = p.s.my_isn;
   p.retx_count = p.fast_pending = 0;
   p.ack_required = p.probe_now = p.ack_now = p.nack_now = false;
   p.deliver_blocked = p.hello_ack_now = p.tx_blocked = false;

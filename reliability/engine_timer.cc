@@ -32,6 +32,7 @@ void Engine::run_timers(Peer& p, uint64_t now) {
   }
   if (p.deliver_blocked) try_deliver(p);
   if (now >= p.rto_deadline) on_rto(p, now);
+  if (now >= p.tlp_deadline) on_tail_probe(p);
   if (now >= p.ack_deadline) p.ack_now = true;
   if (p.ack_required && p.tx.has_outstanding() && now >= p.ack_req_deadline) {
     p.probe_now = true;  // Pupa: every ACK-timer tick re-sends pending ACK requests
@@ -45,18 +46,21 @@ void Engine::on_rto(Peer& p, uint64_t now) {
   p.rto_deadline = kNever;
   if (tx.has_outstanding()) {
     const uint64_t rto = p.rto.rto();
-    uint64_t oldest = now;
-    for (Seq s = tx.una(); s != tx.nxt(); ++s) {
-      const TxUnit& u = tx.at(s);
-      if (!u.sacked && !u.retx) oldest = std::min(oldest, u.last_tx_ns);
-    }
-    if (now - oldest < rto) {  // everything was (re)sent recently: wait for the oldest
-      p.rto_deadline = oldest + rto;
+    Seq oldest;  // the unit in flight transmitted longest ago (not SACKed, not queued)
+    const uint64_t sent = tx.flight_oldest(&oldest) ? tx.at(oldest).last_tx_ns : now;
+    if (now - sent < rto) {  // everything was (re)sent recently: wait for the oldest
+      p.rto_deadline = sent + rto;
       return;
     }
     p.c.rto_expired++;
     p.c.pkts_lost++;
-    mark_lost(p, tx.una(), tx.nxt(), now - rto);  // every unit at least one RTO old
+    // Repair selectively: resend only the oldest unacknowledged unit, as a probe. Marking the
+    // whole window resent thousands of units the peer holds beyond its few SACK ranges, and
+    // an expiry is often spurious (a descheduled receiver). The ACK the probe brings back
+    // marks the rest (RACK in detect_losses): SACKed units never, units transmitted before
+    // the probe and still missing then, a lost tail included.
+    mark_lost(p, tx.una(), tx.una() + 1, now, kNever);
+    p.tlp_deadline = kNever;
     p.rto.backoff();
     p.probe_now = true;  // ask for an ACK with the repair, so the next one is not a guess
     p.rto_deadline = now + p.rto.rto();
@@ -68,6 +72,31 @@ void Engine::on_rto(Peer& p, uint64_t now) {
   }
 }
 
+void Engine::arm_tail_probe(Peer& p, uint64_t now) {
+  // PTO (RFC 8985 7.2): two smoothed RTTs, and at least the peer's ACK delay plus two path
+  // RTTs, since a unit sent without ACK request is answered only when its ACK timer fires.
+  // Without an RTT sample the RTO alone decides.
+  if (!p.tx.has_outstanding() || !p.rto.has_sample()) {
+    p.tlp_deadline = kNever;
+    return;
+  }
+  const uint64_t pto = std::max(2 * p.rto.srtt(), cfg_.ack_delay_ns + 2 * p.rto.min_rtt());
+  p.tlp_deadline = now + pto;
+}
+
+void Engine::on_tail_probe(Peer& p) {
+  // Nothing was heard for a PTO: resend the newest unit with an ACK request. If the tail was
+  // lost the probe repairs its last unit, and the SACK it brings back marks the rest (RACK),
+  // after one round trip instead of one RTO; a lone lost message (a ping) is simply resent.
+  // One probe per flight: new data or an advancing ACK re-arms it; the RTO stays armed.
+  p.tlp_deadline = kNever;
+  if (p.s.state != PeerState::kEstablished || !p.tx.has_outstanding()) return;
+  const Seq last = p.tx.nxt() - 1;
+  if (!p.credit_out.allows(last) || mark_lost(p, last, last + 1, kNever, kNever) == 0) return;
+  p.c.tail_probes++;
+  p.probe_now = true;
+}
+
 uint64_t Engine::peer_deadline(const Peer& p) const {
   if (p.s.state == PeerState::kDead) return kNever;
   const bool established = p.s.state == PeerState::kEstablished;
@@ -75,7 +104,8 @@ uint64_t Engine::peer_deadline(const Peer& p) const {
                        (established && p.retx_count > 0 && p.credit_out.allows(p.retx_cursor));
   // Work is due now, unless the sink pushed back: then retry shortly, never spin.
   if (pending) return p.tx_blocked ? now_ + cfg_.tx_retry_ns : now_;
-  uint64_t d = std::min({p.rto_deadline, p.ack_deadline, p.last_heard + cfg_.dead_after_ns});
+  uint64_t d = std::min({p.rto_deadline, p.tlp_deadline, p.ack_deadline,
+                         p.last_heard + cfg_.dead_after_ns});
   if (p.s.state == PeerState::kConnecting) d = std::min(d, p.hello_deadline);
   if (p.ack_required && p.tx.has_outstanding()) d = std::min(d, p.ack_req_deadline);
   if (p.s.known) d = std::min(d, p.last_sent + cfg_.ack_refresh_ns);

@@ -124,6 +124,9 @@ void Engine::commit_records(Peer& p, uint32_t n, uint32_t n_new, uint64_t now) {
   SendWindow& tx = p.tx;
   bool retx = false;
   Seq last_retx = 0;
+  // Frames are numbered for loss detection: the units of one frame arrive or vanish
+  // together, and frames built in one clock tick share a timestamp but not a number.
+  const uint64_t frame = ++p.frames_out;
   for (uint32_t i = 0; i < n; ++i) {
     const Seq s = rec_seqs_[i];
     TxUnit& u = tx.at(s);
@@ -141,10 +144,13 @@ void Engine::commit_records(Peer& p, uint32_t n, uint32_t n_new, uint64_t now) {
     }
     u.tx_count++;
     u.last_tx_ns = now;
+    u.frame = frame;
+    tx.flight_push(s);
   }
   for (uint32_t i = 0; i < n_new; ++i) tx.advance_nxt();
   if (retx) p.retx_cursor = last_retx + 1;
   if (p.rto_deadline == kNever) p.rto_deadline = now + p.rto.rto();
+  if (n_new > 0) arm_tail_probe(p, now);  // the tail moved: probe after a PTO from now
 }
 
 uint32_t Engine::flush(Peer& p, uint64_t now, bool all) {

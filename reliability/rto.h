@@ -15,7 +15,7 @@ class RtoEstimator {
  public:
   RtoEstimator() = default;
   RtoEstimator(uint64_t initial_ns, uint64_t min_ns, uint64_t max_ns)
-      : rto_(initial_ns), min_(min_ns), max_(max_ns) {}
+      : rto_(initial_ns), initial_(initial_ns), min_(min_ns), max_(max_ns) {}
 
   /** Feed one RTT sample (ns) taken from a unit that was transmitted exactly once. */
   void sample(uint64_t rtt) {
@@ -34,11 +34,11 @@ class RtoEstimator {
   /**
    * New data was acknowledged: undo the exponential backoff. RFC 6298 keeps it until the
    * next valid sample, but after a burst of retransmissions (Karn: no samples) that would
-   * leave every later loss waiting the maximum RTO.
+   * leave every later loss waiting the maximum RTO. With no sample at all yet, back to the
+   * initial RTO, for the same reason: on a path where every unit needs a repair Karn never
+   * allows one, and each RTO probe would otherwise wait longer than the last.
    */
-  void reset_backoff() {
-    if (has_sample_) rto_ = computed();
-  }
+  void reset_backoff() { rto_ = has_sample_ ? computed() : initial_; }
   /** Timer expired: back off exponentially (RFC 6298 5.5), up to max. */
   void backoff() { rto_ = std::min(rto_ * 2, max_); }
 
@@ -58,6 +58,7 @@ class RtoEstimator {
   uint64_t min_rtt_ = ~uint64_t{0};
   uint64_t rttvar_ = 0;
   uint64_t rto_ = 100'000'000;
+  uint64_t initial_ = 100'000'000;
   uint64_t min_ = 1;
   uint64_t max_ = ~uint64_t{0};
   bool has_sample_ = false;

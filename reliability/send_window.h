@@ -8,6 +8,8 @@
  *   [una, nxt)  transmitted at least once, waiting for an ACK
  *   [nxt, end)  queued by the application, not yet transmitted
  * Units are released only from the front (cumulative ACK), so the byte ring is a FIFO too.
+ * Units in flight (sent, not acknowledged, not SACKed, not queued for a repair) are also
+ * linked in the order they were last transmitted, for loss detection by time (RACK).
  */
 #pragma once
 
@@ -26,11 +28,15 @@ struct TxUnit {
   uint64_t first_tx_ns;  ///< first transmission (RTT sample when tx_count == 1)
   uint64_t last_tx_ns;   ///< last transmission (retransmission guard)
   uint64_t enq_ns;       ///< when the application queued it (coalescing age)
+  uint64_t frame;        ///< number of the frame that last carried it (per peer, increasing)
   uint32_t len;
+  Seq older;  ///< in-flight list: the unit transmitted just before this one
+  Seq newer;  ///< in-flight list: the unit transmitted just after this one
   uint16_t tx_count;
   uint8_t rec_flags;  ///< rec_flag::kMore/kCont/kFast
   bool sacked;        ///< peer holds it out of order (selective repeat)
   bool retx;          ///< queued for retransmission
+  bool in_flight;     ///< on the in-flight list
 };
 
 class SendWindow {
@@ -46,6 +52,7 @@ class SendWindow {
   void reset(Seq isn) {
     una_ = nxt_ = end_ = isn;
     head_ = tail_ = 0;
+    flight_n_ = 0;
   }
 
   Seq una() const { return una_; }
@@ -77,7 +84,8 @@ class SendWindow {
     uint64_t at_off = head_ % bytes_;
     if (at_off + p.size() > bytes_) head_ += bytes_ - at_off;  // keep payloads contiguous
     TxUnit& u = units_[end_ % slots_];
-    u = TxUnit{head_, 0, 0, now, static_cast<uint32_t>(p.size()), 0, rec_flags, false, false};
+    u = TxUnit{head_, 0, 0, now, 0, static_cast<uint32_t>(p.size()), 0, 0, 0, rec_flags,
+               false, false, false};
     if (!p.empty()) std::memcpy(data_.get() + head_ % bytes_, p.data(), p.size());
     head_ += p.size();
     return end_++;
@@ -88,10 +96,44 @@ class SendWindow {
   /** Release every unit before @p ack (cumulative ACK; caller checked the range). */
   void release_to(Seq ack) {
     if (ack == una_) return;
+    for (Seq s = una_; s != ack; ++s) flight_remove(s);
     const TxUnit& last = at(ack - 1);
     tail_ = last.off + last.len;
     una_ = ack;
     if (una_ == end_) head_ = tail_;  // nothing queued: no wrap gap left behind
+  }
+
+  /** @p s was just (re)transmitted: it becomes the newest unit in flight. */
+  void flight_push(Seq s) {
+    flight_remove(s);
+    TxUnit& u = at(s);
+    u.in_flight = true;
+    u.older = newest_;
+    if (flight_n_++ == 0)
+      oldest_ = s;
+    else
+      at(newest_).newer = s;
+    newest_ = s;
+  }
+  /** @p s left flight: acknowledged, SACKed or queued for a repair. */
+  void flight_remove(Seq s) {
+    TxUnit& u = at(s);
+    if (!u.in_flight) return;
+    u.in_flight = false;
+    if (--flight_n_ == 0) return;
+    if (s == oldest_)
+      oldest_ = u.newer;
+    else
+      at(u.older).newer = u.newer;
+    if (s == newest_)
+      newest_ = u.older;
+    else
+      at(u.newer).older = u.older;
+  }
+  /** @return false when nothing is in flight, else the unit transmitted longest ago. */
+  bool flight_oldest(Seq* s) const {
+    *s = oldest_;
+    return flight_n_ != 0;
   }
 
   /** @return how many whole messages end in [una, end) (each counts once, by its last unit). */
@@ -113,6 +155,9 @@ class SendWindow {
   Seq una_ = 0;
   Seq nxt_ = 0;
   Seq end_ = 0;
+  Seq oldest_ = 0;  ///< in-flight list ends (valid while flight_n_ > 0)
+  Seq newest_ = 0;
+  uint32_t flight_n_ = 0;
 };
 
 }  // namespace imago::rel

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The handlers of imago-perf's prompt. Control path only: they run on the main lcore while
 // the pollers run on workers, and reach them only through the session (start/stop).
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include <cinttypes>
@@ -10,6 +11,7 @@
 #include "apps/perf/cli.h"
 #include "apps/perf/options.h"
 #include "apps/perf/session.h"
+#include "dataplane/eal.h"
 
 namespace imago::perf {
 namespace {
@@ -75,6 +77,13 @@ void perf_cli_stop(void) {
   std::printf("RESULT %s\n", result.text().c_str());
 }
 
+void perf_cli_wait(void) {
+  using namespace imago::perf;
+  // Every run is bounded by --msgs or --duration; SIGINT/SIGTERM end the wait too.
+  while (running() && !imago::dp::stop_requested()) rte_delay_us_sleep(1000);
+  std::printf("run: %s\n", running() ? "interrupted" : "finished");
+}
+
 void perf_cli_show(const char* what) {
   using namespace imago::perf;
   if (std::strcmp(what, "peers") == 0) {
@@ -116,6 +125,7 @@ void perf_cli_help(void) {
   std::printf(
       "  start                 begin a run with the current settings\n"
       "  stop                  end the run; print its summary and RESULT line\n"
+      "  wait                  return when the run has finished\n"
       "  show stats            run state, the mode's counters, port counters\n"
       "  show peers            the nodes: port, driver, MAC, link\n"
       "  show config           every setting\n"

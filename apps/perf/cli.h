@@ -16,6 +16,7 @@ void perf_cli_prompt(void);
 /* Handlers of the commands, called by the cmdline glue. */
 void perf_cli_start(void);
 void perf_cli_stop(void);
+void perf_cli_wait(void);
 void perf_cli_show(const char* what);
 void perf_cli_set(const char* key, const char* value);
 void perf_cli_clear_stats(void);

@@ -22,6 +22,7 @@ static void cmd_word_parsed(void *parsed, struct cmdline *cl, void *data)
 static void do_start(struct cmdline *cl) { (void)cl; perf_cli_start(); }
 static void do_stop(struct cmdline *cl) { (void)cl; perf_cli_stop(); }
 static void do_help(struct cmdline *cl) { (void)cl; perf_cli_help(); }
+static void do_wait(struct cmdline *cl) { (void)cl; perf_cli_wait(); }
 static void do_quit(struct cmdline *cl) { perf_cli_stop(); cmdline_quit(cl); }
 
 #define WORD_CMD(NAME, HELP)                                                        \
@@ -35,6 +36,7 @@ static void do_quit(struct cmdline *cl) { perf_cli_stop(); cmdline_quit(cl); }
 WORD_CMD(start, "start: begin a run with the current settings");
 WORD_CMD(stop, "stop: end the run and print its summary and RESULT line");
 WORD_CMD(help, "help: list the commands");
+WORD_CMD(wait, "wait: return when the run has finished (for scripts typing at the prompt)");
 WORD_CMD(quit, "quit: stop any run and exit");
 
 /* show stats|peers|config */
@@ -118,7 +120,7 @@ static cmdline_parse_ctx_t main_ctx[] = {
 	(cmdline_parse_inst_t *)&cmd_start, (cmdline_parse_inst_t *)&cmd_stop,
 	(cmdline_parse_inst_t *)&cmd_show,  (cmdline_parse_inst_t *)&cmd_set,
 	(cmdline_parse_inst_t *)&cmd_clear, (cmdline_parse_inst_t *)&cmd_help,
-	(cmdline_parse_inst_t *)&cmd_quit,  NULL,
+	(cmdline_parse_inst_t *)&cmd_wait,  (cmdline_parse_inst_t *)&cmd_quit, NULL,
 };
 
 void perf_cli_prompt(void)

@@ -67,7 +67,8 @@ void engine_counters_json(const EngineNode& en, app::Json& r) {
       .num("overflow", c->overflow).num("out_of_order", c->out_of_order)
       .num("pkts_received", c->pkts_received).num("dup_received", c->dup_received)
       .num("nacks_sent", c->nacks_sent).num("ack_reqs_sent", c->ack_reqs_sent)
-      .num("rto_expired", c->rto_expired).num("tx_backpressure", c->tx_backpressure)
+      .num("rto_expired", c->rto_expired).num("tail_probes", c->tail_probes)
+      .num("tx_backpressure", c->tx_backpressure)
       .num("deliver_refused", c->deliver_refused).num("credit_stalls", c->credit_stalls)
       .num("resets", c->resets).num("deaths", c->deaths);
   const auto& l = en.link.counters();

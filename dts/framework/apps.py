@@ -60,6 +60,7 @@ class EalConfig:
     vdevs: tuple[str, ...] = ()
     memory_mb: int = 512
     log_level: str = "lib.*:warning"
+    shared_config: bool = False  #: keep EAL's shared config (imagod's rte_mp channel needs it)
 
     @classmethod
     def af_packet(cls, *, lcore: int, iface: str, file_prefix: str, **kw) -> "EalConfig":
@@ -67,8 +68,9 @@ class EalConfig:
         return cls(lcores=str(lcore), file_prefix=file_prefix, vdevs=(f"net_af_packet0,iface={iface}",), **kw)
 
     def argv(self) -> list[str]:
-        out = ["-l", self.lcores, "--no-huge", "-m", str(self.memory_mb), "--no-pci", "--no-shconf",
-               "--no-telemetry", "--file-prefix", self.file_prefix]
+        out = ["-l", self.lcores, "--no-huge", "-m", str(self.memory_mb), "--no-pci"]
+        out += [] if self.shared_config else ["--no-shconf"]
+        out += ["--no-telemetry", "--file-prefix", self.file_prefix]
         out += [f"--vdev={v}" for v in self.vdevs]
         out.append(f"--log-level={self.log_level}")
         return out
@@ -447,12 +449,15 @@ class Imagod:
         self.node = node
         self.binary = Path(binary) if binary else imagod_binary()
 
-    def start(self, vdev: str, *, lcore: int = 0, stats_period_s: float = 1.0,
-              name: str = "imagod") -> AppProcess:
-        """Start imagod on @p vdev; wait for its ``serving`` line with the returned process."""
-        eal = EalConfig(lcores=str(lcore), file_prefix=f"{self.node.topology.prefix}-{self.node.name}-{name}",
-                        vdevs=(vdev,))
-        argv = [str(self.binary)] + eal.argv() + ["--", "--stats-period", _num(stats_period_s)]
+    def start(self, vdev: str, *, lcores: str = "0-1", node_id: int = 1, peer: int = 2,
+              stats_period_s: float = 1.0, name: str = "imagod") -> AppProcess:
+        """Start imagod as node @p node_id on @p vdev towards @p peer (the first lcore
+        controls, the second runs the engine); wait for its ``serving`` line with the
+        returned process."""
+        eal = EalConfig(lcores=lcores, file_prefix=f"{self.node.topology.prefix}-{self.node.name}-{name}",
+                        vdevs=(vdev,), shared_config=True)
+        argv = [str(self.binary)] + eal.argv() + ["--", "--node-id", str(node_id), "--peer", str(peer),
+                                                  "--stats-period", _num(stats_period_s)]
         return self.node.start(argv, name=name)
 
 

@@ -65,7 +65,8 @@ class TestSuiteLifecycle(TestSuite):
     def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
         """
         Steps:
-            Start imagod on a net_null port; wait until it serves and prints port counters;
+            Start imagod (node 1, peer 2) on a net_null port; wait until it serves and prints
+            its node counters;
             send SIGTERM.
         Verify:
             It exits 0 within 10 s and says it stopped cleanly.
@@ -74,8 +75,8 @@ class TestSuiteLifecycle(TestSuite):
             raise AssertionError(f"{imagod_binary()} missing: the build did not produce imagod")
         node = topology.add_node("d")
         proc = Imagod(node).start("net_null0", stats_period_s=0.2)
-        proc.wait_for_line("serving 1 port", 30, stream="stdout")
-        proc.wait_for_line("port 0: rx", 10, stream="stdout")
+        proc.wait_for_line("serving 1 node(s) (ids 1)", 30, stream="stdout")
+        proc.wait_for_line("node 1: msgs sent", 10, stream="stdout")
         proc.signal(signal.SIGTERM)
         rc = proc.wait(10)
         self.verify(rc == 0, f"imagod exited {rc}")
@@ -85,7 +86,7 @@ class TestSuiteLifecycle(TestSuite):
         """
         Steps:
             Start imago-perf -i (two nodes over net_ring) and type: set msgs 50000, set loss 0.1,
-            start, wait for the run to finish, show stats, show peers, stop, set mode
+            start, show stats, wait (until the run has finished), show stats, show peers, stop, set mode
             raw-pingpong, set msgs 2000, start, stop, quit.
         Verify:
             Exit 0; two RESULT lines: the raw run sent 50000 and lost exactly its fault drops,
@@ -93,7 +94,7 @@ class TestSuiteLifecycle(TestSuite):
             setting changed while a run exists is refused.
         """
         node = topology.add_node("i")
-        wait = ["show stats"] * 200  # each prompt round trip lets the run progress
+        wait = ["show stats", "wait", "show stats"]  # wait: until the run has finished
         cmds = ["set msgs 50000", "set loss 0.1", "start", *wait, "set size 100", "show peers", "stop",
                 "set mode raw-pingpong", "set msgs 2000", "set loss 0", "start", *wait, "stop", "quit"]
         cp = run_app(node, perf_binary, ["-i", "--seed", "3"], timeout=60, commands=cmds)

@@ -204,6 +204,105 @@ TEST_F(EngineTest, RetransmitsOnTimeoutWithExponentialBackoff) {
   EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 1u);
 }
 
+TEST_F(EngineTest, RtoResendsOnlyTheOldestUnitAndItsAnswerRepairsTheLostTail) {
+  connect();
+  // Do: send 8 fast messages (one frame each); lose them all; run to the RTO.
+  for (uint8_t i = 0; i < 8; ++i) a.e->send(2, msg(8, i), send_flag::kFastpath, now);
+  const Seq first = header_of(a.out.front().second).seq;
+  a.out.clear();
+  now = a.e->next_deadline();
+  a.e->poll(now);
+  // Expect: one probe, the oldest unit alone, asking for an ACK.
+  ASSERT_EQ(a.out.size(), 1u);
+  ASSERT_EQ(records_of(a.out.front().second).size(), 1u);
+  EXPECT_EQ(records_of(a.out.front().second)[0].seq, first);
+  EXPECT_TRUE(header_of(a.out.front().second).flags & frame_flag::kAckReq);
+  EXPECT_EQ(a.e->counters(2)->rto_expired, 1u);
+  // Do: deliver the probe and its answer.
+  move(a);
+  move(b);
+  // Expect: the answer showed the rest was sent before the probe and is missing: A resends
+  // the other 7 at once (no second RTO), and B delivers all 8 in order, none twice.
+  size_t units = 0;
+  for (auto& [p, f] : a.out) units += records_of(f).size();
+  EXPECT_EQ(units, 7u);
+  settle();
+  ASSERT_EQ(b.got.size(), 8u);
+  EXPECT_EQ(b.got[7], msg(8, 7));
+  EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 8u);
+  EXPECT_EQ(a.e->counters(2)->rto_expired, 1u);
+  EXPECT_EQ(b.e->counters(1)->dup_received, 0u);
+}
+
+TEST_F(EngineTest, RtoNeverResendsUnitsThePeerSacked) {
+  connect();
+  // Do: 6 fast messages; lose the first; B SACKs the other 5; A's repair is lost too.
+  lose_first_of_fast(6);
+  move(b);
+  ASSERT_EQ(a.out.size(), 1u);
+  a.out.clear();
+  // Do: run to the RTO.
+  while (a.e->counters(2)->rto_expired == 0) {
+    now = a.e->next_deadline();
+    a.e->poll(now);
+  }
+  // Expect: the probe is the missing unit alone; the SACKed ones are never resent.
+  ASSERT_EQ(a.out.size(), 1u);
+  EXPECT_EQ(records_of(a.out.front().second).size(), 1u);
+  settle();
+  EXPECT_EQ(b.got.size(), 6u);
+  EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 2u);
+  EXPECT_EQ(b.e->counters(1)->dup_received, 0u);
+}
+
+TEST_F(EngineTest, TailLossProbeResendsALoneLostMessageBeforeTheRto) {
+  connect();
+  // Do: one round trip answered at once, for an RTT sample.
+  a.e->send(2, msg(8, 0), send_flag::kFastpath | send_flag::kAckReq, now);
+  settle();
+  ASSERT_EQ(b.got.size(), 1u);
+  // Do: a second message is lost.
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  a.out.clear();
+  // Expect: after the peer's ACK delay (plus two RTTs, here 0) the newest unit is resent
+  // with an ACK request, well before the RTO (rto_min_ns).
+  const uint64_t sent = now;
+  now = a.e->next_deadline();
+  EXPECT_EQ(now - sent, cb.ack_delay_ns);
+  EXPECT_LT(now - sent, ca.rto_min_ns);
+  a.e->poll(now);
+  ASSERT_EQ(a.out.size(), 1u);
+  EXPECT_TRUE(header_of(a.out.front().second).flags & frame_flag::kAckReq);
+  EXPECT_EQ(a.e->counters(2)->tail_probes, 1u);
+  EXPECT_EQ(a.e->counters(2)->rto_expired, 0u);
+  settle();
+  ASSERT_EQ(b.got.size(), 2u);
+  EXPECT_EQ(b.got[1], msg(8, 1));
+}
+
+TEST_F(EngineTest, RepairSentAfterANewerFrameInTheSameTickIsNotLostWhenThatFrameArrives) {
+  connect();
+  // Do: 3 fast messages; lose the first; B receives the others and NACKs.
+  lose_first_of_fast(3);
+  // Do: in one tick, A sends a new message (asking for an ACK), then sees the NACK and
+  // sends the repair: the repair leaves after the new frame, with the same timestamp.
+  a.e->send(2, msg(8, 3), send_flag::kFastpath | send_flag::kAckReq, now);
+  move(b);
+  ASSERT_EQ(a.out.size(), 2u);
+  const Bytes repair = a.out.back().second;
+  a.out.pop_back();
+  // Do: the new frame arrives first and is answered at once.
+  move(a);
+  move(b);
+  // Expect: that answer proves nothing about the later repair: it is not resent.
+  EXPECT_TRUE(a.out.empty());
+  EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 1u);
+  b.e->on_frame(repair, now);
+  settle();
+  EXPECT_EQ(b.got.size(), 4u);
+  EXPECT_EQ(b.e->counters(1)->dup_received, 0u);
+}
+
 TEST_F(EngineTest, SequenceNumbersWrapAround) {
   ca.initial_seq = cb.initial_seq = 0xFFFFFFF0u;
   remake();

@@ -129,6 +129,14 @@ class Pair : public ::testing::Test {
     ASSERT_EQ(a.e->state(2), PeerState::kEstablished);
     ASSERT_EQ(b.e->state(1), PeerState::kEstablished);
   }
+  /** A sends @p n fast 8-byte messages; the first is lost, B receives the rest; then time
+   *  moves on by A's NACK interval. B's answer (its NACK) waits in b.out. */
+  void lose_first_of_fast(uint8_t n) {
+    for (uint8_t i = 0; i < n; ++i) a.e->send(2, msg(8, i), send_flag::kFastpath, now);
+    a.out.pop_front();
+    move(a);
+    now += ca.nack_interval_ns;
+  }
   /** Advance time to the engines' next deadline (at most @p max_ns ahead) and poll. */
   void tick(uint64_t max_ns = ~uint64_t{0}) {
     uint64_t d = std::min(a.e->next_deadline(), b.e->next_deadline());

@@ -1,0 +1,969 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The public C API (imago.h) in embedded mode, end to end: two nodes (1 and 2) over a crossed
+// net_ring pair in this process, engines on lcore 1, the tests on lcore 0. An endpoint "x"
+// opened on node 1 towards node 2 talks to "x" opened on node 2 towards node 1.
+//
+// EAL starts once per process, so main() attaches once (through the C++ wrapper) and every
+// test shares it. Each test closes what it opened, and every loop is bounded by a deadline.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/imago.h"
+#include "api/imago.hpp"
+#include "api/shm.h"
+
+extern "C" int imago_c_roundtrip(imago_ep_t* a, imago_ep_t* b, int max_polls);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+imago::Attachment* g_att = nullptr;
+imago_t* im() { return g_att->get(); }
+
+std::string unique(const char* what) {
+  static unsigned n = 0;
+  return std::string(what) + std::to_string(n++);
+}
+
+const imago::api::ShmRoot* shm() {
+  const rte_memzone* mz = rte_memzone_lookup(imago::api::kShmName);
+  return mz ? static_cast<const imago::api::ShmRoot*>(mz->addr) : nullptr;
+}
+
+// What is out of every pool imago owns: the three message pools and the ports' mbuf pools.
+struct PoolUse {
+  unsigned msg = 0, frame = 0, big = 0, mbuf = 0;
+  bool operator==(const PoolUse&) const = default;
+};
+
+PoolUse pool_use() {
+  PoolUse u;
+  u.msg = rte_mempool_in_use_count(shm()->msg_pool);
+  u.frame = rte_mempool_in_use_count(shm()->frame_pool);
+  u.big = rte_mempool_in_use_count(shm()->big_pool);
+  rte_mempool_walk(
+      [](rte_mempool* mp, void* arg) {
+        if (std::strncmp(mp->name, "imago_mbuf_", 11) == 0) *static_cast<unsigned*>(arg) += rte_mempool_in_use_count(mp);
+      },
+      &u.mbuf);
+  return u;
+}
+
+std::string show(const PoolUse& u) {
+  return "msg=" + std::to_string(u.msg) + " frame=" + std::to_string(u.frame) + " big=" + std::to_string(u.big) +
+         " mbuf=" + std::to_string(u.mbuf);
+}
+
+// Frames in flight (heartbeats, ACKs) hold mbufs for microseconds: wait for @p want.
+bool settles_to(const PoolUse& want, std::chrono::milliseconds limit = 3000ms) {
+  const auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (pool_use() == want) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pool_use() == want;
+}
+
+template <typename Pred>
+bool eventually(Pred p, std::chrono::milliseconds limit = 5000ms) {
+  const auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (p()) return true;
+    std::this_thread::sleep_for(100us);
+  }
+  return p();
+}
+
+// Message seq of @p len bytes: its sequence number in the first four bytes, then a pattern.
+uint8_t pattern(uint32_t seq, uint32_t i) { return static_cast<uint8_t>(seq * 31u + i * 7u + (i >> 8)); }
+
+void fill(uint32_t seq, uint32_t len, uint8_t* p) {
+  for (uint32_t i = 0; i < len; ++i) p[i] = pattern(seq, i);
+  if (len >= 4) std::memcpy(p, &seq, 4);
+}
+
+bool intact(uint32_t seq, uint32_t len, imago_msg& m) {
+  if (m.len != len) return false;
+  const auto* p = static_cast<const uint8_t*>(imago_msg_data(&m));
+  if (len >= 4) {
+    uint32_t s;
+    std::memcpy(&s, p, 4);
+    if (s != seq) return false;
+  }
+  for (uint32_t i = len >= 4 ? 4 : 0; i < len; ++i)
+    if (p[i] != pattern(seq, i)) return false;
+  return true;
+}
+
+// Endpoint "name" on node 1 towards node 2 (a) and on node 2 towards node 1 (b).
+struct Pair {
+  explicit Pair(uint32_t ring_a = 0, uint32_t ring_b = 0, bool wait_ready = true) : name(unique("pair")) {
+    imago_ep_opts oa{.local_node = 1, .ring_size = ring_a, .reserved = 0};
+    imago_ep_opts ob{.local_node = 2, .ring_size = ring_b, .reserved = 0};
+    EXPECT_EQ(imago_open(im(), name.c_str(), 2, &oa, &a), 0);
+    EXPECT_EQ(imago_open(im(), name.c_str(), 1, &ob, &b), 0);
+    if (wait_ready && a && b) {
+      EXPECT_TRUE(eventually([&] { return imago_peer_ready(a) == 1 && imago_peer_ready(b) == 1; }));
+    }
+  }
+  ~Pair() {
+    if (a) {
+      EXPECT_EQ(imago_close(a), 0);
+    }
+    if (b) {
+      EXPECT_EQ(imago_close(b), 0);
+    }
+  }
+  std::string name;
+  imago_ep_t* a = nullptr;
+  imago_ep_t* b = nullptr;
+};
+
+// Receives messages 0, 1, 2... on @p ep and checks each: length, bytes, source, order.
+struct Checker {
+  std::function<uint32_t(uint32_t)> size_of;
+  uint64_t src = 0;
+  uint32_t next = 0;
+  uint32_t bad = 0;
+
+  // One receive burst, checked and released. @return messages received, or a negative errno.
+  int poll(imago_ep_t* ep, unsigned burst = 32) {
+    imago_msg m[64];
+    int n = imago_recv_burst(ep, m, std::min(burst, 64u));
+    for (int i = 0; i < n; ++i, ++next) {
+      if (!intact(next, size_of(next), m[i]) || m[i].src != src) {
+        if (bad++ < 5) ADD_FAILURE() << "message " << next << " len " << m[i].len << " tier " << int(m[i].tier);
+      }
+    }
+    if (n > 0) imago_release(ep, m, static_cast<unsigned>(n));
+    return n;
+  }
+};
+
+// Sends @p count messages (sizes from @p size_of) from @p tx in bursts of @p burst while
+// receiving on @p rx, until all arrived or @p limit passed. @return the checker.
+Checker transfer(imago_ep_t* tx, imago_ep_t* rx, uint32_t count, std::function<uint32_t(uint32_t)> size_of,
+                 unsigned burst = 32, std::chrono::milliseconds limit = 20000ms) {
+  Checker c{size_of, imago_ep_peer(rx)};
+  std::vector<std::vector<uint8_t>> bufs(burst);
+  std::vector<imago_iov> iov(burst);
+  uint32_t sent = 0;
+  const auto end = Clock::now() + limit;
+  while (c.next < count && Clock::now() < end) {
+    if (sent < count) {
+      unsigned k = std::min<uint32_t>(burst, count - sent);
+      for (unsigned i = 0; i < k; ++i) {
+        uint32_t len = size_of(sent + i);
+        bufs[i].resize(std::max(len, 1u));
+        fill(sent + i, len, bufs[i].data());
+        iov[i] = {bufs[i].data(), len};
+      }
+      int rc = imago_send_burst(tx, iov.data(), k, 0);
+      EXPECT_GE(rc, 0);
+      if (rc > 0) sent += static_cast<uint32_t>(rc);
+    }
+    c.poll(rx);
+  }
+  EXPECT_EQ(sent, count);
+  EXPECT_EQ(c.next, count);
+  EXPECT_EQ(c.bad, 0u);
+  return c;
+}
+
+imago_ep_stats stats_of(imago_ep_t* ep) {
+  imago_ep_stats st{};
+  EXPECT_EQ(imago_stats(ep, &st), 0);
+  return st;
+}
+
+// --- attach ---
+
+TEST(Attach, TwoNodesOnePerProcess) {
+  // Expect: the embedded default serves nodes 1 and 2, and a second attach is refused.
+  EXPECT_EQ(imago_node_count(im()), 2u);
+  EXPECT_EQ(imago_node_id(im(), 0), 1u);
+  EXPECT_EQ(imago_node_id(im(), 1), 2u);
+  EXPECT_EQ(imago_node_id(im(), 2), 0u);
+  imago_t* other = nullptr;
+  EXPECT_EQ(imago_attach_embedded(0, nullptr, &other), -EALREADY);
+  EXPECT_EQ(other, nullptr);
+  EXPECT_EQ(imago_attach_secondary(nullptr, &other), -EALREADY);
+  EXPECT_EQ(imago_attach_embedded(0, nullptr, nullptr), -EINVAL);
+  imago::Attachment again;
+  EXPECT_EQ(again.embedded(), -EALREADY);  // and its destructor detaches nothing
+  EXPECT_EQ(imago_detach(nullptr), -EINVAL);
+  EXPECT_EQ(imago_node_count(nullptr), 0u);
+  EXPECT_EQ(imago_node_id(nullptr, 0), 0u);
+  ASSERT_NE(shm(), nullptr);
+  EXPECT_EQ(shm()->magic, imago::api::kShmMagic);
+}
+
+// --- open and close ---
+
+TEST(Open, NamesAndAccessors) {
+  // Do: open an endpoint with the longest name allowed.
+  const std::string longest(IMAGO_NAME_MAX, 'n');
+  imago_ep_t* ep = nullptr;
+  ASSERT_EQ(imago_open(im(), longest.c_str(), 2, nullptr, &ep), 0);
+  // Expect: its name, peer and limits read back; nothing waiting.
+  EXPECT_STREQ(imago_ep_name(ep), longest.c_str());
+  EXPECT_EQ(imago_ep_peer(ep), 2u);
+  EXPECT_EQ(imago_max_message(ep), shm()->max_message);
+  EXPECT_EQ(imago_poll(ep), 0);
+  imago_ep_stats st = stats_of(ep);
+  EXPECT_EQ(st.msgs_sent + st.msgs_received + st.tx_ring_used + st.rx_ring_used, 0u);
+  EXPECT_EQ(imago_close(ep), 0);
+}
+
+TEST(Open, BadArgumentsAreEinval) {
+  imago_ep_t* ep = nullptr;
+  const std::string too_long(IMAGO_NAME_MAX + 1, 'n');
+  // Names: NULL, empty, too long.
+  EXPECT_EQ(imago_open(im(), nullptr, 2, nullptr, &ep), -EINVAL);
+  EXPECT_EQ(imago_open(im(), "", 2, nullptr, &ep), -EINVAL);
+  EXPECT_EQ(imago_open(im(), too_long.c_str(), 2, nullptr, &ep), -EINVAL);
+  // NULL attachment and NULL out.
+  EXPECT_EQ(imago_open(nullptr, "x", 2, nullptr, &ep), -EINVAL);
+  EXPECT_EQ(imago_open(im(), "x", 2, nullptr, nullptr), -EINVAL);
+  // Ring sizes: not a power of two, below 64, above the maximum (4096).
+  for (uint32_t ring : {3u, 32u, 63u, 100u, 1000u, 8192u, 1u << 16, 1u << 31}) {
+    imago_ep_opts o{.local_node = 0, .ring_size = ring, .reserved = 0};
+    EXPECT_EQ(imago_open(im(), "x", 2, &o, &ep), -EINVAL) << ring;
+  }
+  // Unknown local node; a peer that is not a peer of that node (itself, unknown, 0).
+  imago_ep_opts bad_node{.local_node = 7, .ring_size = 0, .reserved = 0};
+  EXPECT_EQ(imago_open(im(), "x", 2, &bad_node, &ep), -EINVAL);
+  imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
+  EXPECT_EQ(imago_open(im(), "x", 2, &node2, &ep), -EINVAL);
+  EXPECT_EQ(imago_open(im(), "x", 1, nullptr, &ep), -EINVAL);
+  EXPECT_EQ(imago_open(im(), "x", 3, nullptr, &ep), -EINVAL);
+  EXPECT_EQ(imago_open(im(), "x", 0, nullptr, &ep), -EINVAL);
+  EXPECT_EQ(ep, nullptr);
+  EXPECT_EQ(imago_close(nullptr), -EINVAL);
+}
+
+TEST(Open, RingSizeBounds) {
+  // Expect: the smallest ring and the largest (imago.h: 64..4096) open.
+  for (uint32_t ring : {64u, 4096u}) {
+    imago_ep_opts o{.local_node = 0, .ring_size = ring, .reserved = 0};
+    imago_ep_t* ep = nullptr;
+    ASSERT_EQ(imago_open(im(), unique("ring").c_str(), 2, &o, &ep), 0) << ring;
+    EXPECT_EQ(imago_close(ep), 0);
+  }
+}
+
+TEST(Open, DuplicateIsEexistPerNodeAndPeer) {
+  const std::string name = unique("dup");
+  imago_ep_t *a = nullptr, *again = nullptr, *b = nullptr;
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
+  // Expect: the same name and peer on the same node is taken (explicit node 1 or default).
+  EXPECT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &again), -EEXIST);
+  imago_ep_opts node1{.local_node = 1, .ring_size = 0, .reserved = 0};
+  EXPECT_EQ(imago_open(im(), name.c_str(), 2, &node1, &again), -EEXIST);
+  // The same name on the other node is the other end, not a duplicate.
+  imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
+  ASSERT_EQ(imago_open(im(), name.c_str(), 1, &node2, &b), 0);
+  EXPECT_EQ(imago_close(a), 0);
+  // Once closed, the name can be opened again.
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
+}
+
+TEST(Open, AllSlotsTakenIsEnospc) {
+  // Do: open every endpoint slot (they are shared by both nodes), with the smallest rings.
+  std::vector<imago_ep_t*> eps;
+  imago_ep_opts small{.local_node = 0, .ring_size = 64, .reserved = 0};
+  for (unsigned i = 0; i < imago::api::kMaxEndpoints; ++i) {
+    imago_ep_t* ep = nullptr;
+    small.local_node = 1 + i % 2;
+    int rc = imago_open(im(), unique("slot").c_str(), small.local_node == 1 ? 2 : 1, &small, &ep);
+    ASSERT_EQ(rc, 0) << i;
+    eps.push_back(ep);
+  }
+  // Expect: one more is -ENOSPC on either node; after one close, one more opens.
+  imago_ep_t* extra = nullptr;
+  EXPECT_EQ(imago_open(im(), "one_more", 2, nullptr, &extra), -ENOSPC);
+  imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
+  EXPECT_EQ(imago_open(im(), "one_more", 1, &node2, &extra), -ENOSPC);
+  EXPECT_EQ(imago_close(eps.back()), 0);
+  eps.pop_back();
+  ASSERT_EQ(imago_open(im(), "one_more", 2, nullptr, &extra), 0);
+  eps.push_back(extra);
+  for (imago_ep_t* ep : eps) EXPECT_EQ(imago_close(ep), 0);
+}
+
+// --- send errors ---
+
+TEST(Send, ErrorsAreDocumented) {
+  Pair p;
+  const uint32_t max = imago_max_message(p.a);
+  std::vector<uint8_t> big(max + 1, 1);
+  // NULL endpoint, NULL data with a length, unknown flags, too long.
+  EXPECT_EQ(imago_send(nullptr, big.data(), 1, 0), -EINVAL);
+  EXPECT_EQ(imago_send(p.a, nullptr, 1, 0), -EINVAL);
+  EXPECT_EQ(imago_send(p.a, big.data(), 1, 0x4), -EINVAL);
+  EXPECT_EQ(imago_send(p.a, big.data(), 1, 0x80000000u), -EINVAL);
+  EXPECT_EQ(imago_send(p.a, big.data(), max + 1, 0), -EMSGSIZE);
+  EXPECT_EQ(imago_send(p.a, big.data(), UINT32_MAX, 0), -EMSGSIZE);
+  EXPECT_EQ(imago_send_burst(nullptr, nullptr, 0, 0), -EINVAL);
+  EXPECT_EQ(imago_send_burst(p.a, nullptr, 1, 0), -EINVAL);
+  EXPECT_EQ(imago_send_burst(p.a, nullptr, 0, 0x10), -EINVAL);
+  EXPECT_EQ(imago_send_burst(p.a, nullptr, 0, 0), 0);
+  // A burst stops at the first bad message: an error when it is the first, else the count.
+  imago_iov first_bad[2] = {{big.data(), max + 1}, {big.data(), 1}};
+  EXPECT_EQ(imago_send_burst(p.a, first_bad, 2, 0), -EMSGSIZE);
+  imago_iov null_first[2] = {{nullptr, 5}, {big.data(), 1}};
+  EXPECT_EQ(imago_send_burst(p.a, null_first, 2, 0), -EINVAL);
+  // None of them was sent: the next message to arrive is this good one.
+  uint8_t one[8];
+  fill(0, sizeof one, one);
+  imago_iov second_bad[3] = {{one, sizeof one}, {big.data(), max + 1}, {one, sizeof one}};
+  EXPECT_EQ(imago_send_burst(p.a, second_bad, 3, 0), 1);
+  Checker c{[](uint32_t) { return 8u; }, 1};
+  ASSERT_TRUE(eventually([&] { return c.poll(p.b) > 0; }));
+  EXPECT_EQ(c.next, 1u);
+  EXPECT_EQ(c.bad, 0u);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(imago_poll(p.b), 0);
+  // Receive and the rest with NULL pointers.
+  imago_msg m[1];
+  EXPECT_EQ(imago_recv_burst(nullptr, m, 1), -EINVAL);
+  EXPECT_EQ(imago_recv_burst(p.b, nullptr, 1), -EINVAL);
+  EXPECT_EQ(imago_recv_burst(p.b, nullptr, 0), 0);
+  imago_release(nullptr, m, 1);  // no crash
+  imago_release(p.b, nullptr, 4);
+  EXPECT_EQ(imago_poll(nullptr), -EINVAL);
+  EXPECT_EQ(imago_wait(nullptr, 0), -EINVAL);
+  EXPECT_EQ(imago_peer_ready(nullptr), -EINVAL);
+  EXPECT_EQ(imago_stats(nullptr, nullptr), -EINVAL);
+  EXPECT_EQ(imago_stats(p.a, nullptr), -EINVAL);
+  EXPECT_EQ(imago_max_message(nullptr), 0u);
+  EXPECT_EQ(imago_ep_name(nullptr), nullptr);
+  EXPECT_EQ(imago_ep_peer(nullptr), 0u);
+  void* buf = nullptr;
+  EXPECT_EQ(imago_buf_alloc(nullptr, 10, &buf), -EINVAL);
+  EXPECT_EQ(imago_buf_alloc(p.a, 10, nullptr), -EINVAL);
+  EXPECT_EQ(imago_buf_alloc(p.a, max + 1, &buf), -EMSGSIZE);
+  EXPECT_EQ(imago_buf_free(nullptr, buf), -EINVAL);
+  EXPECT_EQ(imago_buf_free(p.a, nullptr), -EINVAL);
+  EXPECT_EQ(imago_send_zc(nullptr, buf, 1, 0), -EINVAL);
+  EXPECT_EQ(imago_send_zc(p.a, nullptr, 1, 0), -EINVAL);
+}
+
+// --- messages of every tier ---
+
+TEST(Messages, EveryTierArrivesInOrderAndIntact) {
+  Pair p;
+  const uint32_t max = imago_max_message(p.a);
+  const uint32_t pool_max = shm()->pool_max;
+  // Inline (0..48), pool (49..pool_max), frame pool (..2048, in one frame: the mbuf tier on
+  // receive), big (fragmented, reassembled: a pooled copy on receive), up to the largest.
+  const std::vector<uint32_t> sizes = {0,    1,    4,    17,   48,   49,   100,  pool_max, pool_max + 1,
+                                       1000, 1400, 2048, 2049, 4000, 9000, 30000, max};
+  auto size_of = [&](uint32_t seq) { return sizes[seq % sizes.size()]; };
+  const uint32_t count = 40 * static_cast<uint32_t>(sizes.size());
+  const PoolUse before = pool_use();
+  Checker c = transfer(p.a, p.b, count, size_of, 8);
+  // Expect: the counters agree with what was sent, tier by tier.
+  uint64_t bytes = 0, small = 0;
+  for (uint32_t s = 0; s < count; ++s) bytes += size_of(s), small += size_of(s) <= IMAGO_MSG_INLINE_MAX;
+  imago_ep_stats tx = stats_of(p.a), rx = stats_of(p.b);
+  EXPECT_EQ(tx.msgs_sent, count);
+  EXPECT_EQ(tx.bytes_sent, bytes);
+  EXPECT_EQ(tx.tx_inline, small);
+  EXPECT_EQ(tx.tx_pool, count - small);
+  EXPECT_EQ(tx.tx_zero_copy, 0u);
+  EXPECT_EQ(tx.tx_invalid, 0u);
+  EXPECT_EQ(tx.peer_ready, 1u);
+  EXPECT_EQ(rx.msgs_received, count);
+  EXPECT_EQ(rx.bytes_received, bytes);
+  EXPECT_EQ(rx.rx_inline, small);
+  EXPECT_EQ(rx.rx_inline + rx.rx_pool + rx.rx_mbuf, count);
+  EXPECT_GT(rx.rx_pool, 0u);
+  EXPECT_GT(rx.rx_mbuf, 0u);
+  EXPECT_EQ(rx.rx_ring_used, 0u);
+  // Everything released: no buffer is left out of its pool.
+  EXPECT_TRUE(settles_to(before)) << show(before) << " now " << show(pool_use());
+}
+
+TEST(Messages, EachTxTierTakesItsPool) {
+  Pair p(0, 0, false);
+  const PoolUse base = pool_use();
+  const uint32_t pool_max = shm()->pool_max;
+  struct Case {
+    uint32_t len;
+    unsigned PoolUse::*pool;
+  } cases[] = {{0, &PoolUse::msg},       {pool_max, &PoolUse::msg},
+               {pool_max + 1, &PoolUse::frame}, {imago::api::kFrameClass, &PoolUse::frame},
+               {imago::api::kFrameClass + 1, &PoolUse::big}, {imago_max_message(p.a), &PoolUse::big}};
+  for (const Case& k : cases) {
+    void* buf = nullptr;
+    ASSERT_EQ(imago_buf_alloc(p.a, k.len, &buf), 0) << k.len;
+    PoolUse u = pool_use();
+    EXPECT_EQ(u.*k.pool, base.*k.pool + 1) << k.len;
+    std::memset(buf, 0xab, k.len);  // the whole length is writable
+    EXPECT_EQ(imago_buf_free(p.a, buf), 0);
+    EXPECT_EQ(imago_buf_free(p.a, buf), -EINVAL) << "a second free of " << k.len;
+    EXPECT_EQ(pool_use().*k.pool, base.*k.pool) << k.len;
+  }
+}
+
+TEST(Messages, EmptyAndFlaggedMessagesArrive) {
+  Pair p;
+  uint8_t b[100];
+  fill(1, 100, b);
+  EXPECT_EQ(imago_send(p.a, nullptr, 0, 0), 0);
+  EXPECT_EQ(imago_send(p.a, b, 100, IMAGO_FASTPATH), 0);
+  EXPECT_EQ(imago_send(p.a, b, 10, IMAGO_ACK_REQ), 0);
+  EXPECT_EQ(imago_send(p.a, b, 100, IMAGO_FASTPATH | IMAGO_ACK_REQ), 0);
+  imago_msg m[8];
+  unsigned got = 0;
+  const auto end = Clock::now() + 5s;
+  uint32_t lens[4] = {0, 100, 10, 100};
+  while (got < 4 && Clock::now() < end) {
+    int n = imago_recv_burst(p.b, m, 8);
+    ASSERT_GE(n, 0);
+    for (int i = 0; i < n; ++i, ++got) {
+      EXPECT_EQ(m[i].len, lens[got]);
+      EXPECT_EQ(m[i].src, 1u);
+      if (got > 0) {
+        EXPECT_EQ(std::memcmp(imago_msg_data(&m[i]), b, lens[got]), 0);
+      }
+    }
+    imago_release(p.b, m, static_cast<unsigned>(n));
+  }
+  EXPECT_EQ(got, 4u);
+}
+
+// imago.h: send flags are "also visible in received descriptors' flags"; Node::describe()
+// sets them to 0 (the wire carries no flags per message). Enable once one of them changes.
+TEST(Messages, DISABLED_ReceivedFlagsAsDocumented) {
+  Pair p;
+  ASSERT_EQ(imago_send(p.a, "f", 1, IMAGO_FASTPATH | IMAGO_ACK_REQ), 0);
+  imago_msg m{};
+  ASSERT_TRUE(eventually([&] { return imago_recv_burst(p.b, &m, 1) == 1; }));
+  EXPECT_EQ(m.flags, IMAGO_FASTPATH | IMAGO_ACK_REQ);
+  imago_release(p.b, &m, 1);
+}
+
+TEST(Messages, BurstsBothWaysAtOnce) {
+  Pair p;
+  // Do: both ends send and receive bursts of 32 at the same time.
+  auto size_of = [](uint32_t seq) { return seq % 5 == 4 ? 300u : 24u + seq % 25; };
+  const uint32_t count = 20000;
+  Checker at_b{size_of, 1}, at_a{size_of, 2};
+  std::vector<std::vector<uint8_t>> bufs(32, std::vector<uint8_t>(300));
+  imago_iov iov[32];
+  uint32_t sent[2] = {0, 0};
+  imago_ep_t* tx[2] = {p.a, p.b};
+  const auto end = Clock::now() + 20s;
+  while ((at_a.next < count || at_b.next < count) && Clock::now() < end) {
+    for (int side = 0; side < 2; ++side) {
+      unsigned k = std::min<uint32_t>(32, count - sent[side]);
+      for (unsigned i = 0; i < k; ++i) {
+        fill(sent[side] + i, size_of(sent[side] + i), bufs[i].data());
+        iov[i] = {bufs[i].data(), size_of(sent[side] + i)};
+      }
+      int rc = imago_send_burst(tx[side], iov, k, 0);
+      ASSERT_GE(rc, 0);
+      sent[side] += static_cast<uint32_t>(rc);
+    }
+    at_b.poll(p.b, 32);
+    at_a.poll(p.a, 32);
+  }
+  // Expect: every message both ways, in order, intact.
+  EXPECT_EQ(at_b.next, count);
+  EXPECT_EQ(at_a.next, count);
+  EXPECT_EQ(at_a.bad + at_b.bad, 0u);
+}
+
+TEST(Messages, BurstsCutShortByABadMessageAcrossTheRingWrap) {
+  // A small tx ring, so the bursts' reserved room wraps around its end again and again.
+  Pair p(64, 64);
+  auto size_of = [](uint32_t seq) { return seq % 3 == 2 ? 100u : 20u + seq % 29; };
+  Checker c{size_of, 1};
+  std::vector<std::vector<uint8_t>> bufs(32, std::vector<uint8_t>(100));
+  imago_iov iov[32];
+  uint32_t seq = 0;
+  const uint32_t max = imago_max_message(p.a);
+  const auto end = Clock::now() + 10s;
+  for (unsigned round = 0; round < 300 && Clock::now() < end; ++round) {
+    // Do: k good messages and then a bad one (too long, or NULL data).
+    const unsigned k = round % 23;
+    for (unsigned i = 0; i < k; ++i) {
+      fill(seq + i, size_of(seq + i), bufs[i].data());
+      iov[i] = {bufs[i].data(), size_of(seq + i)};
+    }
+    iov[k] = round % 2 ? imago_iov{bufs[k].data(), max + 1} : imago_iov{nullptr, 1};
+    int rc = 0;
+    const auto retry_end = Clock::now() + 5s;  // a full ring: 0; the engine drains it soon
+    while ((rc = imago_send_burst(p.a, iov, k + 1, 0)) == 0 && Clock::now() < retry_end) c.poll(p.b);
+    // Expect: the good ones taken, the bad one reported only when it is first (0 is a full ring).
+    if (k == 0) {
+      EXPECT_EQ(rc, round % 2 ? -EMSGSIZE : -EINVAL);
+    } else {
+      ASSERT_GE(rc, 0);
+      ASSERT_LE(static_cast<unsigned>(rc), k);  // fewer when the ring was short: fine
+      seq += static_cast<uint32_t>(rc);
+    }
+    c.poll(p.b);
+  }
+  // Expect: exactly the good messages, in order, and nothing else.
+  eventually([&] { return c.poll(p.b), c.next >= seq; });
+  std::this_thread::sleep_for(20ms);
+  c.poll(p.b);
+  EXPECT_EQ(c.next, seq);
+  EXPECT_EQ(c.bad, 0u);
+  EXPECT_GT(seq, 2000u);
+  EXPECT_EQ(stats_of(p.a).tx_invalid, 0u);
+}
+
+// --- zero-copy send ---
+
+TEST(ZeroCopy, AllocWriteSendArrives) {
+  Pair p;
+  const PoolUse base = pool_use();
+  const uint32_t sizes[] = {16, 200, 1000, 5000, imago_max_message(p.a)};
+  const uint32_t count = 200;
+  Checker c{[&](uint32_t s) { return sizes[s % 5]; }, 1};
+  uint32_t sent = 0;
+  const auto end = Clock::now() + 10s;
+  while (c.next < count && Clock::now() < end) {
+    if (sent < count) {
+      void* buf = nullptr;
+      int rc = imago_buf_alloc(p.a, c.size_of(sent), &buf);
+      if (rc == 0) {
+        fill(sent, c.size_of(sent), static_cast<uint8_t*>(buf));
+        rc = imago_send_zc(p.a, buf, c.size_of(sent), sent % 2 ? IMAGO_FASTPATH : 0);
+        if (rc == 0) {
+          ++sent;
+        } else {
+          EXPECT_EQ(rc, -EAGAIN);
+          EXPECT_EQ(imago_buf_free(p.a, buf), 0);  // still ours on -EAGAIN
+        }
+      } else {
+        EXPECT_EQ(rc, -EAGAIN);  // big buffers run out while in flight
+      }
+    }
+    c.poll(p.b);
+  }
+  EXPECT_EQ(c.next, count);
+  EXPECT_EQ(c.bad, 0u);
+  imago_ep_stats tx = stats_of(p.a);
+  EXPECT_EQ(tx.tx_zero_copy, count);
+  EXPECT_EQ(tx.tx_pool + tx.tx_inline, 0u);
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+}
+
+TEST(ZeroCopy, ForeignBuffersAreEinval) {
+  Pair p;
+  const PoolUse base = pool_use();
+  // A pointer into ordinary memory (with readable bytes in front: imago looks there).
+  std::vector<uint8_t> mine(256, 0);
+  EXPECT_EQ(imago_send_zc(p.a, mine.data() + 128, 10, 0), -EINVAL);
+  EXPECT_EQ(imago_buf_free(p.a, mine.data() + 128), -EINVAL);
+  // A buffer of another endpoint, and one offset into a real buffer.
+  void* other = nullptr;
+  void* own = nullptr;
+  ASSERT_EQ(imago_buf_alloc(p.b, 100, &other), 0);
+  ASSERT_EQ(imago_buf_alloc(p.a, 100, &own), 0);
+  EXPECT_EQ(imago_send_zc(p.a, other, 100, 0), -EINVAL);
+  EXPECT_EQ(imago_buf_free(p.a, other), -EINVAL);
+  EXPECT_EQ(imago_send_zc(p.a, static_cast<uint8_t*>(own) + 8, 10, 0), -EINVAL);
+  // Longer than the buffer, or unknown flags: refused, and the buffer is still ours.
+  const uint32_t cap = shm()->msg_pool->elt_size - 8;
+  EXPECT_EQ(imago_send_zc(p.a, own, cap + 1, 0), -EINVAL);
+  EXPECT_EQ(imago_send_zc(p.a, own, 10, 0x40), -EINVAL);
+  EXPECT_EQ(imago_buf_free(p.a, own), 0);
+  EXPECT_EQ(imago_send_zc(p.a, own, 10, 0), -EINVAL) << "a freed buffer is no longer ours";
+  EXPECT_EQ(imago_buf_free(p.b, other), 0);
+  EXPECT_EQ(pool_use(), base);
+  // Nothing of it reached the peer.
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(imago_poll(p.b), 0);
+  EXPECT_EQ(stats_of(p.a).tx_invalid, 0u);
+}
+
+TEST(ZeroCopy, PoolsRunOutThenLoansRunOut) {
+  Pair p(0, 0, false);
+  const PoolUse base = pool_use();
+  std::vector<void*> held;
+  // Do: take every small buffer, then every frame buffer.
+  void* buf = nullptr;
+  int rc = 0;
+  while (held.size() < 20000 && (rc = imago_buf_alloc(p.a, 100, &buf)) == 0) held.push_back(buf);
+  // Expect: the small pool runs dry first (-EAGAIN), with nothing lost.
+  EXPECT_EQ(rc, -EAGAIN);
+  EXPECT_EQ(pool_use().msg, shm()->msg_pool->size);
+  while (held.size() < 20000 && (rc = imago_buf_alloc(p.a, 1000, &buf)) == 0) held.push_back(buf);
+  EXPECT_TRUE(rc == -EAGAIN || rc == -ENOSPC) << rc;
+  // With as many buffers held as the loan table has slots, a free buffer cannot be lent.
+  if (held.size() >= imago::api::LoanTable::kSlots) {
+    EXPECT_EQ(imago_buf_alloc(p.a, 10000, &buf), -ENOSPC);
+    EXPECT_EQ(pool_use().big, base.big);
+  }
+  for (void* b : held) ASSERT_EQ(imago_buf_free(p.a, b), 0);
+  EXPECT_EQ(pool_use(), base);
+  // And the table works again afterwards.
+  ASSERT_EQ(imago_buf_alloc(p.a, 100, &buf), 0);
+  EXPECT_EQ(imago_buf_free(p.a, buf), 0);
+}
+
+// --- back-pressure ---
+
+TEST(BackPressure, SlowReaderStopsTheSenderAndNothingIsLost) {
+  Pair p(64, 64);
+  auto size_of = [](uint32_t seq) { return seq % 8 == 7 ? 200u : 40u; };
+  std::vector<std::vector<uint8_t>> bufs(32, std::vector<uint8_t>(200));
+  imago_iov iov[32];
+  // Do: send without reading until the sender is held back for a while.
+  uint32_t sent = 0;
+  unsigned short_bursts = 0, eagain = 0;
+  auto stuck_since = Clock::now();
+  const auto end = Clock::now() + 20s;
+  while (Clock::now() < end && sent < 2'000'000) {
+    for (unsigned i = 0; i < 32; ++i) {
+      fill(sent + i, size_of(sent + i), bufs[i].data());
+      iov[i] = {bufs[i].data(), size_of(sent + i)};
+    }
+    int rc = imago_send_burst(p.a, iov, 32, 0);
+    ASSERT_GE(rc, 0);
+    sent += static_cast<uint32_t>(rc);
+    if (rc < 32) ++short_bursts;
+    if (rc > 0) stuck_since = Clock::now();
+    if (Clock::now() - stuck_since > 300ms) break;  // held back, and it stays that way
+    if (rc < 32) std::this_thread::sleep_for(50us);
+  }
+  uint8_t one[40];
+  fill(sent, 40, one);
+  for (int i = 0; i < 3; ++i)
+    if (imago_send(p.a, one, 40, 0) == -EAGAIN) ++eagain;
+  // Expect: the sender saw short counts and -EAGAIN; the receiver's ring is full.
+  ASSERT_GT(short_bursts, 0u) << "never held back after " << sent << " messages";
+  EXPECT_EQ(eagain, 3u);
+  imago_ep_stats tx = stats_of(p.a), rx = stats_of(p.b);
+  EXPECT_GT(tx.tx_ring_full, 0u);
+  EXPECT_GT(rx.rx_ring_full, 0u);
+  EXPECT_EQ(tx.tx_ring_used, 64u - 1);  // an rte_ring of 64 holds 63
+  EXPECT_GE(rx.rx_ring_used, 32u);
+  std::printf("[          ] held back after %u messages (rx ring %u, engine windows hold the rest)\n", sent,
+              rx.rx_ring_used);
+  // Do: drain. Expect: every message sent, in order, intact, and no more.
+  Checker c{size_of, 1};
+  const auto drain_end = Clock::now() + 30s;
+  while (c.next < sent && Clock::now() < drain_end) {
+    if (c.poll(p.b, 64) == 0) std::this_thread::sleep_for(10us);
+  }
+  EXPECT_EQ(c.next, sent);
+  EXPECT_EQ(c.bad, 0u);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(imago_poll(p.b), 0);
+  rx = stats_of(p.b);
+  EXPECT_EQ(rx.msgs_received, sent);
+  EXPECT_EQ(stats_of(p.a).msgs_sent, sent);
+  // And the stream goes on.
+  Checker more = transfer(p.a, p.b, 1000, [](uint32_t) { return 8u; });
+  EXPECT_EQ(more.next, 1000u);
+}
+
+// --- peer readiness ---
+
+TEST(Peer, SendsBeforeThePeerOpensWaitThenFlow) {
+  const std::string name = unique("late");
+  imago_ep_t *a = nullptr, *b = nullptr;
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
+  // Do: send while node 2 has no such endpoint.
+  auto size_of = [](uint32_t seq) { return seq % 2 ? 300u : 30u; };
+  std::vector<uint8_t> buf(300);
+  for (uint32_t s = 0; s < 100; ++s) {
+    fill(s, size_of(s), buf.data());
+    ASSERT_EQ(imago_send(a, buf.data(), size_of(s), 0), 0);
+  }
+  std::this_thread::sleep_for(50ms);
+  // Expect: not ready; everything waits in the tx ring.
+  EXPECT_EQ(imago_peer_ready(a), 0);
+  imago_ep_stats st = stats_of(a);
+  EXPECT_EQ(st.msgs_sent, 0u);
+  EXPECT_EQ(st.tx_ring_used, 100u);
+  EXPECT_EQ(st.peer_ready, 0u);
+  // Do: the peer opens. Expect: both ready, and all 100 arrive in order.
+  imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
+  ASSERT_EQ(imago_open(im(), name.c_str(), 1, &node2, &b), 0);
+  EXPECT_TRUE(eventually([&] { return imago_peer_ready(a) == 1 && imago_peer_ready(b) == 1; }));
+  Checker c{size_of, 1};
+  eventually([&] { return c.poll(b), c.next >= 100; });
+  EXPECT_EQ(c.next, 100u);
+  EXPECT_EQ(c.bad, 0u);
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
+}
+
+TEST(Peer, ClosingAnEndpointMakesThePeerNotReady) {
+  const std::string name = unique("gone");
+  imago_ep_t *a = nullptr, *b = nullptr;
+  imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
+  ASSERT_EQ(imago_open(im(), name.c_str(), 1, &node2, &b), 0);
+  ASSERT_TRUE(eventually([&] { return imago_peer_ready(a) == 1; }));
+  // Do: close b. Expect: a's peer goes not-ready.
+  EXPECT_EQ(imago_close(b), 0);
+  EXPECT_TRUE(eventually([&] { return imago_peer_ready(a) == 0; }));
+  // Messages sent meanwhile wait, and flow once b is back.
+  EXPECT_EQ(imago_send(a, "abcd", 4, 0), 0);
+  ASSERT_EQ(imago_open(im(), name.c_str(), 1, &node2, &b), 0);
+  EXPECT_TRUE(eventually([&] { return imago_peer_ready(a) == 1 && imago_poll(b) == 1; }));
+  imago_msg m;
+  ASSERT_EQ(imago_recv_burst(b, &m, 1), 1);
+  EXPECT_EQ(m.len, 4u);
+  EXPECT_EQ(std::memcmp(imago_msg_data(&m), "abcd", 4), 0);
+  imago_release(b, &m, 1);
+  // And the other way round: closing a makes b not ready.
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_TRUE(eventually([&] { return imago_peer_ready(b) == 0; }));
+  EXPECT_EQ(imago_close(b), 0);
+}
+
+// --- release and reclaim ---
+
+// Receives one message of @p len bytes (sent by @p a) on @p b.
+imago_msg receive_one(Pair& p, uint32_t len, uint32_t seq) {
+  std::vector<uint8_t> buf(len);
+  fill(seq, len, buf.data());
+  EXPECT_EQ(imago_send(p.a, buf.data(), len, 0), 0);
+  imago_msg m{};
+  bool got = eventually([&] { return imago_recv_burst(p.b, &m, 1) == 1; });
+  EXPECT_TRUE(got);
+  if (got) {
+    EXPECT_TRUE(intact(seq, len, m));
+  }
+  return m;
+}
+
+TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
+  Pair p;
+  const PoolUse base = pool_use();
+  // Pool tier: a stale copy released after the real one frees nothing.
+  imago_msg pooled = receive_one(p, 200, 1);
+  ASSERT_EQ(pooled.tier, IMAGO_TIER_POOL);
+  EXPECT_EQ(pool_use().msg, base.msg + 1);
+  imago_msg stale = pooled;
+  imago_release(p.b, &pooled, 1);
+  EXPECT_EQ(pooled.tier, IMAGO_TIER_INLINE) << "a released descriptor cannot be released again";
+  EXPECT_EQ(pool_use().msg, base.msg);
+  imago_release(p.b, &stale, 1);
+  imago_release(p.b, &pooled, 1);
+  EXPECT_EQ(pool_use().msg, base.msg);
+  // Mbuf tier: the same.
+  imago_msg framed = receive_one(p, 1000, 2);
+  ASSERT_EQ(framed.tier, IMAGO_TIER_MBUF);
+  auto* mb = static_cast<rte_mbuf*>(framed.u.ext.owner);
+  EXPECT_GE(rte_mbuf_refcnt_read(mb), 1);
+  imago_msg stale_frame = framed;
+  imago_release(p.b, &framed, 1);
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+  imago_release(p.b, &stale_frame, 1);
+  EXPECT_TRUE(settles_to(base)) << "a stale mbuf descriptor freed something: " << show(pool_use());
+  // Forged: a real loan index with another owner, bad indexes, a wrong tier, garbage.
+  imago_msg held = receive_one(p, 300, 3);
+  ASSERT_EQ(held.tier, IMAGO_TIER_POOL);
+  const PoolUse holding = pool_use();
+  imago_msg forged[6];
+  for (imago_msg& f : forged) f = held;
+  forged[0].u.ext.owner = static_cast<uint8_t*>(held.u.ext.owner) + 64;
+  forged[1].u.ext.loan = UINT32_MAX;
+  forged[2].u.ext.loan = held.u.ext.loan + 1;
+  forged[3].tier = IMAGO_TIER_MBUF;
+  forged[4].u.ext.owner = nullptr;
+  forged[5].u.ext.loan = held.u.ext.loan + imago::api::LoanTable::kSlots;
+  for (imago_msg& f : forged) {
+    imago_release(p.b, &f, 1);
+    // Frames in flight come and go; a forgery that freed the real buffer never settles back.
+    EXPECT_TRUE(settles_to(holding)) << "forgery " << &f - forged << ": " << show(pool_use());
+  }
+  EXPECT_TRUE(intact(3, 300, held)) << "the real message is untouched";
+  // The real one still releases, once.
+  imago_release(p.b, &held, 1);
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+  // A descriptor released on the wrong endpoint frees nothing either.
+  imago_msg elsewhere = receive_one(p, 200, 4);
+  imago_msg copy = elsewhere;
+  imago_release(p.a, &copy, 1);
+  EXPECT_EQ(pool_use().msg, base.msg + 1);
+  imago_release(p.b, &elsewhere, 1);
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+}
+
+TEST(Release, CloseReclaimsUnreleasedDescriptors) {
+  const PoolUse base = pool_use();
+  {
+    Pair p;
+    // Do: receive pooled and framed messages and keep them; leave more in the rx ring.
+    std::vector<imago_msg> kept;
+    for (uint32_t s = 0; s < 20; ++s) kept.push_back(receive_one(p, s % 2 ? 1000 : 200, s));
+    std::vector<uint8_t> buf(3000, 1);
+    for (uint32_t s = 0; s < 30; ++s) ASSERT_EQ(imago_send(p.a, buf.data(), s % 3 == 0 ? 3000 : 700, 0), 0);
+    ASSERT_TRUE(eventually([&] { return imago_poll(p.b) == 30; }));
+    const PoolUse held = pool_use();
+    EXPECT_EQ(held.msg, base.msg + 10);
+    EXPECT_EQ(held.big, base.big + 10);
+    EXPECT_GT(held.mbuf, base.mbuf);
+    unsigned tiers[3] = {0, 0, 0};
+    for (const imago_msg& m : kept) ++tiers[m.tier];
+    EXPECT_EQ(tiers[IMAGO_TIER_POOL], 10u);
+    EXPECT_EQ(tiers[IMAGO_TIER_MBUF], 10u);
+    // Pair's destructor closes both ends with all of that unreleased.
+  }
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+}
+
+TEST(Release, CloseReclaimsUnsentAndAllocatedBuffers) {
+  const PoolUse base = pool_use();
+  const std::string name = unique("unsent");
+  imago_ep_t* a = nullptr;
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
+  // Do: no peer: copies wait in the tx ring; zero-copy buffers held, one sent, one not.
+  std::vector<uint8_t> buf(10000, 7);
+  for (uint32_t len : {100u, 100u, 1000u, 1000u, 10000u}) ASSERT_EQ(imago_send(a, buf.data(), len, 0), 0);
+  void *zc1 = nullptr, *zc2 = nullptr;
+  ASSERT_EQ(imago_buf_alloc(a, 500, &zc1), 0);
+  ASSERT_EQ(imago_buf_alloc(a, 5000, &zc2), 0);
+  ASSERT_EQ(imago_send_zc(a, zc1, 500, 0), 0);
+  const PoolUse held = pool_use();
+  EXPECT_EQ(held.msg, base.msg + 3);
+  EXPECT_EQ(held.frame, base.frame + 2);
+  EXPECT_EQ(held.big, base.big + 2);
+  // Expect: closing gives every buffer back.
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+}
+
+// --- waiting ---
+
+TEST(Wait, TimesOutAndWakes) {
+  Pair p;
+  // Expect: nothing to receive: 0 after about the timeout.
+  EXPECT_EQ(imago_wait(p.b, 0), 0);
+  auto t0 = Clock::now();
+  EXPECT_EQ(imago_wait(p.b, 20000), 0);
+  auto waited = Clock::now() - t0;
+  EXPECT_GE(waited, 20ms);
+  EXPECT_LT(waited, 1000ms);
+  // Do: another thread sends in 30 ms (a different endpoint: allowed). Expect: woken early.
+  std::thread sender([&] {
+    std::this_thread::sleep_for(30ms);
+    EXPECT_EQ(imago_send(p.a, "wake", 4, IMAGO_FASTPATH), 0);
+  });
+  t0 = Clock::now();
+  int rc = imago_wait(p.b, 5'000'000);
+  waited = Clock::now() - t0;
+  sender.join();
+  EXPECT_EQ(rc, 1);
+  EXPECT_GE(waited, 25ms);
+  EXPECT_LT(waited, 4000ms);
+  EXPECT_EQ(imago_poll(p.b), 1);
+  EXPECT_EQ(imago_wait(p.b, -1), 1) << "no limit, but a message is ready";
+  imago_msg m;
+  ASSERT_EQ(imago_recv_burst(p.b, &m, 1), 1);
+  EXPECT_EQ(std::memcmp(imago_msg_data(&m), "wake", 4), 0);
+  imago_release(p.b, &m, 1);
+  EXPECT_EQ(imago_poll(p.b), 0);
+}
+
+// --- the C side and the C++ wrapper ---
+
+TEST(Languages, CCallsWork) {
+  Pair p;
+  EXPECT_EQ(imago_c_roundtrip(p.a, p.b, 2000), 0);
+}
+
+TEST(Languages, CppWrapper) {
+  const std::string name = unique("cpp");
+  imago::Endpoint a, b;
+  EXPECT_FALSE(a);
+  imago_ep_opts node2{.local_node = 2, .ring_size = 256, .reserved = 0};
+  ASSERT_EQ(g_att->open(name.c_str(), 2, a), 0);
+  ASSERT_EQ(g_att->open(name.c_str(), 1, b, &node2), 0);
+  EXPECT_TRUE(a);
+  imago::Endpoint dup;
+  EXPECT_EQ(g_att->open(name.c_str(), 2, dup), -EEXIST);
+  EXPECT_FALSE(dup);
+  ASSERT_TRUE(eventually([&] { return a.peer_ready() && b.peer_ready(); }));
+  // Do: a single send and a burst through spans.
+  const uint8_t hello[] = {'h', 'i', '!'};
+  EXPECT_EQ(a.send(hello), 0);
+  std::vector<uint8_t> payload(700, 9);
+  imago_iov iov[3] = {{payload.data(), 10}, {payload.data(), 100}, {payload.data(), 700}};
+  EXPECT_EQ(a.send_burst(iov, IMAGO_FASTPATH), 3);
+  // Move b: the moved-to endpoint works, the moved-from one is empty.
+  imago::Endpoint c = std::move(b);
+  EXPECT_FALSE(b);
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c.wait(2'000'000), 1);
+  imago_msg m[8];
+  int got = 0;
+  const uint32_t lens[4] = {3, 10, 100, 700};
+  const auto end = Clock::now() + 5s;
+  while (got < 4 && Clock::now() < end) {
+    int n = c.recv(std::span<imago_msg>(m, 8));
+    ASSERT_GE(n, 0);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(m[i].len, lens[got + i]);
+    c.release(std::span<imago_msg>(m, static_cast<size_t>(n)));
+    got += n;
+  }
+  EXPECT_EQ(got, 4);
+  imago_ep_stats st{};
+  EXPECT_EQ(c.stats(st), 0);
+  EXPECT_EQ(st.msgs_received, 4u);
+  // Move-assign over an open endpoint closes it (the peer sees it).
+  imago::Endpoint d;
+  imago_ep_opts node2b{.local_node = 2, .ring_size = 0, .reserved = 0};
+  ASSERT_EQ(g_att->open(unique("cpp").c_str(), 1, d, &node2b), 0);
+  d = std::move(c);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(a.peer_ready());
+  EXPECT_EQ(d.close(), 0);
+  EXPECT_TRUE(eventually([&] { return !a.peer_ready(); }));
+  EXPECT_EQ(d.close(), 0) << "closing an empty endpoint is a no-op";
+  // a closes in its destructor.
+}
+
+TEST(Cleanup, NothingIsLeftOpen) {
+  // Expect: every test closed what it opened, and every buffer is back.
+  for (const auto& s : shm()->slots) EXPECT_EQ(s.state.load(), imago::api::SlotState::kFree);
+  PoolUse u = pool_use();
+  EXPECT_EQ(u.msg, 0u);
+  EXPECT_EQ(u.frame, 0u);
+  EXPECT_EQ(u.big, 0u);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  auto att = std::make_unique<imago::Attachment>();
+  if (int rc = att->embedded(); rc != 0) {
+    std::fprintf(stderr, "imago_attach_embedded: %d: the API suite cannot run\n", rc);
+    return 1;
+  }
+  g_att = att.get();
+  int rc = RUN_ALL_TESTS();
+  g_att = nullptr;
+  att.reset();  // imago_detach: engines, ports and EAL stop
+  return rc;
+}
