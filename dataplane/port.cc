@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "dataplane/port.h"
 
+#include <net/if.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -149,6 +153,21 @@ std::string Port::driver() const {
   rte_eth_dev_info info{};
   if (rte_eth_dev_info_get(id_, &info) < 0 || !info.driver_name) return "unknown";
   return info.driver_name;
+}
+
+uint32_t Port::link_mtu() const {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(id_, &info) < 0) return 0;
+  if (info.driver_name && std::strcmp(info.driver_name, "net_ring") == 0) return 0;
+  ifreq ifr{};
+  if (info.if_index != 0 && if_indextoname(info.if_index, ifr.ifr_name) != nullptr) {
+    const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+    const bool ok = s >= 0 && ::ioctl(s, SIOCGIFMTU, &ifr) == 0;
+    if (s >= 0) ::close(s);
+    if (ok && ifr.ifr_mtu > 0) return static_cast<uint32_t>(ifr.ifr_mtu);
+  }
+  uint16_t mtu = 0;
+  return rte_eth_dev_get_mtu(id_, &mtu) == 0 ? mtu : 0;
 }
 
 }  // namespace imago::dp

@@ -82,6 +82,13 @@ class Port {
   const PortConfig& config() const { return cfg_; }
   /** @return the device's driver name, e.g. "net_ring". */
   std::string driver() const;
+  /**
+   * The largest IP MTU the link carries: the kernel interface's for a device backed by one
+   * (net_af_packet reports a fixed 1500 to ethdev but carries what its interface and its
+   * framesz devarg allow), else ethdev's. Control path (an ioctl).
+   * @return the MTU, or 0 when the device has none (net_ring).
+   */
+  uint32_t link_mtu() const;
 
  private:
   int setup_queues();

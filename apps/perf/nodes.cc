@@ -12,6 +12,7 @@ namespace imago::perf {
 namespace {
 
 constexpr size_t kMaxFrame = 9000 + sizeof(dp::EthHdr);  // a 9000-byte jumbo MTU
+constexpr size_t kAfPacketSlack = 64;
 
 int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;
@@ -24,17 +25,18 @@ int open_node(Context& ctx, Node& n, uint16_t port_id) {
                  o.mode.c_str(), o.size, frame, kMaxFrame);
     return -EMSGSIZE;
   }
-  auto room = static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame));
+  // Slack above the largest frame: net_af_packet wants room for its whole ring frame
+  // (framesz less its header), a little more than the frame the kernel fills in.
+  auto room = static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame + kAfPacketSlack));
   // Held elsewhere besides the descriptors: the fault layer's two stages, the ring of a pair.
   unsigned extra = 4 * o.fault_capacity + o.ring_size + 4 * o.burst;
   unsigned count = dp::mbufs_needed(pc, rte_lcore_count(), o.burst, 256, extra);
   n.pool = dp::create_mbuf_pool(std::string("perf_") + n.name, count, room, rte_socket_id());
   if (!n.pool) return -ENOMEM;
   if (int rc = n.port.open(port_id, pc, n.pool); rc < 0) return rc;
-  uint16_t mtu = 0;
   // Only a device with a real MTU (not net_ring) limits the frame size.
-  if (rte_eth_dev_get_mtu(port_id, &mtu) == 0 && n.port.driver() != "net_ring" &&
-      frame > size_t{mtu} + sizeof(dp::EthHdr)) {
+  const uint32_t mtu = n.port.link_mtu();
+  if (mtu != 0 && frame > size_t{mtu} + sizeof(dp::EthHdr)) {
     std::fprintf(stderr, "imago-perf: a %zu-byte frame (--size %u, --mtu %u) exceeds port %u's MTU %u\n",
                  frame, o.size, o.mtu, port_id, mtu);
     return -EMSGSIZE;
