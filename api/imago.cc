@@ -64,11 +64,11 @@ uint32_t& loan_of(void* obj) { return *static_cast<uint32_t*>(obj); }  // headro
 // with *loan = LoanTable::kNone (every loan slot taken) or 0 (pool empty).
 void* lend_tx_buffer(imago_ep* ep, uint32_t len, uint32_t* loan) {
   *loan = 0;
-  void* obj = buffer_get(ep->im->shm->pool_for(len));
+  void* obj = buffer_get(ep->im->shm->pool_for(len), &ep->slot->app_caches);
   if (obj == nullptr) return nullptr;
   *loan = ep->slot->tx_loans.lend(obj);
   if (*loan != LoanTable::kNone) return obj;
-  buffer_put(obj);
+  buffer_put(obj, &ep->slot->app_caches);
   return nullptr;
 }
 
@@ -216,6 +216,9 @@ int imago_open(imago_t* im, const char* name, uint64_t peer, const struct imago_
   std::memcpy(m.name, name, len);
   if (int rc = control(im, m); rc < 0) return rc;
   EndpointSlot* s = &im->shm->slots[m.slot];
+  // This thread's buffer caches; without them (no memory) every buffer goes to the pool ring.
+  if (pool_caches_create(s->app_caches, im->shm->msg_pool, im->shm->frame_pool) < 0)
+    s->app_caches = PoolCaches{};
   auto* ep = new imago_ep{im, s, m.slot, s->rx, s->tx};
   im->eps.push_back(ep);
   *out = ep;
@@ -224,6 +227,7 @@ int imago_open(imago_t* im, const char* name, uint64_t peer, const struct imago_
 
 int imago_close(imago_ep_t* ep) {
   if (ep == nullptr) return -EINVAL;
+  pool_caches_free(ep->slot->app_caches);  // before the slot can pass to anyone else
   CtlMsg m{};
   m.op = CtlOp::kClose;
   m.slot = ep->index;
@@ -299,7 +303,7 @@ int imago_buf_free(imago_ep_t* ep, void* buf) {
   if (ep == nullptr) return -EINVAL;
   void* obj = own_buffer(ep, buf);
   if (obj == nullptr) return -EINVAL;
-  if (void* o = ep->slot->tx_loans.take(loan_of(obj))) buffer_put(o);
+  if (void* o = ep->slot->tx_loans.take(loan_of(obj))) buffer_put(o, &ep->slot->app_caches);
   return 0;
 }
 
@@ -317,7 +321,7 @@ void imago_release(imago_ep_t* ep, struct imago_msg* msgs, unsigned n) {
     void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
     // Only what this endpoint lent, once: a stale or forged descriptor frees nothing.
     if (ep->slot->rx_loans.peek(m.u.ext.loan) == expect)
-      if (void* o = ep->slot->rx_loans.take(m.u.ext.loan)) put_loaned(o);
+      if (void* o = ep->slot->rx_loans.take(m.u.ext.loan)) put_loaned(o, &ep->slot->app_caches);
     m.tier = IMAGO_TIER_INLINE;
   }
 }

@@ -38,9 +38,9 @@ bool inside(const rte_mbuf* m, const uint8_t* p, size_t len) {
 }
 
 // A descriptor the engine will not send: give back the buffer it may hold.
-void release_tx(EndpointSlot& s, const imago_msg& d) {
+void release_tx(EndpointSlot& s, const imago_msg& d, const PoolCaches* pc) {
   if (d.tier == IMAGO_TIER_INLINE) return;
-  if (void* o = s.tx_loans.take(d.u.ext.loan)) put_loaned(o);
+  if (void* o = s.tx_loans.take(d.u.ext.loan)) put_loaned(o, pc);
 }
 
 }  // namespace
@@ -49,6 +49,10 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   spec_ = spec;
   shm_ = shm;
   active_ = std::make_unique<Active[]>(kMaxEndpoints);
+  // The engine lcore's buffer caches (freed by the runtime once the engines stopped); without
+  // them (no memory) every buffer goes to the pool ring.
+  caches_ = &shm->engine_caches[spec.index];
+  if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
   if (int rc = link_.init(*spec.port, spec.mbuf_pool, spec.encap, spec.burst); rc < 0) return rc;
   rel::Config c = spec.engine;
   c.node_id = spec.id;
@@ -127,7 +131,7 @@ void Node::activate(uint32_t slot_index) {
 
 void Node::retire(Active& a) {
   EndpointSlot& s = *a.slot;
-  for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_tx(s, a.stash[a.stash_pos]);
+  for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_tx(s, a.stash[a.stash_pos], caches_);
   flush_staged(a);  // their loans are reclaimed with the slot
   queue_announce(s.peer, s.hash, kOpClose);
   s.peer_ready.store(0, std::memory_order_relaxed);
@@ -161,14 +165,14 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
     std::span<const uint8_t> msg;
     if (!tx_view(a, d, &msg, scratch)) {
       s.c.tx_invalid.add();
-      release_tx(s, d);
+      release_tx(s, d, caches_);
       continue;
     }
     if (engine_->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
     s.c.msgs_sent.add();
     s.c.bytes_sent.add(d.len);
     (d.tier == IMAGO_TIER_INLINE ? s.c.tx_inline : d.reserved ? s.c.tx_zero_copy : s.c.tx_pool).add();
-    release_tx(s, d);
+    release_tx(s, d, caches_);
     ++done;
   }
   return done;
@@ -263,11 +267,11 @@ int Node::describe(Active& a, uint64_t peer, std::span<const uint8_t> body, imag
   }
   rte_mempool* mp = shm_->pool_for(len);
   if (len > mp->elt_size - kHeadroom) return -EMSGSIZE;
-  void* obj = buffer_get(mp);
+  void* obj = buffer_get(mp, caches_);
   if (obj == nullptr) return -ENOBUFS;
   uint32_t loan = s.rx_loans.lend(obj);
   if (loan == LoanTable::kNone) {
-    buffer_put(obj);
+    buffer_put(obj, caches_);
     return -ENOSPC;
   }
   auto* data = static_cast<uint8_t*>(obj) + kHeadroom;

@@ -112,6 +112,7 @@ class Node final : public rel::AppSink {
 
   NodeSpec spec_;
   ShmRoot* shm_ = nullptr;
+  PoolCaches* caches_ = nullptr;  ///< this engine lcore's, in shm_->engine_caches
   dp::EngineLink link_;
   std::unique_ptr<rel::Engine> engine_;
   uint64_t peers_[kMaxEndpoints] = {};

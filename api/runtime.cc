@@ -232,6 +232,8 @@ void Runtime::stop() {
     for (uint32_t i = 0; i < kMaxEndpoints; ++i)
       if (shm_->slots[i].state.load() != SlotState::kFree) reclaim(i);
   }
+  if (shm_ != nullptr)
+    for (PoolCaches& pc : shm_->engine_caches) pool_caches_free(pc);  // the engines are stopped
   nodes_.clear();
   for (auto& pb : ports_) {
     pb->faulty.release();
@@ -335,7 +337,8 @@ int Runtime::close_endpoint(uint32_t slot) {
 
 unsigned Runtime::reclaim(uint32_t slot) {
   EndpointSlot& s = shm_->slots[slot];
-  unsigned n = s.rx_loans.reclaim(put_loaned) + s.tx_loans.reclaim(put_loaned);
+  unsigned n = s.rx_loans.reclaim(put_loaned_uncached) + s.tx_loans.reclaim(put_loaned_uncached);
+  pool_caches_free(s.app_caches);  // an application that died with buffers in its caches
   rte_ring_free(s.rx);
   rte_ring_free(s.tx);
   s.rx = s.tx = nullptr;
@@ -378,8 +381,8 @@ void Runtime::print_stats(FILE* f) {
   // In use counts what is out of the pools (held by rings, ports, applications): after an
   // application dies it must come back to where it was before it attached.
   std::fprintf(f, "pools: msgs_in_use=%u frames_in_use=%u big_in_use=%u mbufs_in_use=%u\n",
-               rte_mempool_in_use_count(shm_->msg_pool), rte_mempool_in_use_count(shm_->frame_pool),
-               rte_mempool_in_use_count(shm_->big_pool), mbufs);
+               pool_in_use(*shm_, shm_->msg_pool), pool_in_use(*shm_, shm_->frame_pool),
+               pool_in_use(*shm_, shm_->big_pool), mbufs);
   for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
     const EndpointSlot& s = shm_->slots[i];
     if (s.state.load(std::memory_order_acquire) != SlotState::kOpen) continue;

@@ -18,13 +18,14 @@
 #include <atomic>
 #include <cstdint>
 
+#include "api/buffers.h"
 #include "api/loan.h"
 
 namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 1;
+inline constexpr uint32_t kShmVersion = 2;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -62,6 +63,7 @@ struct alignas(64) EndpointSlot {
   alignas(64) Counter tx_ring_full;  ///< written by the application
   LoanTable rx_loans;                ///< lent by the engine, returned by the application
   LoanTable tx_loans;                ///< lent by the application, returned by the engine
+  PoolCaches app_caches;             ///< the application's (made at open, freed at close or reclaim)
 };
 
 struct ShmRoot {
@@ -76,6 +78,7 @@ struct ShmRoot {
   uint32_t max_message = 0;
   std::atomic<uint32_t> generation{0};  ///< bumped by every slot state change
   Counter no_endpoint[kMaxNodes];       ///< messages for an endpoint not open here
+  PoolCaches engine_caches[kMaxNodes];  ///< each node's engine lcore's
   EndpointSlot slots[kMaxEndpoints];
 
   /** @return the index of node @p id, or -1. */
@@ -89,6 +92,10 @@ struct ShmRoot {
     return len <= pool_max ? msg_pool : len <= kFrameClass ? frame_pool : big_pool;
   }
 };
+
+/** @return buffers of @p mp out of the pool and out of every owner's cache: held by rings,
+ *  loans, the engines and the applications (statistics: reads caches racily). */
+unsigned pool_in_use(const ShmRoot& shm, const rte_mempool* mp);
 
 /** @return the wire tag of endpoint @p name: never 0, which is the control channel. */
 uint32_t endpoint_hash(const char* name);

@@ -51,6 +51,9 @@ imago::api::ShmRoot* g_shm = nullptr;
 imago_ep_t* g_ep = nullptr;
 EndpointSlot* g_slot = nullptr;  // g_ep's slot: its rings and loans
 rte_ring* g_bare = nullptr;
+// The benchmark plays the engine: its own caches, as the engine lcore has (that lcore's
+// are in use by node 1's engine meanwhile).
+imago::api::PoolCaches g_engine_caches;
 
 constexpr uint32_t kInlineLen = 32;
 constexpr uint32_t kPoolLen = 200;
@@ -103,7 +106,7 @@ void send_side(benchmark::State& state, uint32_t len) {
     }
     if (len > IMAGO_MSG_INLINE_MAX) {
       for (unsigned i = 0; i < n; ++i)  // the engine, once it took the message
-        if (void* o = g_slot->tx_loans.take(out.m[i].u.ext.loan)) imago::api::put_loaned(o);
+        if (void* o = g_slot->tx_loans.take(out.m[i].u.ext.loan)) imago::api::put_loaned(o, &g_engine_caches);
     }
     sum += out.m[n - 1].len;
   }
@@ -126,7 +129,7 @@ void recv_side(benchmark::State& state, uint32_t len) {
   for (auto _ : state) {
     if (len > IMAGO_MSG_INLINE_MAX) {
       for (imago_msg& d : std::span(described.m, burst)) {  // the engine's describe() of the pool tier
-        void* obj = imago::api::buffer_get(g_shm->msg_pool);
+        void* obj = imago::api::buffer_get(g_shm->msg_pool, &g_engine_caches);
         uint32_t loan = obj ? g_slot->rx_loans.lend(obj) : imago::api::LoanTable::kNone;
         if (loan == imago::api::LoanTable::kNone) {
           state.SkipWithError("no buffer or loan");
@@ -209,6 +212,7 @@ int main(int argc, char** argv) {
     for (EndpointSlot& s : g_shm->slots)
       if (std::strcmp(s.name, "bench") == 0 && s.state.load() == imago::api::SlotState::kOpen) g_slot = &s;
     g_bare = imago::api::handoff_create("bench_bare", 1024, SOCKET_ID_ANY);
+    rc = imago::api::pool_caches_create(g_engine_caches, g_shm->msg_pool, g_shm->frame_pool);
   }
   if (rc != 0 || g_slot == nullptr || g_bare == nullptr) {
     std::fprintf(stderr, "cannot set up the endpoint: %d\n", rc);
@@ -220,6 +224,7 @@ int main(int argc, char** argv) {
   rep.table();
   benchmark::Shutdown();
   rte_ring_free(g_bare);
+  imago::api::pool_caches_free(g_engine_caches);
   imago_close(g_ep);
   imago_detach(g_im);
   return 0;
