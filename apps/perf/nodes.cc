@@ -12,7 +12,7 @@ namespace imago::perf {
 namespace {
 
 constexpr size_t kMaxFrame = 9000 + sizeof(dp::EthHdr);  // a 9000-byte jumbo MTU
-constexpr size_t kAfPacketSlack = 64;
+constexpr size_t kAfPacketSlack = 256;
 
 int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from framework.apps import ImagoPerf, PerfParams, Result, Role, perf_binary
+from framework.apps import ImagoPerf, PerfParams, Result, Role, af_packet_vdev, perf_binary
 from framework.exceptions import DtsError
 from framework.node import LogDir
 from framework.peers import (
@@ -81,10 +81,11 @@ def _one_line(e: BaseException, limit: int = 400) -> str:
 class Testbed:
     """The namespaces, the veth pair and the logs of one bench/compare run."""
 
-    def __init__(self, topo: Topology, logs: LogDir):
+    def __init__(self, topo: Topology, logs: LogDir, veth_mtu: int = 1500):
         self.topo = topo
         self.logs = logs
-        self.tx_if, self.rx_if = topo.add_veth(topo.add_node("tx"), topo.add_node("rx"),
+        self.veth_mtu = veth_mtu  # every veth row: imago's frames, TCP's and ZeroMQ's segments
+        self.tx_if, self.rx_if = topo.add_veth(topo.add_node("tx"), topo.add_node("rx"), mtu=veth_mtu,
                                                a_ipv4=TX_IP, b_ipv4=RX_IP)
         self._seq = 0
         self.tmp = Path("/tmp")
@@ -106,9 +107,12 @@ class Testbed:
     def _imago_procs(self, case: Case) -> Measurement:
         s, n = case.series, self.next_id()
         sock = None
+        mtu = None
         if s.link == "veth":
-            tx_vdev = f"net_af_packet0,iface={self.tx_if.name}"
-            rx_vdev = f"net_af_packet0,iface={self.rx_if.name}"
+            # Raw modes send one message a frame (at most 1 KiB here): standard ring frames.
+            mtu = self.veth_mtu if self.veth_mtu != 1500 and s.family == "imago" else None
+            tx_vdev = af_packet_vdev(self.tx_if.name, mtu or 1500)
+            rx_vdev = af_packet_vdev(self.rx_if.name, mtu or 1500)
             tx_mac, rx_mac = self.tx_if.mac, self.rx_if.mac
         else:
             sock = self.tmp / f"imago-compare-{os.getpid()}-{n}.sock"
@@ -118,7 +122,7 @@ class Testbed:
         name = f"c{n}-{s.key}-{s.pattern}-{case.size}"
         params = PerfParams(role=Role.RX, msgs=case.msgs, size=case.size, mode=s.pattern,
                             duration_s=case.cap_s + SLACK_S / 2, idle_timeout_ms=RX_IDLE_MS,
-                            peer_mac=tx_mac)
+                            peer_mac=tx_mac, mtu=mtu)
         tx_params = replace(params, role=Role.TX, duration_s=case.cap_s, peer_mac=rx_mac,
                             idle_timeout_ms=None)
         rx = tx = None

@@ -43,6 +43,20 @@ def perf_binary() -> Path:
 
 
 # ------------------------------------------------------------------ EAL
+def af_packet_vdev(iface: str, mtu: int = 1500) -> str:
+    """The ``net_af_packet`` vdev of kernel interface @p iface, its ring frames sized for @p mtu.
+
+    Above 1500 the PMD's ``framesz`` must hold the frame plus the kernel's ring header (34
+    bytes before the MAC header), divide ``blocksz`` (a multiple of the 4 KiB page) and stay
+    within the mbuf room imago-perf gives it (the frame plus 256 bytes).
+    """
+    if mtu <= 1500:
+        return f"net_af_packet0,iface={iface}"
+    framesz = -(-(mtu + 14 + 34) // 1024) * 1024
+    blocksz = math.lcm(framesz, 4096)
+    return f"net_af_packet0,iface={iface},blocksz={blocksz},framesz={framesz},framecnt=1024"
+
+
 @dataclass(frozen=True)
 class EalConfig:
     """The EAL arguments of one single-node process (no hugepages, no PCI, one vdev).
@@ -119,6 +133,7 @@ class PerfParams:
         mode: "raw" / "stream" (one-way: tx sends, rx checks) or "raw-pingpong" / "pingpong"
             (tx pings, rx echoes); the raw ones bypass the reliability engine.
         ping_timeout_us: raw-pingpong: a reply later than this counts as lost.
+        mtu: reliable modes: the IP MTU frames are sized for (the link must carry it).
     """
 
     role: Role
@@ -137,6 +152,7 @@ class PerfParams:
     peer_mac: str | None = None
     mode: str = "raw"
     ping_timeout_us: int | None = None
+    mtu: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role) or not isinstance(self.encap, Encap):
@@ -169,6 +185,7 @@ class PerfParams:
             ("--loss", self.loss),
             ("--seed", self.seed),
             ("--ping-timeout-us", self.ping_timeout_us),
+            ("--mtu", self.mtu),
         ]
         for flag, v in opt:
             if v is not None:
