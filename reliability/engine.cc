@@ -68,8 +68,11 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
 Engine::~Engine() = default;
 
 Peer* Engine::find(NodeId id) {
+  // Streams come in runs to one peer: remember the last one (peers are never removed).
+  if (last_found_ != nullptr && last_found_->id == id) return last_found_;
   auto it = index_.find(id);
-  return it == index_.end() ? nullptr : peers_[it->second].get();
+  if (it == index_.end()) return nullptr;
+  return last_found_ = peers_[it->second].get();
 }
 
 const Peer* Engine::find(NodeId id) const {
@@ -103,8 +106,8 @@ int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64
   if (p == nullptr) return -EINVAL;
   if (p->s.state == PeerState::kDead) return -ENOTCONN;
   if (msg.size() > cfg_.max_message_size) return -EMSGSIZE;
-  const auto units =
-      static_cast<uint32_t>(msg.empty() ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);
+  const auto units = static_cast<uint32_t>(
+      msg.size() <= unit_cap_ ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);  // no division for one unit
   if (!p->tx.fits(units, msg.size(), unit_cap_)) return -EAGAIN;
   now_ = now_ns;
   const bool fast = flags & send_flag::kFastpath;

@@ -174,6 +174,7 @@ class Engine {
   uint64_t now_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::unordered_map<NodeId, uint32_t> index_;
+  Peer* last_found_ = nullptr;  ///< find()'s one-entry cache
   std::unique_ptr<uint8_t[]> txbuf_;  ///< one frame being built
   std::unique_ptr<Seq[]> rec_seqs_;   ///< seqs of the records in txbuf_
   uint32_t rec_seqs_cap_ = 0;

@@ -191,13 +191,15 @@ uint32_t Engine::flush(Peer& p, uint64_t now, bool all) {
 
 void Engine::update_ack_required(Peer& p) {
   const SendWindow& tx = p.tx;
-  // Free space in percent: the tighter of slots and bytes.
-  const uint64_t slots_pct = uint64_t{tx.free_slots()} * 100 / tx.slots();
-  const uint64_t bytes_pct = tx.free_bytes() * 100 / tx.capacity_bytes();
-  const uint64_t free_pct = std::min(slots_pct, bytes_pct);
-  if (!p.ack_required && free_pct < cfg_.ack_req_low_pct) {
+  // Free space against the water marks, the tighter of slots and bytes, in percent. Runs
+  // for every message sent: multiplications, no division.
+  const uint64_t free_slots = uint64_t{tx.free_slots()} * 100, slots = tx.slots();
+  const uint64_t free_bytes = tx.free_bytes() * 100, bytes = tx.capacity_bytes();
+  auto below = [&](uint64_t pct) { return free_slots < pct * slots || free_bytes < pct * bytes; };
+  auto above = [&](uint64_t pct) { return free_slots > pct * slots && free_bytes > pct * bytes; };
+  if (!p.ack_required && below(cfg_.ack_req_low_pct)) {
     p.ack_required = true;
-  } else if (p.ack_required && free_pct > cfg_.ack_req_high_pct) {
+  } else if (p.ack_required && above(cfg_.ack_req_high_pct)) {
     p.ack_required = false;
     p.ack_req_deadline = kNever;
   }

@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -31,6 +32,8 @@ class RecvWindow {
   /** Allocate @p slots slots of @p unit_cap payload bytes each (control path). */
   void init(uint32_t slots, uint32_t unit_cap) {
     slots_ = slots;
+    assert(slots != 0 && (slots & (slots - 1)) == 0);  // Engine::create checks it
+    mask_ = slots - 1;  // a mask, not a division, on every access
     cap_ = unit_cap;
     meta_ = std::make_unique<RxSlot[]>(slots);
     data_ = std::make_unique_for_overwrite<uint8_t[]>(uint64_t{slots} * unit_cap);
@@ -51,9 +54,9 @@ class RecvWindow {
   /** @return true when @p s has a slot (it is in [nxt, dlv + size)). */
   bool fits(Seq s) const { return seq_le(nxt_, s) && seq_lt(s, dlv_ + slots_); }
 
-  const RxSlot& slot(Seq s) const { return meta_[s % slots_]; }
+  const RxSlot& slot(Seq s) const { return meta_[s & mask_]; }
   std::span<const uint8_t> payload(Seq s) const {
-    return {data_.get() + uint64_t{s % slots_} * cap_, meta_[s % slots_].len};
+    return {data_.get() + uint64_t{s & mask_} * cap_, meta_[s & mask_].len};
   }
 
   /**
@@ -61,11 +64,11 @@ class RecvWindow {
    * Advances the cumulative ACK over every unit now contiguous.
    */
   void store(Seq s, uint8_t rec_flags, std::span<const uint8_t> p) {
-    RxSlot& m = meta_[s % slots_];
+    RxSlot& m = meta_[s & mask_];
     m = RxSlot{static_cast<uint32_t>(p.size()), rec_flags, true};
-    if (!p.empty()) std::memcpy(data_.get() + uint64_t{s % slots_} * cap_, p.data(), p.size());
+    if (!p.empty()) std::memcpy(data_.get() + uint64_t{s & mask_} * cap_, p.data(), p.size());
     if (seq_ge(s, high_)) high_ = s + 1;
-    while (nxt_ != high_ && meta_[nxt_ % slots_].present) ++nxt_;
+    while (nxt_ != high_ && meta_[nxt_ & mask_].present) ++nxt_;
   }
   /**
    * Unit @p s == dlv == nxt went straight to the application without a copy into its slot:
@@ -75,11 +78,11 @@ class RecvWindow {
     if (seq_ge(s, high_)) high_ = s + 1;
     dlv_ = s + 1;
     nxt_ = s + 1;
-    while (nxt_ != high_ && meta_[nxt_ % slots_].present) ++nxt_;
+    while (nxt_ != high_ && meta_[nxt_ & mask_].present) ++nxt_;
   }
   /** The application took unit dlv: free its slot. */
   void pop() {
-    meta_[dlv_ % slots_].present = false;
+    meta_[dlv_ & mask_].present = false;
     ++dlv_;
   }
   size_t memory_bytes() const { return slots_ * (sizeof(RxSlot) + cap_); }
@@ -88,6 +91,7 @@ class RecvWindow {
   std::unique_ptr<RxSlot[]> meta_;
   std::unique_ptr<uint8_t[]> data_;
   uint32_t slots_ = 0;
+  uint32_t mask_ = 0;  ///< slots_ - 1
   uint32_t cap_ = 0;
   Seq dlv_ = 0;
   Seq nxt_ = 0;

@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -44,6 +45,8 @@ class SendWindow {
   /** Allocate @p slots descriptors and @p bytes payload bytes (control path). */
   void init(uint32_t slots, uint64_t bytes) {
     slots_ = slots;
+    assert(slots != 0 && (slots & (slots - 1)) == 0);  // Engine::create checks it
+    mask_ = slots - 1;  // a mask, not a division, on every access
     bytes_ = bytes;
     units_ = std::make_unique<TxUnit[]>(slots);
     data_ = std::make_unique_for_overwrite<uint8_t[]>(bytes);
@@ -73,8 +76,8 @@ class SendWindow {
     return units <= free_slots() && bytes + unit_cap <= free_bytes();
   }
 
-  TxUnit& at(Seq s) { return units_[s % slots_]; }
-  const TxUnit& at(Seq s) const { return units_[s % slots_]; }
+  TxUnit& at(Seq s) { return units_[s & mask_]; }
+  const TxUnit& at(Seq s) const { return units_[s & mask_]; }
   std::span<const uint8_t> payload(const TxUnit& u) const {
     return {data_.get() + u.off % bytes_, u.len};
   }
@@ -83,7 +86,7 @@ class SendWindow {
   Seq push(std::span<const uint8_t> p, uint8_t rec_flags, uint64_t now) {
     uint64_t at_off = head_ % bytes_;
     if (at_off + p.size() > bytes_) head_ += bytes_ - at_off;  // keep payloads contiguous
-    TxUnit& u = units_[end_ % slots_];
+    TxUnit& u = units_[end_ & mask_];
     u = TxUnit{head_, 0, 0, now, 0, static_cast<uint32_t>(p.size()), 0, 0, 0, rec_flags,
                false, false, false};
     if (!p.empty()) std::memcpy(data_.get() + head_ % bytes_, p.data(), p.size());
@@ -149,6 +152,7 @@ class SendWindow {
   std::unique_ptr<TxUnit[]> units_;
   std::unique_ptr<uint8_t[]> data_;
   uint32_t slots_ = 0;
+  uint32_t mask_ = 0;  ///< slots_ - 1
   uint64_t bytes_ = 0;
   uint64_t head_ = 0;  ///< next free byte (monotonic)
   uint64_t tail_ = 0;  ///< first byte still in use (monotonic)
