@@ -46,7 +46,8 @@ typedef struct imago_ep imago_ep_t;
 /** Longest endpoint name, without its terminating NUL. */
 #define IMAGO_NAME_MAX 31
 
-/** Send flags (also visible in received descriptors' flags). */
+/** Send flags. They act on the sending engine and are not carried to the receiver: a
+ *  received descriptor's flags are 0. */
 #define IMAGO_FASTPATH IMAGO_MSG_F_FASTPATH /**< send at once instead of coalescing */
 #define IMAGO_ACK_REQ IMAGO_MSG_F_ACK_REQ   /**< ask the receiver to acknowledge at once */
 

@@ -29,7 +29,7 @@ enum imago_msg_tier {
 	IMAGO_TIER_MBUF = 2,   /**< in a received mbuf (u.ext.data; u.ext.owner is the mbuf) */
 };
 
-/** Message flags, as sent and as received. */
+/** Message flags of a descriptor on the send side (0 in a received one: see imago.h). */
 #define IMAGO_MSG_F_FASTPATH 0x1u /**< send at once, no coalescing wait */
 #define IMAGO_MSG_F_ACK_REQ 0x2u  /**< ask the receiver to acknowledge at once */
 
