@@ -4,6 +4,7 @@
 
 #include <rte_malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
@@ -11,10 +12,22 @@
 
 namespace imago::api {
 
+uint32_t cache_size_for(const rte_mempool* mp) {
+  const uint32_t s = std::min(PoolCaches::kSize, mp->size / (6 * PoolCaches::kOwners));
+  return s >= PoolCaches::kMinSize ? s : 0;
+}
+
+namespace {
+rte_mempool_cache* cache_for(const rte_mempool* mp) {
+  const uint32_t s = cache_size_for(mp);
+  return s ? rte_mempool_cache_create(s, SOCKET_ID_ANY) : nullptr;
+}
+}  // namespace
+
 int pool_caches_create(PoolCaches& pc, rte_mempool* a, rte_mempool* b) {
-  rte_mempool_cache* ca = rte_mempool_cache_create(PoolCaches::kSize, SOCKET_ID_ANY);
-  rte_mempool_cache* cb = rte_mempool_cache_create(PoolCaches::kSize, SOCKET_ID_ANY);
-  if (ca == nullptr || cb == nullptr) {
+  rte_mempool_cache* ca = cache_for(a);
+  rte_mempool_cache* cb = cache_for(b);
+  if ((ca == nullptr && cache_size_for(a)) || (cb == nullptr && cache_size_for(b))) {
     rte_mempool_cache_free(ca);
     rte_mempool_cache_free(cb);
     return -ENOMEM;

@@ -37,7 +37,9 @@ inline rte_mbuf* untag_mbuf(void* t) {
  * flush the caches of an application that died, and "in use" can leave cached buffers out.
  */
 struct PoolCaches {
-  static constexpr uint32_t kSize = 32;  ///< flushed to the ring above 1.5 x this
+  static constexpr uint32_t kSize = 32;    ///< the largest cache; flushed to the ring above 1.5 x
+  static constexpr uint32_t kMinSize = 4;  ///< below this a pool gets no caches
+  static constexpr uint32_t kOwners = 36;  ///< at most: every node's engine and every endpoint
   rte_mempool* pool[2] = {};
   rte_mempool_cache* cache[2] = {};
 
@@ -52,7 +54,15 @@ struct PoolCaches {
   }
 };
 
-/** Control path: caches for pools @p a and @p b. @return 0, or -ENOMEM (none made). */
+/**
+ * @return the cache size for pool @p mp: caches together hold at most a quarter of a pool
+ * (each up to 1.5 x its size, kOwners of them), so a pool never runs dry while its buffers
+ * sit idle in the caches of owners that stopped; 0 (no caches) for a pool too small for it.
+ */
+uint32_t cache_size_for(const rte_mempool* mp);
+
+/** Control path: caches for pools @p a and @p b, sized by cache_size_for() (a pool too
+ *  small gets none). @return 0, or -ENOMEM (none made). */
 int pool_caches_create(PoolCaches& pc, rte_mempool* a, rte_mempool* b);
 /** Control path: detach the caches from @p pc first, then give back what they hold and free
  *  them: an owner killed half-way leaks its cached buffers rather than freeing any twice. */

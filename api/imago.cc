@@ -12,11 +12,13 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "api/buffers.h"
 #include "api/control.h"
+#include "api/handles.h"
 #include "api/handoff.h"
 #include "api/runtime.h"
 #include "dataplane/eal.h"
@@ -24,25 +26,31 @@
 using namespace imago::api;
 namespace dp = imago::dp;
 
-struct imago_attachment {
+namespace {
+
+// What a handle stands for. imago_t and imago_ep_t stay incomplete types: the application
+// holds handles (handles.h), never pointers to these.
+struct Attachment {
   std::unique_ptr<Runtime> rt;  // embedded; null for a secondary process
   ShmRoot* shm = nullptr;
-  std::vector<imago_ep*> eps;
 };
 
-struct imago_ep {
-  imago_t* im;
+struct Endpoint {
+  Attachment* att;
   EndpointSlot* slot;
   uint32_t index;
   rte_ring* rx;
   rte_ring* tx;
 };
 
-namespace {
+HandleTable<Attachment, 1> g_atts;  // one attachment per process
+HandleTable<Endpoint, kMaxEndpoints> g_eps;
+std::mutex g_ctl;  // attach, detach, open and close: the handle tables' control path
 
-bool g_attached = false;  // EAL starts once per process
+Attachment* att_of(const imago_t* h) { return g_atts.get(reinterpret_cast<uintptr_t>(h)); }
+Endpoint* ep_of(const imago_ep_t* h) { return g_eps.get(reinterpret_cast<uintptr_t>(h)); }
 
-int control(imago_t* im, CtlMsg& m) {
+int control(Attachment* im, CtlMsg& m) {
   if (!im->rt) return ctl_request(m);
   im->rt->housekeeping();  // finish closes that timed out (no daemon loop here)
   m.version = kShmVersion;
@@ -54,19 +62,20 @@ int control(imago_t* im, CtlMsg& m) {
   }
 }
 
-bool is_open(const imago_ep* ep) { return ep->slot->state.load(std::memory_order_acquire) == SlotState::kOpen; }
+bool is_open(const Endpoint* ep) { return ep->slot->state.load(std::memory_order_acquire) == SlotState::kOpen; }
 
 constexpr uint32_t kKnownFlags = IMAGO_FASTPATH | IMAGO_ACK_REQ;
 
 uint32_t& loan_of(void* obj) { return *static_cast<uint32_t*>(obj); }  // headroom bytes 0..3
 
-// A pool buffer for @p len bytes, recorded as lent to the engine. @return it, or nullptr
-// with *loan = LoanTable::kNone (every loan slot taken) or 0 (pool empty).
-void* lend_tx_buffer(imago_ep* ep, uint32_t len, uint32_t* loan) {
+// A pool buffer for @p len bytes, recorded as lent to the engine (handed over already when
+// @p handed: a copy about to go on the tx ring). @return it, or nullptr with
+// *loan = LoanTable::kNone (every loan slot taken) or 0 (pool empty).
+void* lend_tx_buffer(Endpoint* ep, uint32_t len, bool handed, uint32_t* loan) {
   *loan = 0;
-  void* obj = buffer_get(ep->im->shm->pool_for(len), &ep->slot->app_caches);
+  void* obj = buffer_get(ep->att->shm->pool_for(len), &ep->slot->app_caches);
   if (obj == nullptr) return nullptr;
-  *loan = ep->slot->tx_loans.lend(obj);
+  *loan = ep->slot->tx_loans.lend(obj, handed);
   if (*loan != LoanTable::kNone) return obj;
   buffer_put(obj, &ep->slot->app_caches);
   return nullptr;
@@ -94,7 +103,7 @@ inline void copy_inline(uint8_t* to, const uint8_t* from, uint32_t len) {
 
 // Describe one message to send by copy (in @p d, which may be ring memory: every field is
 // written). @return 0, -EAGAIN (no buffer now).
-inline int fill_copy(imago_ep* ep, uint64_t peer, const void* data, uint32_t len, uint32_t flags, imago_msg& d) {
+inline int fill_copy(Endpoint* ep, uint64_t peer, const void* data, uint32_t len, uint32_t flags, imago_msg& d) {
   d.src = peer;
   d.len = len;
   d.flags = static_cast<uint16_t>(flags);
@@ -105,7 +114,7 @@ inline int fill_copy(imago_ep* ep, uint64_t peer, const void* data, uint32_t len
     return 0;
   }
   uint32_t loan;
-  void* obj = lend_tx_buffer(ep, len, &loan);
+  void* obj = lend_tx_buffer(ep, len, true, &loan);
   if (obj == nullptr) return -EAGAIN;
   auto* buf = static_cast<uint8_t*>(obj) + kHeadroom;
   std::memcpy(buf, data, len);
@@ -115,25 +124,39 @@ inline int fill_copy(imago_ep* ep, uint64_t peer, const void* data, uint32_t len
 }
 
 // @return the pool object behind @p buf if it is a buffer this endpoint lent, else nullptr.
-void* own_buffer(imago_ep* ep, void* buf) {
+void* own_buffer(Endpoint* ep, void* buf) {
   if (buf == nullptr) return nullptr;
   void* obj = static_cast<uint8_t*>(buf) - kHeadroom;
   return ep->slot->tx_loans.peek(loan_of(obj)) == obj ? obj : nullptr;
 }
 
-int attach_done(imago_t* im, imago_t** out) {
-  g_attached = true;
-  *out = im;
+// A buffer that is not the application's to send or free: refused and counted.
+int bad_buffer(Endpoint* ep) {
+  ep->slot->buffer_invalid.add();
+  return -EINVAL;
+}
+
+// Not attached, or EAL already used by an earlier attachment of this process.
+int attach_refused() {
+  bool live = false;
+  g_atts.for_each([&](uintptr_t) { live = true; });
+  if (live) return -EALREADY;
+  if (dp::eal_was_started()) {
+    std::fprintf(stderr, "imago: EAL starts once per process: a process that detached cannot attach again\n");
+    return -ENOTSUP;
+  }
   return 0;
 }
 
 }  // namespace
 
+
 extern "C" {
 
 int imago_attach_embedded(int argc, char** argv, imago_t** out) {
   if (out == nullptr) return -EINVAL;
-  if (g_attached) return -EALREADY;
+  std::lock_guard<std::mutex> lock(g_ctl);
+  if (int rc = attach_refused(); rc < 0) return rc;
   dp::ArgSplit args;
   if (argc <= 1 || argv == nullptr) {
     args.prog = "imago";
@@ -147,19 +170,21 @@ int imago_attach_embedded(int argc, char** argv, imago_t** out) {
     std::fprintf(stderr, "imago: %s\n", rc == 1 ? "options are imagod's: see imagod --help" : err.c_str());
     return -EINVAL;
   }
-  auto im = std::make_unique<imago_attachment>();
-  im->rt = std::make_unique<Runtime>();
-  if (int rc = im->rt->start(o, args, false); rc < 0) {
-    im->rt->stop();
+  auto rt = std::make_unique<Runtime>();
+  if (int rc = rt->start(o, args, false); rc < 0) {
+    rt->stop();
     return rc;
   }
-  im->shm = im->rt->shm();
-  return attach_done(im.release(), out);
+  ShmRoot* shm = rt->shm();
+  uintptr_t h = g_atts.add([&](Attachment& a) { a = Attachment{std::move(rt), shm}; });
+  *out = reinterpret_cast<imago_t*>(h);
+  return 0;
 }
 
 int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   if (out == nullptr) return -EINVAL;
-  if (g_attached) return -EALREADY;
+  std::lock_guard<std::mutex> lock(g_ctl);
+  if (int rc = attach_refused(); rc < 0) return rc;
   std::string prefix = file_prefix ? file_prefix : "imago";
   // The application's thread is lcore 0 but may run on any CPU: several applications and
   // imagod's control thread share the machine, and pinning them all to one CPU starves them.
@@ -179,35 +204,53 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
     rte_eal_cleanup();
     return rc;
   }
-  auto* im = new imago_attachment();
-  im->shm = shm;
-  return attach_done(im, out);
+  uintptr_t h = g_atts.add([&](Attachment& a) { a = Attachment{nullptr, shm}; });
+  *out = reinterpret_cast<imago_t*>(h);
+  return 0;
 }
 
-int imago_detach(imago_t* im) {
-  if (im == nullptr) return -EINVAL;
-  while (!im->eps.empty()) imago_close(im->eps.back());
+int imago_detach(imago_t* h) {
+  std::vector<imago_ep_t*> open;
+  {
+    std::lock_guard<std::mutex> lock(g_ctl);
+    Attachment* im = att_of(h);
+    if (im == nullptr) return -EINVAL;
+    g_eps.for_each([&](uintptr_t e) {
+      if (g_eps.get(e)->att == im) open.push_back(reinterpret_cast<imago_ep_t*>(e));
+    });
+  }
+  for (imago_ep_t* e : open) imago_close(e);
+  std::lock_guard<std::mutex> lock(g_ctl);
+  Attachment* im = att_of(h);
+  if (im == nullptr) return -EINVAL;  // another thread detached meanwhile
   if (im->rt) {
     im->rt->stop();
   } else {
     rte_eal_cleanup();
   }
-  delete im;
-  g_attached = false;
+  *im = Attachment{};
+  g_atts.remove(reinterpret_cast<uintptr_t>(h));
   return 0;
 }
 
-unsigned imago_node_count(const imago_t* im) { return im ? im->shm->n_nodes : 0; }
+unsigned imago_node_count(const imago_t* h) {
+  const Attachment* im = att_of(h);
+  return im ? im->shm->n_nodes : 0;
+}
 
-uint64_t imago_node_id(const imago_t* im, unsigned index) {
+uint64_t imago_node_id(const imago_t* h, unsigned index) {
+  const Attachment* im = att_of(h);
   return im && index < im->shm->n_nodes ? im->shm->node_ids[index] : 0;
 }
 
-int imago_open(imago_t* im, const char* name, uint64_t peer, const struct imago_ep_opts* opts,
+int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_ep_opts* opts,
                imago_ep_t** out) {
-  if (im == nullptr || name == nullptr || out == nullptr) return -EINVAL;
+  if (name == nullptr || out == nullptr) return -EINVAL;
   size_t len = strnlen(name, IMAGO_NAME_MAX + 1);
   if (len == 0 || len > IMAGO_NAME_MAX) return -EINVAL;
+  std::lock_guard<std::mutex> lock(g_ctl);
+  Attachment* im = att_of(h);
+  if (im == nullptr) return -EINVAL;
   CtlMsg m{};
   m.op = CtlOp::kOpen;
   m.node = opts ? opts->local_node : 0;
@@ -219,22 +262,21 @@ int imago_open(imago_t* im, const char* name, uint64_t peer, const struct imago_
   // This thread's buffer caches; without them (no memory) every buffer goes to the pool ring.
   if (pool_caches_create(s->app_caches, im->shm->msg_pool, im->shm->frame_pool) < 0)
     s->app_caches = PoolCaches{};
-  auto* ep = new imago_ep{im, s, m.slot, s->rx, s->tx};
-  im->eps.push_back(ep);
-  *out = ep;
+  uintptr_t e = g_eps.add([&](Endpoint& ep) { ep = Endpoint{im, s, m.slot, s->rx, s->tx}; });
+  *out = reinterpret_cast<imago_ep_t*>(e);
   return 0;
 }
 
-int imago_close(imago_ep_t* ep) {
+int imago_close(imago_ep_t* h) {
+  std::lock_guard<std::mutex> lock(g_ctl);
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
   pool_caches_free(ep->slot->app_caches);  // before the slot can pass to anyone else
   CtlMsg m{};
   m.op = CtlOp::kClose;
   m.slot = ep->index;
-  int rc = control(ep->im, m);
-  auto& eps = ep->im->eps;
-  eps.erase(std::remove(eps.begin(), eps.end(), ep), eps.end());
-  delete ep;
+  int rc = control(ep->att, m);
+  g_eps.remove(reinterpret_cast<uintptr_t>(h));
   return rc == -ETIMEDOUT ? rc : 0;
 }
 
@@ -244,7 +286,8 @@ int imago_send(imago_ep_t* ep, const void* data, uint32_t len, uint32_t flags) {
   return rc == 1 ? 0 : rc == 0 ? -EAGAIN : rc;
 }
 
-int imago_send_burst(imago_ep_t* ep, const struct imago_iov* msgs, unsigned n, uint32_t flags) {
+int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, uint32_t flags) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags)) return -EINVAL;
   if (!is_open(ep)) return -ENOTCONN;
   if (n == 0) return 0;
@@ -254,7 +297,7 @@ int imago_send_burst(imago_ep_t* ep, const struct imago_iov* msgs, unsigned n, u
   const unsigned room = rte_ring_enqueue_zc_burst_elem_start(ep->tx, sizeof(imago_msg), n, &zcd, nullptr);
   if (room < n) ep->slot->tx_ring_full.add();
   const uint64_t peer = ep->slot->peer;
-  const uint32_t max = ep->im->shm->max_message;
+  const uint32_t max = ep->att->shm->max_message;
   unsigned done = 0;
   int rc = 0;
   for (; done < room; ++done) {
@@ -271,67 +314,87 @@ int imago_send_burst(imago_ep_t* ep, const struct imago_iov* msgs, unsigned n, u
   return done > 0 || rc == 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
 }
 
-int imago_buf_alloc(imago_ep_t* ep, uint32_t len, void** buf) {
+int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr || buf == nullptr) return -EINVAL;
-  if (len > ep->im->shm->max_message) return -EMSGSIZE;
+  if (len > ep->att->shm->max_message) return -EMSGSIZE;
   uint32_t loan;
-  void* obj = lend_tx_buffer(ep, len, &loan);
+  void* obj = lend_tx_buffer(ep, len, false, &loan);
   if (obj == nullptr) return loan == LoanTable::kNone ? -ENOSPC : -EAGAIN;
   loan_of(obj) = loan;
   *buf = static_cast<uint8_t*>(obj) + kHeadroom;
   return 0;
 }
 
-int imago_send_zc(imago_ep_t* ep, void* buf, uint32_t len, uint32_t flags) {
+int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr || (flags & ~kKnownFlags)) return -EINVAL;
   void* obj = own_buffer(ep, buf);
-  if (obj == nullptr || len > rte_mempool_from_obj(obj)->elt_size - kHeadroom) return -EINVAL;
+  if (obj == nullptr || len > rte_mempool_from_obj(obj)->elt_size - kHeadroom) return bad_buffer(ep);
   if (!is_open(ep)) return -ENOTCONN;
+  const uint32_t loan = loan_of(obj);
+  // From here the buffer is imago's: sending it again or freeing it is refused.
+  if (!ep->slot->tx_loans.hand_over(loan, obj)) return bad_buffer(ep);
   imago_msg d;
   d.src = ep->slot->peer;
   d.len = len;
   d.flags = static_cast<uint16_t>(flags);
   d.tier = IMAGO_TIER_POOL;
   d.reserved = 1;  // zero-copy, for the tier counters
-  d.u.ext = {buf, obj, loan_of(obj)};
+  d.u.ext = {buf, obj, loan};
   if (handoff_put(ep->tx, &d, 1) == 1) return 0;
+  ep->slot->tx_loans.hand_back(loan, obj);  // not taken: still the application's
   ep->slot->tx_ring_full.add();
   return -EAGAIN;
 }
 
-int imago_buf_free(imago_ep_t* ep, void* buf) {
+int imago_buf_free(imago_ep_t* h, void* buf) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
   void* obj = own_buffer(ep, buf);
-  if (obj == nullptr) return -EINVAL;
-  if (void* o = ep->slot->tx_loans.take(loan_of(obj))) buffer_put(o, &ep->slot->app_caches);
+  void* o = obj ? ep->slot->tx_loans.take_held(loan_of(obj), obj) : nullptr;
+  if (o == nullptr) return bad_buffer(ep);  // not ours, or sent already: imago's now
+  buffer_put(o, &ep->slot->app_caches);
   return 0;
 }
 
-int imago_recv_burst(imago_ep_t* ep, struct imago_msg* msgs, unsigned n) {
+int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
   if (!is_open(ep)) return -ENOTCONN;
   return static_cast<int>(handoff_get(ep->rx, msgs, n));
 }
 
-void imago_release(imago_ep_t* ep, struct imago_msg* msgs, unsigned n) {
-  if (ep == nullptr || msgs == nullptr) return;
+int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
+  Endpoint* ep = ep_of(h);
+  if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
+  unsigned refused = 0;
   for (unsigned i = 0; i < n; ++i) {
     imago_msg& m = msgs[i];
     if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
     void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
-    // Only what this endpoint lent, once: a stale or forged descriptor frees nothing.
-    if (ep->slot->rx_loans.peek(m.u.ext.loan) == expect)
-      if (void* o = ep->slot->rx_loans.take(m.u.ext.loan)) put_loaned(o, &ep->slot->app_caches);
+    // Only what this endpoint lent, in this loan's generation, once: a stale or forged
+    // descriptor frees nothing.
+    void* o = m.tier <= IMAGO_TIER_MBUF ? ep->slot->rx_loans.take_owned(m.u.ext.loan, expect) : nullptr;
+    if (o != nullptr) {
+      put_loaned(o, &ep->slot->app_caches);
+    } else {
+      ++refused;
+    }
     m.tier = IMAGO_TIER_INLINE;
   }
+  if (refused > 0) ep->slot->release_invalid.add(refused);
+  return static_cast<int>(refused);
 }
 
-int imago_poll(imago_ep_t* ep) {
+int imago_poll(imago_ep_t* h) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
   return static_cast<int>(rte_ring_count(ep->rx));
 }
 
-int imago_wait(imago_ep_t* ep, int64_t timeout_us) {
+int imago_wait(imago_ep_t* h, int64_t timeout_us) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
   using clock = std::chrono::steady_clock;
   const auto end = timeout_us < 0 ? clock::time_point::max() : clock::now() + std::chrono::microseconds(timeout_us);
@@ -347,26 +410,39 @@ int imago_wait(imago_ep_t* ep, int64_t timeout_us) {
   }
 }
 
-int imago_peer_ready(imago_ep_t* ep) {
+int imago_peer_ready(imago_ep_t* h) {
+  Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
   return ep->slot->peer_ready.load(std::memory_order_acquire) ? 1 : 0;
 }
 
-uint32_t imago_max_message(const imago_ep_t* ep) { return ep ? ep->im->shm->max_message : 0; }
+uint32_t imago_max_message(const imago_ep_t* h) {
+  const Endpoint* ep = ep_of(h);
+  return ep ? ep->att->shm->max_message : 0;
+}
 
-int imago_stats(const imago_ep_t* ep, struct imago_ep_stats* st) {
+int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
+  const Endpoint* ep = ep_of(h);
   if (ep == nullptr || st == nullptr) return -EINVAL;
-  const EngineSideCounters& c = ep->slot->c;
+  const EndpointSlot& s = *ep->slot;
+  const EngineSideCounters& c = s.c;
   *st = imago_ep_stats{
-      c.msgs_sent.get(),   c.bytes_sent.get(), c.msgs_received.get(), c.bytes_received.get(),
-      c.tx_inline.get(),   c.tx_pool.get(),    c.tx_zero_copy.get(),  c.rx_inline.get(),
-      c.rx_pool.get(),     c.rx_mbuf.get(),    ep->slot->tx_ring_full.get(), c.rx_ring_full.get(),
+      c.msgs_sent.get(),    c.bytes_sent.get(), c.msgs_received.get(), c.bytes_received.get(),
+      c.tx_inline.get(),    c.tx_pool.get(),    c.tx_zero_copy.get(),  c.rx_inline.get(),
+      c.rx_pool.get(),      c.rx_mbuf.get(),    s.tx_ring_full.get(),  c.rx_ring_full.get(),
       c.rx_no_buffer.get(), c.tx_invalid.get(), rte_ring_count(ep->tx), rte_ring_count(ep->rx),
-      ep->slot->peer_ready.load(std::memory_order_acquire), 0};
+      s.peer_ready.load(std::memory_order_acquire), 0, s.release_invalid.get(), s.buffer_invalid.get()};
   return 0;
 }
 
-const char* imago_ep_name(const imago_ep_t* ep) { return ep ? ep->slot->name : nullptr; }
-uint64_t imago_ep_peer(const imago_ep_t* ep) { return ep ? ep->slot->peer : 0; }
+const char* imago_ep_name(const imago_ep_t* h) {
+  const Endpoint* ep = ep_of(h);
+  return ep ? ep->slot->name : nullptr;
+}
+
+uint64_t imago_ep_peer(const imago_ep_t* h) {
+  const Endpoint* ep = ep_of(h);
+  return ep ? ep->slot->peer : 0;
+}
 
 }  // extern "C"

@@ -25,6 +25,17 @@
  *
  * Errors are negative errno values, listed on each function. No function blocks except
  * imago_wait() (up to its timeout), imago_close() and imago_detach() (control path).
+ *
+ * Handles: imago_t and imago_ep_t are opaque handles, not pointers to memory, and every
+ * function checks them. A handle that was closed or detached, closed twice, or never
+ * returned by imago_open()/imago_attach_*() is refused with -EINVAL (0 or NULL from the
+ * functions that return a count, an id or a name), never a crash; it stays refused even
+ * after its resources are reused by a later imago_open().
+ *
+ * Buffer ownership: a buffer given to imago_send_zc() that returned 0, and a descriptor given
+ * to imago_release(), stop being the application's at once. Sending or freeing such a buffer
+ * again is -EINVAL, and releasing a descriptor again frees nothing (it is counted): a message
+ * imago accepted is delivered whatever the application does with stale pointers afterwards.
  */
 #ifndef IMAGO_H
 #define IMAGO_H
@@ -61,8 +72,10 @@ typedef struct imago_ep imago_ep_t;
  *                    EAL's main lcore and is the application's.
  * @param out         the attachment, on success.
  * @return 0; -EINVAL bad options (printed to stderr); -EALREADY this process is attached;
- *         -ENODEV a port could not be opened; -ENOMEM no memory for pools or rings;
- *         -EIO EAL failed to start.
+ *         -ENOTSUP this process attached before: DPDK's EAL starts once per process, so
+ *         after imago_detach(), or after an attach that failed once EAL had started, attach
+ *         again in a new process; -ENODEV a port could not be opened; -ENOMEM no memory for
+ *         pools or rings; -EIO EAL failed to start.
  */
 int imago_attach_embedded(int argc, char **argv, imago_t **out);
 
@@ -71,19 +84,22 @@ int imago_attach_embedded(int argc, char **argv, imago_t **out);
  *
  * @param file_prefix  imagod's --file-prefix (NULL: "imago").
  * @param out          the attachment, on success.
- * @return 0; -EALREADY this process is attached; -EIO EAL failed to start as a secondary
- *         (no imagod with that prefix, or no hugepages); -ENOTCONN imagod did not answer;
- *         -EPROTO imagod speaks another version.
+ * @return 0; -EALREADY this process is attached; -ENOTSUP this process attached before
+ *         (see imago_attach_embedded()); -EIO EAL failed to start as a secondary (no imagod
+ *         with that prefix, imagod runs with --no-huge, or no hugepages); -ENOTCONN imagod
+ *         did not answer; -EPROTO imagod speaks another version.
  */
 int imago_attach_secondary(const char *file_prefix, imago_t **out);
 
 /**
  * Close every endpoint still open and detach (embedded: stop the engines, the ports and
- * EAL). @p im is freed. @return 0; -EINVAL @p im is NULL.
+ * EAL). @p im and every endpoint handle of it are invalid afterwards.
+ * @return 0; -EINVAL @p im is not a live attachment (NULL, detached already, forged).
  */
 int imago_detach(imago_t *im);
 
-/** @return how many nodes this attachment serves (embedded default: 2; imagod: 1). */
+/** @return how many nodes this attachment serves (embedded default: 2; imagod: 1), or 0
+ *  for a handle that is not live. */
 unsigned imago_node_count(const imago_t *im);
 /** @return the id of node @p index (0-based), or 0 for an index out of range. */
 uint64_t imago_node_id(const imago_t *im, unsigned index);
@@ -99,8 +115,8 @@ struct imago_ep_opts {
  * Open endpoint @p name towards node @p peer.
  *
  * @param opts  NULL for the defaults.
- * @return 0; -EINVAL bad name (empty, longer than IMAGO_NAME_MAX), bad ring size, unknown
- *         local node, @p peer is not a peer of that node; -EEXIST this name and peer are
+ * @return 0; -EINVAL @p im not live, bad name (empty, longer than IMAGO_NAME_MAX), bad
+ *         ring size, unknown local node, @p peer is not a peer of that node; -EEXIST this name and peer are
  *         open already on that node; -ENOSPC no free endpoint slot; -ENOMEM no memory for
  *         the rings; -ENOTCONN imagod did not answer.
  */
@@ -109,9 +125,10 @@ int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_
 
 /**
  * Close @p ep: the peer sees it closed, unsent messages in its tx ring are dropped, received
- * descriptors not yet released are reclaimed (their pointers become invalid). @p ep is freed.
- * @return 0; -EINVAL @p ep is NULL; -ETIMEDOUT the engine did not confirm within a second
- * (the slot is reclaimed later).
+ * descriptors not yet released are reclaimed (their pointers become invalid). @p ep is
+ * invalid afterwards, whatever is returned.
+ * @return 0; -EINVAL @p ep is not a live endpoint (NULL, closed already); -ETIMEDOUT the
+ * engine did not confirm within a second (the slot is reclaimed later).
  */
 int imago_close(imago_ep_t *ep);
 
@@ -126,8 +143,8 @@ struct imago_iov {
  * larger ones in a pooled buffer.
  * @param flags  IMAGO_FASTPATH, IMAGO_ACK_REQ, or 0.
  * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later);
- *         -EMSGSIZE @p len above imago_max_message(); -EINVAL NULL pointer with a nonzero
- *         length, or unknown flags; -ENOTCONN the engine closed the endpoint.
+ *         -EMSGSIZE @p len above imago_max_message(); -EINVAL @p ep not live, NULL pointer
+ *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint.
  */
 int imago_send(imago_ep_t *ep, const void *data, uint32_t len, uint32_t flags);
 
@@ -142,47 +159,63 @@ int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, u
 /**
  * Zero-copy send, step 1: a buffer of at least @p len bytes to write the message into.
  * @return 0 and *buf; -EAGAIN no buffer free now; -EMSGSIZE @p len above imago_max_message();
- *         -ENOSPC too many buffers held by this endpoint; -EINVAL NULL @p buf.
+ *         -ENOSPC too many buffers held by this endpoint; -EINVAL @p ep not live, NULL @p buf.
  */
 int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
 
 /**
  * Zero-copy send, step 2: send the first @p len bytes of @p buf (from imago_buf_alloc() on
- * this endpoint). On success the buffer belongs to imago; on -EAGAIN it is still yours.
- * @return 0; -EAGAIN tx ring full; -EINVAL @p buf is not a buffer of this endpoint, or
- *         @p len larger than it, or unknown flags; -ENOTCONN the endpoint was closed.
+ * this endpoint). On success the buffer belongs to imago at once (a second send or a free of
+ * it is -EINVAL, and the message is delivered); on -EAGAIN it is still yours.
+ * @return 0; -EAGAIN tx ring full; -EINVAL @p ep not live, @p buf is not a buffer of this
+ *         endpoint that the application holds (foreign, freed, or sent already: counted in
+ *         buffer_invalid), @p len larger than it, or unknown flags; -ENOTCONN the endpoint
+ *         was closed.
  */
 int imago_send_zc(imago_ep_t *ep, void *buf, uint32_t len, uint32_t flags);
 
-/** Give back a buffer from imago_buf_alloc() that was not sent. @return 0 or -EINVAL. */
+/** Give back a buffer from imago_buf_alloc() that was not sent.
+ *  @return 0; -EINVAL @p ep not live, or @p buf not a buffer the application holds
+ *  (foreign, freed already, or sent: then it is imago's; counted in buffer_invalid). */
 int imago_buf_free(imago_ep_t *ep, void *buf);
 
 /**
  * Receive up to @p n message descriptors. Each stays valid (imago_msg_data(), len, src,
  * flags) until given back with imago_release(). Non-blocking.
- * @return how many were received (0: none ready); -EINVAL NULL pointer;
+ * @return how many were received (0: none ready); -EINVAL @p ep not live, NULL pointer;
  *         -ENOTCONN the endpoint was closed under the application.
  */
 int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
-/** Give back @p n received descriptors in bulk (their buffers are freed or reused). */
-void imago_release(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
+/**
+ * Give back @p n received descriptors in bulk (their buffers are freed or reused). Each
+ * descriptor is marked released (its tier becomes IMAGO_TIER_INLINE), so releasing the same
+ * array twice frees nothing the second time. A descriptor that is stale (released already,
+ * a copy kept from before), forged, or received on another endpoint frees nothing: every
+ * loan carries a generation, so such a descriptor can never free a buffer the application
+ * still holds through another descriptor.
+ * @return how many descriptors were refused (0 when all were valid; also counted in the
+ *         statistics' release_invalid); -EINVAL @p ep not live, or NULL @p msgs with n > 0.
+ */
+int imago_release(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
-/** @return how many messages are ready to receive now (non-blocking), or -EINVAL. */
+/** @return how many messages are ready to receive now (non-blocking), or -EINVAL (@p ep
+ *  not live). */
 int imago_poll(imago_ep_t *ep);
 
 /**
  * Wait until a message is ready, at most @p timeout_us microseconds (negative: no limit).
  * The calling thread polls briefly, then sleeps in short naps: this is for control threads
  * and slow consumers; hot loops call imago_recv_burst() directly.
- * @return 1 a message is ready; 0 timed out; -EINVAL NULL endpoint; -ENOTCONN closed.
+ * @return 1 a message is ready; 0 timed out; -EINVAL @p ep not live; -ENOTCONN closed.
  */
 int imago_wait(imago_ep_t *ep, int64_t timeout_us);
 
-/** @return 1 when the peer's endpoint is open (sends flow), 0 when not, -EINVAL. */
+/** @return 1 when the peer's endpoint is open (sends flow), 0 when not, -EINVAL (@p ep
+ *  not live). */
 int imago_peer_ready(imago_ep_t *ep);
 
-/** @return the largest message imago_send() accepts on @p ep, in bytes. */
+/** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live). */
 uint32_t imago_max_message(const imago_ep_t *ep);
 
 /** Per-endpoint statistics, counted since the endpoint opened. */
@@ -205,14 +238,16 @@ struct imago_ep_stats {
 	uint32_t rx_ring_used;    /**< descriptors waiting in the rx ring now */
 	uint32_t peer_ready;      /**< 1 when the peer's endpoint is open */
 	uint32_t reserved;
+	uint64_t release_invalid; /**< descriptors imago_release() refused (stale, forged, foreign) */
+	uint64_t buffer_invalid;  /**< buffers imago_send_zc()/imago_buf_free() refused */
 };
 
-/** Fill @p st with @p ep's statistics. @return 0 or -EINVAL. */
+/** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */
 int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
 
-/** @return the name of @p ep, or NULL. */
+/** @return the name of @p ep, or NULL (@p ep not live). */
 const char *imago_ep_name(const imago_ep_t *ep);
-/** @return the peer node of @p ep, or 0. */
+/** @return the peer node of @p ep, or 0 (@p ep not live). */
 uint64_t imago_ep_peer(const imago_ep_t *ep);
 
 #ifdef __cplusplus

@@ -32,7 +32,8 @@ class Endpoint {
     return imago_send_burst(ep_, ms.data(), static_cast<unsigned>(ms.size()), flags);
   }
   int recv(std::span<imago_msg> out) { return imago_recv_burst(ep_, out.data(), static_cast<unsigned>(out.size())); }
-  void release(std::span<imago_msg> ms) { imago_release(ep_, ms.data(), static_cast<unsigned>(ms.size())); }
+  /** @return descriptors refused (stale or forged), or -EINVAL: see imago_release(). */
+  int release(std::span<imago_msg> ms) { return imago_release(ep_, ms.data(), static_cast<unsigned>(ms.size())); }
   int wait(int64_t timeout_us) { return imago_wait(ep_, timeout_us); }
   bool peer_ready() const { return imago_peer_ready(ep_) == 1; }
   int stats(imago_ep_stats& st) const { return imago_stats(ep_, &st); }

@@ -5,10 +5,19 @@
  * back yet, kept in shared memory so a process that dies holding buffers can be cleaned up.
  *
  * One lender (the engine for received messages, the application for zero-copy sends) and one
- * returner. The lender writes an owner pointer into a free slot and passes the slot's index
- * along with the buffer; the returner takes it back with an atomic exchange. Whoever gets
- * the non-null pointer frees the buffer, so a reclaim after the returner died frees every
- * buffer exactly once (at worst one buffer leaks if it dies between exchange and free).
+ * returner. The lender writes an owner pointer into a free slot and passes the loan's id
+ * along with the buffer; the returner takes it back with a compare-and-swap. Whoever wins
+ * the swap frees the buffer, so a reclaim after the returner died frees every buffer exactly
+ * once (at worst one buffer leaks if it dies between the swap and the free).
+ *
+ * A loan id is a slot index and that slot's generation, which grows at every loan: ids and
+ * buffers are reused, so without it a stale id (a descriptor released twice, or kept from
+ * before the slot was reused) would free a buffer somebody else now holds. With it, a stale
+ * or forged id matches nothing and frees nothing.
+ *
+ * The lender may also mark a loan "handed over" (an application's zero-copy buffer once it
+ * is on the tx ring): from then on only the returner may take it, so a second send or a free
+ * of a buffer already sent is refused instead of losing the message in flight.
  */
 #pragma once
 
@@ -19,37 +28,51 @@ namespace imago::api {
 
 class LoanTable {
  public:
-  static constexpr uint32_t kSlots = 8192;
+  static constexpr uint32_t kIndexBits = 13;
+  static constexpr uint32_t kSlots = 1u << kIndexBits;  ///< 8192
   static constexpr uint32_t kNone = UINT32_MAX;
 
-  /** Lender: record @p owner. @return its slot, or kNone when every slot is taken. */
-  uint32_t lend(void* owner) {
+  /** Lender: record @p owner (4-byte aligned, below 2^48; bit 0 is the caller's), already
+   *  handed over if @p handed. @return the loan id, or kNone (every slot taken). */
+  uint32_t lend(void* owner, bool handed = false) {
+    const auto o = reinterpret_cast<uint64_t>(owner);
+    if ((o & ~kOwnerMask) != 0 || (o & kHanded) != 0 || o == 0) return kNone;
     if (lent_ - returned_.load(std::memory_order_acquire) >= kSlots) return kNone;
     // Returns come back mostly in order, so the slot after the last one is nearly always free.
     for (uint32_t tries = 0; tries < kSlots; ++tries) {
-      uint32_t i = cursor_++ % kSlots;
-      if (slot_[i].load(std::memory_order_acquire) == nullptr) {
-        slot_[i].store(owner, std::memory_order_release);
-        ++lent_;
-        return i;
-      }
+      const uint32_t i = cursor_++ & (kSlots - 1);
+      const uint64_t w = slot_[i].load(std::memory_order_acquire);
+      if ((w & kOwnerMask) != 0) continue;
+      const uint64_t gen = ((w >> kGenShift) + 1) & kGenMax;
+      // Release: the returner that reads this word sees the buffer the owner points to.
+      slot_[i].store(gen << kGenShift | o | (handed ? kHanded : 0), std::memory_order_release);
+      ++lent_;
+      return i | static_cast<uint32_t>(gen) << kIndexBits;
     }
     return kNone;
   }
 
-  /** Returner (or reclaim): take slot @p i back. @return its owner, or nullptr (bad index,
-   *  or already returned). */
-  void* take(uint32_t i) {
-    if (i >= kSlots) return nullptr;
-    void* o = slot_[i].exchange(nullptr, std::memory_order_acq_rel);
-    if (o != nullptr) returned_.fetch_add(1, std::memory_order_release);
-    return o;
-  }
+  /** Returner (or reclaim): take loan @p id back. @return its owner, or nullptr (bad or
+   *  stale id, or already returned). */
+  void* take(uint32_t id) { return take_if(id, nullptr, false); }
+  /** Returner: take loan @p id only if it records @p owner. @return owner, or nullptr. */
+  void* take_owned(uint32_t id, const void* owner) { return owner ? take_if(id, owner, false) : nullptr; }
+  /** Lender: take back loan @p id of @p owner only if it was not handed over. */
+  void* take_held(uint32_t id, const void* owner) { return owner ? take_if(id, owner, true) : nullptr; }
 
-  /** @return the owner recorded in slot @p i without taking it (validation). */
-  void* peek(uint32_t i) const {
-    return i < kSlots ? slot_[i].load(std::memory_order_acquire) : nullptr;
+  /** Lender: mark loan @p id of @p owner handed over. @return false when @p id is stale, of
+   *  another owner, or handed over already. */
+  bool hand_over(uint32_t id, const void* owner) { return swap_flag(id, owner, 0, kHanded); }
+  /** Lender: undo hand_over() when the hand-over failed (the returner never saw it). */
+  void hand_back(uint32_t id, const void* owner) { swap_flag(id, owner, kHanded, 0); }
+
+  /** @return the owner of loan @p id if it is current, else nullptr (validation). */
+  void* peek(uint32_t id) const {
+    const uint64_t w = current(id);
+    return reinterpret_cast<void*>(w & kOwnerMask & ~kHanded);
   }
+  /** @return true when loan @p id is current and handed over. */
+  bool handed(uint32_t id) const { return (current(id) & kHanded) != 0; }
 
   /** @return buffers lent and not returned. */
   uint32_t outstanding() const { return lent_ - returned_.load(std::memory_order_acquire); }
@@ -59,21 +82,59 @@ class LoanTable {
   uint32_t reclaim(Fn&& free_fn) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < kSlots; ++i) {
-      if (void* o = take(i)) free_fn(o), ++n;
+      const uint64_t w = slot_[i].load(std::memory_order_acquire);
+      if (void* o = take(i | static_cast<uint32_t>(w >> kGenShift) << kIndexBits)) free_fn(o), ++n;
     }
     return n;
   }
 
-  /** Control path: an empty table. */
+  /** Control path: an empty table. Generations go on, so ids from the slot's previous
+   *  endpoint stay stale for the next one. */
   void reset() {
-    for (auto& s : slot_) s.store(nullptr, std::memory_order_relaxed);
+    for (auto& s : slot_) s.store(s.load(std::memory_order_relaxed) & ~kOwnerMask, std::memory_order_relaxed);
     lent_ = 0;
     cursor_ = 0;
     returned_.store(0, std::memory_order_release);
   }
 
  private:
-  std::atomic<void*> slot_[kSlots];
+  // A slot's word: generation in bits 63..48, the owner in bits 47..0 (zero: free), and
+  // kHanded in bit 1 of the owner, which owners leave clear (4-byte aligned).
+  static constexpr uint32_t kGenShift = 48;
+  static constexpr uint64_t kGenMax = 0xffff;
+  static constexpr uint64_t kOwnerMask = (uint64_t{1} << kGenShift) - 1;
+  static constexpr uint64_t kHanded = 2;
+  static_assert(kIndexBits + 16 <= 31, "a loan id never equals kNone");
+
+  /** @return slot @p id's word if @p id is current (its generation, a loan in it), else 0. */
+  uint64_t current(uint32_t id) const {
+    if (id >> kIndexBits > kGenMax) return 0;
+    const uint64_t w = slot_[id & (kSlots - 1)].load(std::memory_order_acquire);
+    return (w >> kGenShift) == (id >> kIndexBits) && (w & kOwnerMask) != 0 ? w : 0;
+  }
+
+  void* take_if(uint32_t id, const void* owner, bool held_only) {
+    uint64_t w = current(id);
+    while (w != 0) {
+      void* o = reinterpret_cast<void*>(w & kOwnerMask & ~kHanded);
+      if ((owner != nullptr && o != owner) || (held_only && (w & kHanded))) return nullptr;
+      // Acq_rel: the buffer's bytes are the winner's from here on.
+      if (slot_[id & (kSlots - 1)].compare_exchange_weak(w, w & ~kOwnerMask, std::memory_order_acq_rel)) {
+        returned_.fetch_add(1, std::memory_order_release);
+        return o;
+      }
+      w = (w >> kGenShift) == (id >> kIndexBits) && (w & kOwnerMask) != 0 ? w : 0;
+    }
+    return nullptr;
+  }
+
+  bool swap_flag(uint32_t id, const void* owner, uint64_t from, uint64_t to) {
+    uint64_t w = current(id);
+    if (w == 0 || reinterpret_cast<void*>(w & kOwnerMask & ~kHanded) != owner || (w & kHanded) != from) return false;
+    return slot_[id & (kSlots - 1)].compare_exchange_strong(w, (w & ~kHanded) | to, std::memory_order_acq_rel);
+  }
+
+  std::atomic<uint64_t> slot_[kSlots];
   uint32_t lent_ = 0;    // lender only
   uint32_t cursor_ = 0;  // lender only
   alignas(64) std::atomic<uint32_t> returned_{0};

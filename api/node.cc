@@ -191,8 +191,10 @@ bool Node::tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8
     return true;
   }
   if (d.tier != IMAGO_TIER_POOL) return false;
+  // Only a loan the application handed over (a copy, or a zero-copy buffer it sent).
   void* owner = a.slot->tx_loans.peek(d.u.ext.loan);
-  if (owner == nullptr || owner != d.u.ext.owner || is_mbuf_tag(owner)) return false;
+  if (owner == nullptr || owner != d.u.ext.owner || is_mbuf_tag(owner) || !a.slot->tx_loans.handed(d.u.ext.loan))
+    return false;
   auto* data = static_cast<uint8_t*>(owner) + kHeadroom;
   if (d.u.ext.data != data || d.len > rte_mempool_from_obj(owner)->elt_size - kHeadroom) return false;
   put_tag(data - kTagBytes, hash);

@@ -77,7 +77,7 @@ const std::vector<Opt>& table() {
       {"--seed", "N", "seed of the injected loss [1]", [](RuntimeOptions& o, const std::string& v) { return number(v, o.seed); }},
       {"--file-prefix", "NAME", "imagod: EAL prefix applications attach with [imago]",
        [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
-      {"--no-huge", nullptr, "imagod: no hugepages (then no secondary process can attach)",
+      {"--no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",
        [](RuntimeOptions& o, const std::string&) { return o.no_huge = true; }},
       {"--stats-period", "SECONDS", "imagod: print counters this often, 0 never [10]",
        [](RuntimeOptions& o, const std::string& v) { return number(v, o.stats_period_s) && o.stats_period_s >= 0; }},

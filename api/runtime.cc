@@ -78,7 +78,11 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
   if (int rc = create_shared(); rc < 0) return rc;
   if (int rc = open_nodes(); rc < 0) return rc;
   if (int rc = start_engines(); rc < 0) return rc;
-  if (daemon_) {
+  if (daemon_ && o_.no_huge) {
+    // No shared hugepage memory, so no secondary can map our rings: serve the nodes only.
+    std::printf("imagod: --no-huge: applications cannot attach (secondary processes need hugepages); "
+                "the nodes still run and answer their peers\n");
+  } else if (daemon_) {
     g_runtime = this;
     if (rte_mp_action_register(kCtlAction, on_ctl) < 0) {
       IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s%s\n", rte_strerror(rte_errno),
@@ -304,7 +308,7 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   std::snprintf(s.name, sizeof s.name, "%s", req.name);
   s.peer_ready.store(0, std::memory_order_relaxed);
   new (&s.c) EngineSideCounters();
-  s.tx_ring_full.v.store(0, std::memory_order_relaxed);
+  for (Counter* c : {&s.tx_ring_full, &s.release_invalid, &s.buffer_invalid}) c->v.store(0, std::memory_order_relaxed);
   s.rx_loans.reset();
   s.tx_loans.reset();
   s.state.store(SlotState::kOpen, std::memory_order_release);

@@ -25,12 +25,14 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 2;
+inline constexpr uint32_t kShmVersion = 3;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
 inline constexpr uint32_t kFrameClass = 2048;
 inline constexpr uint32_t kRingMin = 64, kRingMax = 4096, kRingDefault = 1024;
+
+static_assert(PoolCaches::kOwners == kMaxNodes + kMaxEndpoints, "every owner of a cache is counted");
 
 enum class SlotState : uint32_t { kFree, kSetup, kOpen, kClosing, kDrained };
 
@@ -60,7 +62,10 @@ struct alignas(64) EndpointSlot {
   rte_ring* tx = nullptr;  ///< application -> engine
   std::atomic<uint32_t> peer_ready{0};
   EngineSideCounters c;
-  alignas(64) Counter tx_ring_full;  ///< written by the application
+  // Written by the application.
+  alignas(64) Counter tx_ring_full;
+  Counter release_invalid;  ///< stale, forged or foreign descriptors imago_release() refused
+  Counter buffer_invalid;   ///< buffers imago_send_zc() / imago_buf_free() refused
   LoanTable rx_loans;                ///< lent by the engine, returned by the application
   LoanTable tx_loans;                ///< lent by the application, returned by the engine
   PoolCaches app_caches;             ///< the application's (made at open, freed at close or reclaim)

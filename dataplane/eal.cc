@@ -23,6 +23,7 @@ static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handle
 void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
 
 std::string g_runtime_dir;  // set by eal_own_runtime_dir(); control path only
+bool g_started = false;     // rte_eal_init() succeeded once in this process; control path only
 
 }  // namespace
 
@@ -40,8 +41,11 @@ int eal_start(const std::string& prog, const std::vector<std::string>& eal_args)
     IMAGO_LOG(ERR, dataplane, "EAL initialisation failed: %s\n", err ? rte_strerror(err) : "see EAL's messages");
     return err ? -err : -EIO;  // EAL does not always set rte_errno
   }
+  g_started = true;
   return 0;
 }
+
+bool eal_was_started() { return g_started; }
 
 void eal_own_runtime_dir() { g_runtime_dir = rte_eal_get_runtime_dir(); }
 

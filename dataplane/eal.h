@@ -22,6 +22,10 @@ namespace imago::dp {
  */
 int eal_start(const std::string& prog, const std::vector<std::string>& eal_args);
 
+/** @return true once eal_start() succeeded in this process: EAL cannot start again, even
+ *  after eal_stop() (DPDK's rte_eal_init() runs once per process). */
+bool eal_was_started();
+
 /**
  * Remove EAL's runtime directory at eal_stop(): for apps that chose their own unique
  * --file-prefix (the embedded default), so nothing is left in /var/run/dpdk.

@@ -66,8 +66,12 @@ int main(int argc, char** argv) {
   if (rc == 0) {
     std::printf("imagod: serving %zu node(s) (ids", rt.node_count());
     for (uint32_t i = 0; i < rt.shm()->n_nodes; ++i) std::printf(" %lu", static_cast<unsigned long>(rt.shm()->node_ids[i]));
-    std::printf("), file prefix '%s'; SIGINT or SIGTERM stops it\n",
-                o.file_prefix.empty() ? (args.explicit_eal ? "(from EAL args)" : "imago") : o.file_prefix.c_str());
+    if (o.no_huge) {
+      std::printf("), no applications (--no-huge); SIGINT or SIGTERM stops it\n");
+    } else {
+      std::printf("), file prefix '%s'; SIGINT or SIGTERM stops it\n",
+                  o.file_prefix.empty() ? (args.explicit_eal ? "(from EAL args)" : "imago") : o.file_prefix.c_str());
+    }
     std::fflush(stdout);
     serve(rt, o);
     rt.print_stats(stdout);

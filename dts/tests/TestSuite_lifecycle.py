@@ -82,6 +82,22 @@ class TestSuiteLifecycle(TestSuite):
         self.verify(rc == 0, f"imagod exited {rc}")
         self.verify(any("stopped cleanly" in line for line in proc.lines("stdout")), "no clean-stop line")
 
+    def test_imagod_without_hugepages_serves_its_nodes(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            Run imagod --no-huge --pair (its own EAL defaults) for one second.
+        Verify:
+            It starts (no rte_mp error), says applications cannot attach, prints its node
+            counters with frames exchanged between its two nodes, and exits 0 cleanly.
+        """
+        node = topology.add_node("nh")
+        cp = run_app(node, imagod_binary(), ["--no-huge", "--pair", "--duration", "1", "--stats-period", "0.5"],
+                     timeout=30)
+        self.verify(cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr[-500:]}")
+        self.verify("applications cannot attach" in cp.stdout, f"no word on attaching: {cp.stdout[-500:]}")
+        self.verify("rte_mp" not in cp.stderr, f"rte_mp error: {cp.stderr[-500:]}")
+        self.verify("node 1: msgs sent" in cp.stdout and "stopped cleanly" in cp.stdout, cp.stdout[-500:])
+
     def test_interactive_prompt_runs_and_reports(self, topology: Topology, perf_binary: Path) -> None:
         """
         Steps:

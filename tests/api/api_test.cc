@@ -601,6 +601,54 @@ TEST(ZeroCopy, ForeignBuffersAreEinval) {
   EXPECT_EQ(stats_of(p.a).tx_invalid, 0u);
 }
 
+TEST(ZeroCopy, ASentBufferIsImagosAtOnce) {
+  // Do: no peer endpoint yet, so a zero-copy send waits in the tx ring.
+  const std::string name = unique("zcown");
+  imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
+  imago_ep_t *a = nullptr, *b = nullptr;
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
+  void* buf = nullptr;
+  ASSERT_EQ(imago_buf_alloc(a, 300, &buf), 0);
+  fill(7, 300, static_cast<uint8_t*>(buf));
+  ASSERT_EQ(imago_send_zc(a, buf, 300, 0), 0);
+  // Expect: sending it again, or freeing it, is refused and counted: it is imago's now.
+  EXPECT_EQ(imago_send_zc(a, buf, 300, 0), -EINVAL);
+  EXPECT_EQ(imago_buf_free(a, buf), -EINVAL);
+  EXPECT_EQ(stats_of(a).buffer_invalid, 2u);
+  // Do: open the peer. Expect: the message that was accepted arrives, once, intact.
+  ASSERT_EQ(imago_open(im(), name.c_str(), 1, &node2, &b), 0);
+  imago_msg m{};
+  ASSERT_TRUE(eventually([&] { return imago_recv_burst(b, &m, 1) == 1; }));
+  EXPECT_TRUE(intact(7, 300, m));
+  EXPECT_EQ(imago_release(b, &m, 1), 0);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(imago_poll(b), 0) << "the refused second send sent nothing";
+  EXPECT_EQ(stats_of(a).msgs_sent, 1u);
+  EXPECT_EQ(stats_of(a).tx_invalid, 0u);
+  // And once the engine took it, it stays refused.
+  EXPECT_EQ(imago_buf_free(a, buf), -EINVAL);
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
+}
+
+TEST(ZeroCopy, AnUnsentBufferRefusedOnAFullRingIsStillOurs) {
+  // Do: a ring of 64 with no peer: fill it, then one more zero-copy send.
+  const std::string name = unique("zcfull");
+  imago_ep_opts small{.local_node = 1, .ring_size = 64, .reserved = 0};
+  imago_ep_t* a = nullptr;
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, &small, &a), 0);
+  int rc = 0;
+  for (int i = 0; i < 100 && rc == 0; ++i) rc = imago_send(a, "x", 1, 0);
+  ASSERT_EQ(rc, -EAGAIN);
+  void* buf = nullptr;
+  ASSERT_EQ(imago_buf_alloc(a, 100, &buf), 0);
+  EXPECT_EQ(imago_send_zc(a, buf, 100, 0), -EAGAIN);
+  // Expect: -EAGAIN left it the application's: it frees once.
+  EXPECT_EQ(imago_buf_free(a, buf), 0);
+  EXPECT_EQ(imago_buf_free(a, buf), -EINVAL);
+  EXPECT_EQ(imago_close(a), 0);
+}
+
 TEST(ZeroCopy, PoolsRunOutThenLoansRunOut) {
   Pair p(0, 0, false);
   const PoolUse base = pool_use();
@@ -810,6 +858,43 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   EXPECT_EQ(pool_use().msg, base.msg + 1);
   imago_release(p.b, &elsewhere, 1);
   EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
+}
+
+TEST(Release, AStaleDescriptorNeverFreesABufferHeldElsewhere) {
+  Pair p;
+  // Do: receive A (pool tier), keep a copy, release it.
+  imago_msg a = receive_one(p, 200, 0);
+  ASSERT_EQ(a.tier, IMAGO_TIER_POOL);
+  const imago_msg stale = a;
+  EXPECT_EQ(imago_release(p.b, &a, 1), 0);
+  // Do: receive and release until a message comes in the same loan slot, in the same
+  // buffer, as A did (loans go round robin; buffers come back from the caches).
+  const uint32_t slot_mask = imago::api::LoanTable::kSlots - 1;
+  imago_msg b{};
+  bool reused = false;
+  for (uint32_t seq = 1; seq < 4 * imago::api::LoanTable::kSlots && !reused; ++seq) {
+    b = receive_one(p, 200, seq);
+    reused = (b.u.ext.loan & slot_mask) == (stale.u.ext.loan & slot_mask);
+    if (!reused) {
+      ASSERT_EQ(imago_release(p.b, &b, 1), 0);
+    }
+  }
+  ASSERT_TRUE(reused);
+  const uint32_t b_seq = *static_cast<uint32_t*>(imago_msg_data(&b));
+  const PoolUse holding = pool_use();
+  // Expect: releasing the stale copy of A is refused, frees nothing, and B is untouched.
+  imago_msg again = stale;
+  EXPECT_EQ(imago_release(p.b, &again, 1), 1);
+  EXPECT_EQ(stats_of(p.b).release_invalid, 1u);
+  EXPECT_TRUE(settles_to(holding)) << show(holding) << " now " << show(pool_use());
+  EXPECT_EQ(imago_buf_alloc(p.a, 200, nullptr), -EINVAL);
+  // Overwrite whatever buffer the pool hands out next: B's bytes must not change.
+  void* grab = nullptr;
+  ASSERT_EQ(imago_buf_alloc(p.b, 200, &grab), 0);
+  std::memset(grab, 0xee, 200);
+  EXPECT_TRUE(intact(b_seq, 200, b)) << "B changed under the application";
+  EXPECT_EQ(imago_buf_free(p.b, grab), 0);
+  EXPECT_EQ(imago_release(p.b, &b, 1), 0);
 }
 
 TEST(Release, CloseReclaimsUnreleasedDescriptors) {
