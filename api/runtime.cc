@@ -371,6 +371,25 @@ unsigned Runtime::housekeeping() {
   return reclaimed;
 }
 
+namespace {
+
+// One line of every counter the node's engine (all peers summed, rejections by reason) and
+// its link keep: "node N counters: name=value ...".
+void print_node_counters(FILE* f, const Node& n) {
+  const rel::PeerCounters c = n.engine().total_counters();
+  std::fprintf(f, "node %" PRIu64 " counters:", n.id());
+  auto field = [f](const char* prefix) {
+    return [f, prefix](const char* k, uint64_t v) { std::fprintf(f, " %s%s=%" PRIu64, prefix, k, v); };
+  };
+  rel::for_each_counter(c, field(""));
+  rel::for_each_reject(c, field("reject_"));
+  dp::for_each_counter(n.link().counters(), field("link_"));
+  std::fprintf(f, " control_in=%" PRIu64 " control_bad=%" PRIu64 " announce_sent=%" PRIu64 "\n",
+               n.counters().control_in, n.counters().control_bad, n.counters().announce_sent);
+}
+
+}  // namespace
+
 void Runtime::print_stats(FILE* f) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = *nodes_[i];
@@ -379,6 +398,7 @@ void Runtime::print_stats(FILE* f) {
                  " frames in %" PRIu64 " out %" PRIu64 " no_endpoint %" PRIu64 " control_bad %" PRIu64 "\n",
                  n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, n.link().counters().frames_in,
                  n.link().counters().frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
+    print_node_counters(f, n);
   }
   unsigned mbufs = 0;
   for (const auto& pb : ports_) mbufs += rte_mempool_in_use_count(pb->pool);

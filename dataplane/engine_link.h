@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "dataplane/codec.h"
@@ -44,6 +45,18 @@ struct EngineLinkCounters {
   uint64_t unknown_peer = 0;     ///< frames the engine asked to send to a peer with no address
   DecodeCounters decode;
 };
+
+/** Call @p fn(name, value) for every counter of @p c, the decoder's per reason as
+ *  "decode_<reason>" (RESULT lines and imagod's statistics print them all: a counter added to
+ *  the struct is added here). */
+template <typename Fn>
+void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
+  fn("frames_in", c.frames_in), fn("frames_out", c.frames_out), fn("tx_backpressure", c.tx_backpressure);
+  fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
+  fn("decode_accepted", c.decode.accepted), fn("decode_rejected", c.decode.total_rejected());
+  for (size_t i = 0; i < kDecodeErrorCount; ++i)
+    fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
+}
 
 /**
  * Engine timers and windows for links with microsecond round trips (DPDK links in one host

@@ -78,4 +78,26 @@ struct PeerCounters {
   uint64_t rejects() const;
 };
 
+/** Call @p fn(name, value) for every counter of @p c but the rejections, in a stable order
+ *  (the names are the fields'). */
+template <typename Fn>
+void for_each_counter(const PeerCounters& c, Fn&& fn) {
+  fn("pkts_sent", c.pkts_sent), fn("pkts_lost", c.pkts_lost), fn("ack_only_sent", c.ack_only_sent);
+  fn("valid_acks", c.valid_acks), fn("valid_nacks", c.valid_nacks), fn("msgs_sent", c.msgs_sent);
+  fn("msgs_retransmitted", c.msgs_retransmitted), fn("msgs_received", c.msgs_received);
+  fn("overflow", c.overflow), fn("out_of_order", c.out_of_order), fn("pkts_received", c.pkts_received);
+  fn("units_sent", c.units_sent), fn("dup_received", c.dup_received), fn("nacks_sent", c.nacks_sent);
+  fn("ack_reqs_sent", c.ack_reqs_sent), fn("hellos_sent", c.hellos_sent), fn("bytes_sent", c.bytes_sent);
+  fn("bytes_received", c.bytes_received), fn("rto_expired", c.rto_expired), fn("tail_probes", c.tail_probes);
+  fn("tx_backpressure", c.tx_backpressure), fn("deliver_refused", c.deliver_refused);
+  fn("credit_stalls", c.credit_stalls), fn("resets", c.resets), fn("deaths", c.deaths);
+  fn("discarded_msgs", c.discarded_msgs);
+}
+
+/** Call @p fn(reject_name(r), count) for every rejection reason r of @p c. */
+template <typename Fn>
+void for_each_reject(const PeerCounters& c, Fn&& fn) {
+  for (size_t i = 1; i < static_cast<size_t>(Reject::kCount); ++i) fn(reject_name(static_cast<Reject>(i)), c.reject[i]);
+}
+
 }  // namespace imago::rel

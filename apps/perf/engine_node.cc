@@ -58,22 +58,15 @@ int open_engine_sides(Context& ctx, const EngineSide& a, const EngineSide& b) {
 }
 
 void engine_counters_json(const EngineNode& en, app::Json& r) {
-  const rel::PeerCounters* c = en.engine ? en.engine->counters(en.peer) : nullptr;
-  if (!c) return;
-  app::Json j;
-  j.num("pkts_sent", c->pkts_sent).num("pkts_lost", c->pkts_lost).num("ack_only_sent", c->ack_only_sent)
-      .num("valid_acks", c->valid_acks).num("valid_nacks", c->valid_nacks).num("msgs_sent", c->msgs_sent)
-      .num("msgs_retransmitted", c->msgs_retransmitted).num("msgs_received", c->msgs_received)
-      .num("overflow", c->overflow).num("out_of_order", c->out_of_order)
-      .num("pkts_received", c->pkts_received).num("dup_received", c->dup_received)
-      .num("nacks_sent", c->nacks_sent).num("ack_reqs_sent", c->ack_reqs_sent)
-      .num("rto_expired", c->rto_expired).num("tail_probes", c->tail_probes)
-      .num("tx_backpressure", c->tx_backpressure)
-      .num("deliver_refused", c->deliver_refused).num("credit_stalls", c->credit_stalls)
-      .num("resets", c->resets).num("deaths", c->deaths);
-  const auto& l = en.link.counters();
-  j.num("link_frames_in", l.frames_in).num("link_frames_out", l.frames_out)
-      .num("link_decode_rejected", l.decode.total_rejected()).num("link_not_ours", l.not_ours);
+  if (!en.engine || !en.engine->counters(en.peer)) return;
+  // Every counter the engine and its link keep: a new one shows here without an edit. The
+  // node has one peer; the total adds the frames rejected before a peer was known (bad CRC).
+  const rel::PeerCounters c = en.engine->total_counters();
+  app::Json j, rejects;
+  rel::for_each_counter(c, [&](const char* k, uint64_t v) { j.num(k, v); });
+  rel::for_each_reject(c, [&](const char* k, uint64_t v) { rejects.num(k, v); });
+  j.obj("reject", rejects);
+  dp::for_each_counter(en.link.counters(), [&](const char* k, uint64_t v) { j.num(std::string("link_") + k, v); });
   r.obj(std::string("engine_") + en.node->name, j);
 }
 
