@@ -73,8 +73,17 @@ const std::vector<Opt>& table() {
       {"--pool-buffers", "N", "buffers in the pool tier [4096]",
        [](RuntimeOptions& o, const std::string& v) { return number(v, o.pool_buffers) && o.pool_buffers >= 64; }},
       {"--loss", "P", "drop this fraction of received frames (testing) [0]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.loss) && o.loss >= 0 && o.loss < 1; }},
-      {"--seed", "N", "seed of the injected loss [1]", [](RuntimeOptions& o, const std::string& v) { return number(v, o.seed); }},
+       [](RuntimeOptions& o, const std::string& v) {
+         return number(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop < 1;
+       }},
+      {"--fault-rx", "SPEC", "receive faults (testing): loss=P,burst=P,dup=P,corrupt=P,reorder=P,reorder-us=N,delay-us=N,"
+                             "jitter-us=N,seed=N [none]",
+       [](RuntimeOptions& o, const std::string& v) {
+         std::string e;
+         return dp::parse_fault_spec(v, o.fault_rx, e) == 0;
+       }},
+      {"--seed", "N", "seed of the injected faults (each port adds its id) [1]",
+       [](RuntimeOptions& o, const std::string& v) { return number(v, o.fault_rx.seed); }},
       {"--file-prefix", "NAME", "imagod: EAL prefix applications attach with [imago]",
        [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
       {"--no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",

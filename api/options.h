@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/node.h"
+#include "dataplane/fault_model.h"
 
 namespace imago::api {
 
@@ -27,8 +28,7 @@ struct RuntimeOptions {
   uint32_t max_message = 65536;
   uint32_t pool_buffers = 4096;     ///< in each of the small and frame-sized pools
   uint32_t big_buffers = 64;
-  double loss = 0;                  ///< injected receive loss, for tests
-  uint64_t seed = 1;
+  dp::FaultConfig fault_rx;         ///< injected on every port's receive side, for tests
   std::string file_prefix;          ///< daemon: the shared EAL prefix ["imago"]
   bool no_huge = false;             ///< daemon without hugepages (no secondaries then)
   double stats_period_s = 10;       ///< daemon

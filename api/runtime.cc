@@ -150,8 +150,8 @@ int Runtime::open_port(PortBits& pb, uint16_t port_id) {
   if (int rc = pb.port.open(port_id, pc, pb.pool); rc < 0) return rc;
   if (int rc = pb.port.start(); rc < 0) return rc;
   dp::FaultConfig none{}, rx{};
-  rx.drop = o_.loss;
-  rx.seed = o_.seed + port_id;
+  rx = o_.fault_rx;
+  rx.seed = o_.fault_rx.seed + port_id;
   auto offset = static_cast<uint32_t>(dp::encap_header_len(o_.src_ip ? dp::Encap::Udp : dp::Encap::L2));
   return pb.faulty.init(port_id, 0, none, rx, pb.pool, offset, kFaultCapacity);
 }
