@@ -84,6 +84,10 @@ const std::vector<Opt>& table() {
        }},
       {"--seed", "N", "seed of the injected faults (each port adds its id) [1]",
        [](RuntimeOptions& o, const std::string& v) { return number(v, o.fault_rx.seed); }},
+      {"--dead-after-ms", "MS", "declare a peer dead after this much silence, 10..3600000 [3000]",
+       [](RuntimeOptions& o, const std::string& v) {
+         return number(v, o.dead_after_ms) && o.dead_after_ms >= 10 && o.dead_after_ms <= 3'600'000;
+       }},
       {"--file-prefix", "NAME", "imagod: EAL prefix applications attach with [imago]",
        [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
       {"--no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",

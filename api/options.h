@@ -28,6 +28,7 @@ struct RuntimeOptions {
   uint32_t max_message = 65536;
   uint32_t pool_buffers = 4096;     ///< in each of the small and frame-sized pools
   uint32_t big_buffers = 64;
+  uint32_t dead_after_ms = 3000;    ///< a peer silent this long is declared dead
   dp::FaultConfig fault_rx;         ///< injected on every port's receive side, for tests
   std::string file_prefix;          ///< daemon: the shared EAL prefix ["imago"]
   bool no_huge = false;             ///< daemon without hugepages (no secondaries then)

@@ -194,6 +194,7 @@ int Runtime::add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& pe
   s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap.kind, 1500));
   s.engine.max_message_size = o_.max_message + 4;  // the endpoint tag
   dp::tune_for_fast_links(s.engine);
+  s.engine.dead_after_ns = uint64_t{o_.dead_after_ms} * rel::kMs;
   auto node = std::make_unique<Node>();
   if (int rc = node->init(s, shm_); rc < 0) return rc;
   for (const PeerAddr& p : peers) {

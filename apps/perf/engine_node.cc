@@ -15,6 +15,7 @@ rel::Config engine_config(const Options& o) {
   c.flow_control = !o.no_flow_control;
   c.crc = !o.no_crc;
   dp::tune_for_fast_links(c);
+  c.dead_after_ns = uint64_t{o.dead_after_ms} * rel::kMs;
   return c;
 }
 

@@ -196,6 +196,9 @@ const std::vector<Opt>& table() {
       {"no-crc", nullptr, "reliable modes: no CRC32C on frames (corruption then goes unseen)",
        [](Options& o, const std::string&) { return o.no_crc = true; },
        [](const Options& o) { return o.no_crc ? "on" : "off"; }},
+      {"dead-after-ms", "MS", "reliable modes: declare a peer dead after this much silence (10-3600000)",
+       [](Options& o, const std::string& v) { return to_num<uint32_t>(v, o.dead_after_ms, 10, 3'600'000); },
+       [](const Options& o) { return std::to_string(o.dead_after_ms); }},
       {"ring-size", "N", "slots per net_ring direction of --pair (power of two)",
        [](Options& o, const std::string& v) {
          return to_num<unsigned>(v, o.ring_size, 64, 1u << 20) && (o.ring_size & (o.ring_size - 1)) == 0;

@@ -46,6 +46,7 @@ struct Options {
   bool go_back_n = false;     ///< Pupa's go-back-N instead of selective repeat
   bool no_flow_control = false;
   bool no_crc = false;
+  uint32_t dead_after_ms = 3000;  ///< reliable modes: a peer silent this long is dead
   bool verbose_summary = true;
   bool interactive = false;
 };
