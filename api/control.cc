@@ -2,6 +2,7 @@
 #include "api/control.h"
 
 #include <rte_eal.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,8 +10,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 namespace imago::api {
+
+// A killed process may linger as a zombie until its parent reaps it: that is gone too.
+bool process_gone(int pid) {
+  if (kill(pid, 0) < 0) return errno == ESRCH;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
 
 int ctl_request(CtlMsg& m) {
   m.version = kShmVersion;

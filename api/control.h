@@ -30,6 +30,10 @@ struct CtlMsg {
   char name[kNameMax + 1];
 };
 
+/** @return true when process @p pid is gone: it does not exist, or it is a zombie (killed,
+ *  not yet reaped by its parent). Control path: a syscall and a read of /proc. */
+bool process_gone(int pid);
+
 /** Secondary side: send @p m to the primary and wait for the reply (into @p m).
  *  @return the reply's rc, or -ENOTCONN when nobody answered. */
 int ctl_request(CtlMsg& m);

@@ -2,12 +2,14 @@
 // The C API: attachments and endpoints over the shared table, the rings and the pools.
 #include "api/imago.h"
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_memzone.h>
 #include <rte_pause.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -33,6 +35,19 @@ namespace {
 struct Attachment {
   std::unique_ptr<Runtime> rt;  // embedded; null for a secondary process
   ShmRoot* shm = nullptr;
+  // A secondary's view of imagod: checked at most every kPrimaryCheck on the paths where
+  // nothing moves (ring full or empty), so a dead imagod is an error, not a silent hang.
+  // Relaxed: any thread may check; a stale read only delays the verdict by one check.
+  std::atomic<uint64_t> next_check{0};
+  std::atomic<bool> primary_gone{false};
+
+  Attachment& operator=(Attachment&& o) noexcept {
+    rt = std::move(o.rt);
+    shm = o.shm;
+    next_check.store(0, std::memory_order_relaxed);
+    primary_gone.store(false, std::memory_order_relaxed);
+    return *this;
+  }
 };
 
 struct Endpoint {
@@ -50,8 +65,21 @@ std::mutex g_ctl;  // attach, detach, open and close: the handle tables' control
 Attachment* att_of(const imago_t* h) { return g_atts.get(reinterpret_cast<uintptr_t>(h)); }
 Endpoint* ep_of(const imago_ep_t* h) { return g_eps.get(reinterpret_cast<uintptr_t>(h)); }
 
+// @return true when this is a secondary whose imagod died (a control-path check, at most
+// once every 10 ms per attachment; the data path never calls it while messages move).
+bool primary_lost(Attachment* a) {
+  if (a->rt) return false;
+  if (a->primary_gone.load(std::memory_order_relaxed)) return true;
+  const uint64_t now = rte_rdtsc();
+  if (now < a->next_check.load(std::memory_order_relaxed)) return false;
+  a->next_check.store(now + rte_get_tsc_hz() / 100, std::memory_order_relaxed);
+  if (!process_gone(a->shm->primary_pid)) return false;
+  a->primary_gone.store(true, std::memory_order_relaxed);
+  return true;
+}
+
 int control(Attachment* im, CtlMsg& m) {
-  if (!im->rt) return ctl_request(m);
+  if (!im->rt) return primary_lost(im) ? -ENOTCONN : ctl_request(m);
   im->rt->housekeeping();  // finish closes that timed out (no daemon loop here)
   m.version = kShmVersion;
   m.pid = getpid();
@@ -296,6 +324,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   rte_ring_zc_data zcd;
   const unsigned room = rte_ring_enqueue_zc_burst_elem_start(ep->tx, sizeof(imago_msg), n, &zcd, nullptr);
   if (room < n) ep->slot->tx_ring_full.add();
+  if (room == 0 && primary_lost(ep->att)) return -ENOTCONN;
   const uint64_t peer = ep->slot->peer;
   const uint32_t max = ep->att->shm->max_message;
   unsigned done = 0;
@@ -320,6 +349,7 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   if (len > ep->att->shm->max_message) return -EMSGSIZE;
   uint32_t loan;
   void* obj = lend_tx_buffer(ep, len, false, &loan);
+  if (obj == nullptr && primary_lost(ep->att)) return -ENOTCONN;
   if (obj == nullptr) return loan == LoanTable::kNone ? -ENOSPC : -EAGAIN;
   loan_of(obj) = loan;
   *buf = static_cast<uint8_t*>(obj) + kHeadroom;
@@ -345,7 +375,7 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   if (handoff_put(ep->tx, &d, 1) == 1) return 0;
   ep->slot->tx_loans.hand_back(loan, obj);  // not taken: still the application's
   ep->slot->tx_ring_full.add();
-  return -EAGAIN;
+  return primary_lost(ep->att) ? -ENOTCONN : -EAGAIN;
 }
 
 int imago_buf_free(imago_ep_t* h, void* buf) {
@@ -362,7 +392,8 @@ int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
   if (!is_open(ep)) return -ENOTCONN;
-  return static_cast<int>(handoff_get(ep->rx, msgs, n));
+  const unsigned got = handoff_get(ep->rx, msgs, n);
+  return got == 0 && n > 0 && primary_lost(ep->att) ? -ENOTCONN : static_cast<int>(got);
 }
 
 int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
@@ -400,7 +431,7 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
   const auto end = timeout_us < 0 ? clock::time_point::max() : clock::now() + std::chrono::microseconds(timeout_us);
   for (unsigned spins = 0;; ++spins) {
     if (rte_ring_count(ep->rx) > 0) return 1;
-    if (!is_open(ep)) return -ENOTCONN;
+    if (!is_open(ep) || primary_lost(ep->att)) return -ENOTCONN;
     if (clock::now() >= end) return 0;
     if (spins < 2000) {
       rte_pause();  // a message due within microseconds is caught without a wake-up
@@ -413,6 +444,7 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
 int imago_peer_ready(imago_ep_t* h) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
+  if (primary_lost(ep->att)) return -ENOTCONN;
   return ep->slot->peer_ready.load(std::memory_order_acquire) ? 1 : 0;
 }
 

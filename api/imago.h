@@ -26,6 +26,12 @@
  * Errors are negative errno values, listed on each function. No function blocks except
  * imago_wait() (up to its timeout), imago_close() and imago_detach() (control path).
  *
+ * imagod's death: a secondary process checks, at most every 10 ms and only while nothing moves
+ * on an endpoint (rx ring empty, tx ring full, no free buffer, imago_wait(),
+ * imago_peer_ready()), whether imagod still exists; once it is gone those calls return
+ * -ENOTCONN instead of waiting for ever, and imago_open()/imago_close() do not wait for it.
+ * Attaching again needs a new process.
+ *
  * Handles: imago_t and imago_ep_t are opaque handles, not pointers to memory, and every
  * function checks them. A handle that was closed or detached, closed twice, or never
  * returned by imago_open()/imago_attach_*() is refused with -EINVAL (0 or NULL from the
@@ -144,7 +150,8 @@ struct imago_iov {
  * @param flags  IMAGO_FASTPATH, IMAGO_ACK_REQ, or 0.
  * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later);
  *         -EMSGSIZE @p len above imago_max_message(); -EINVAL @p ep not live, NULL pointer
- *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint.
+ *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint,
+ *         or (secondary) imagod is gone: see "imagod's death" above.
  */
 int imago_send(imago_ep_t *ep, const void *data, uint32_t len, uint32_t flags);
 
@@ -159,7 +166,8 @@ int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, u
 /**
  * Zero-copy send, step 1: a buffer of at least @p len bytes to write the message into.
  * @return 0 and *buf; -EAGAIN no buffer free now; -EMSGSIZE @p len above imago_max_message();
- *         -ENOSPC too many buffers held by this endpoint; -EINVAL @p ep not live, NULL @p buf.
+ *         -ENOSPC too many buffers held by this endpoint; -EINVAL @p ep not live, NULL @p buf;
+ *         -ENOTCONN (secondary) imagod is gone.
  */
 int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
 
@@ -170,7 +178,7 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
  * @return 0; -EAGAIN tx ring full; -EINVAL @p ep not live, @p buf is not a buffer of this
  *         endpoint that the application holds (foreign, freed, or sent already: counted in
  *         buffer_invalid), @p len larger than it, or unknown flags; -ENOTCONN the endpoint
- *         was closed.
+ *         was closed, or (secondary) imagod is gone.
  */
 int imago_send_zc(imago_ep_t *ep, void *buf, uint32_t len, uint32_t flags);
 
@@ -183,7 +191,8 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
  * Receive up to @p n message descriptors. Each stays valid (imago_msg_data(), len, src,
  * flags) until given back with imago_release(). Non-blocking.
  * @return how many were received (0: none ready); -EINVAL @p ep not live, NULL pointer;
- *         -ENOTCONN the endpoint was closed under the application.
+ *         -ENOTCONN the endpoint was closed under the application, or (secondary) imagod
+ *         is gone.
  */
 int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
@@ -207,12 +216,13 @@ int imago_poll(imago_ep_t *ep);
  * Wait until a message is ready, at most @p timeout_us microseconds (negative: no limit).
  * The calling thread polls briefly, then sleeps in short naps: this is for control threads
  * and slow consumers; hot loops call imago_recv_burst() directly.
- * @return 1 a message is ready; 0 timed out; -EINVAL @p ep not live; -ENOTCONN closed.
+ * @return 1 a message is ready; 0 timed out; -EINVAL @p ep not live; -ENOTCONN closed, or
+ *         (secondary) imagod is gone.
  */
 int imago_wait(imago_ep_t *ep, int64_t timeout_us);
 
 /** @return 1 when the peer's endpoint is open (sends flow), 0 when not, -EINVAL (@p ep
- *  not live). */
+ *  not live), -ENOTCONN ((secondary) imagod is gone). */
 int imago_peer_ready(imago_ep_t *ep);
 
 /** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live). */

@@ -31,15 +31,6 @@ constexpr unsigned kPairRing = 1024;
 // Mbufs a port needs beyond its descriptors: received frames applications hold zero-copy.
 constexpr unsigned kHeldMbufs = 4096;
 
-// A killed process may linger as a zombie until its parent reaps it: that is gone too.
-bool process_gone(int pid) {
-  if (kill(pid, 0) < 0) return errno == ESRCH;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-}
-
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
   CtlMsg m{};
   if (msg->len_param == sizeof m) std::memcpy(&m, msg->param, sizeof m);
@@ -124,6 +115,7 @@ int Runtime::create_shared() {
   }
   shm_ = new (mz_->addr) ShmRoot();
   shm_->version = kShmVersion;
+  shm_->primary_pid = getpid();
   shm_->pool_max = o_.pool_max;
   shm_->max_message = o_.max_message;
   // No per-lcore caches: secondary processes share lcore ids (see buffers.h).

@@ -75,6 +75,7 @@ struct ShmRoot {
   uint32_t magic = 0;
   uint32_t version = 0;
   uint32_t n_nodes = 0;
+  int32_t primary_pid = 0;  ///< the process that owns EAL and the engines (applications watch it)
   uint64_t node_ids[kMaxNodes] = {};
   rte_mempool* msg_pool = nullptr;    ///< pool tier: messages up to pool_max bytes
   rte_mempool* frame_pool = nullptr;  ///< up to kFrameClass bytes (about one frame's payload)

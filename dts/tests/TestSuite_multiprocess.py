@@ -168,3 +168,29 @@ class TestSuiteMultiprocess(TestSuite):
         self.verify(back == base, f"pools {back} != baseline {base}")
         rc = d.stop()
         self.verify(rc == 0 and d.stopped_cleanly(), f"imagod exit {rc}:\n{d.proc.tail()}")
+
+    def test_applications_of_a_killed_imagod_get_an_error_not_a_hang(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair, an endless subscriber (node 2) and an endless publisher
+            (node 1), both secondaries with no --timeout; once messages flow, SIGKILL imagod.
+        Verify:
+            Both applications see an error within 10 s (their calls return -ENOTCONN:
+            "Transport endpoint is not connected"), print their RESULT and exit non-zero,
+            instead of waiting for ever on rings nobody serves.
+        """
+        node, d, _ = daemon
+        sub = _pubsub(node, d.file_prefix, "sub", name="sub-orphan", node=2, count=ENDLESS, size=200)
+        sub.wait_ready(READY_S)
+        pub = _pubsub(node, d.file_prefix, "pub", name="pub-orphan", node=1, count=ENDLESS, size=200)
+        pub.proc.wait_for_line("pub: peer ready", READY_S, stream="stdout")
+        d.wait_until("messages flowing", lambda: any(e.received > 10_000 for e in d.endpoints("pubsub")), READY_S)
+        d.proc.signal(signal.SIGKILL)
+        d.proc.wait(REACT_S)
+        for app in (pub, sub):
+            rc = app.proc.wait(10)
+            err = "\n".join(app.proc.lines("stderr"))
+            self.verify(rc != 0, f"{app.proc.name} exited {rc} after imagod died")
+            self.verify("not connected" in err, f"{app.proc.name} stderr: {err[-300:]}")
+            self.verify(any(line.startswith("RESULT ") for line in app.proc.lines("stdout")),
+                        f"{app.proc.name} printed no RESULT")
