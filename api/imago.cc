@@ -463,7 +463,9 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
       c.tx_inline.get(),    c.tx_pool.get(),    c.tx_zero_copy.get(),  c.rx_inline.get(),
       c.rx_pool.get(),      c.rx_mbuf.get(),    s.tx_ring_full.get(),  c.rx_ring_full.get(),
       c.rx_no_buffer.get(), c.tx_invalid.get(), rte_ring_count(ep->tx), rte_ring_count(ep->rx),
-      s.peer_ready.load(std::memory_order_acquire), 0, s.release_invalid.get(), s.buffer_invalid.get()};
+      s.peer_ready.load(std::memory_order_acquire), 0, s.release_invalid.get(), s.buffer_invalid.get(),
+      c.peer_resets.get(), c.peer_deaths.get(), c.msgs_unconfirmed.get(), c.last_unconfirmed_first.get(),
+      c.last_unconfirmed_count.get()};
   return 0;
 }
 

@@ -250,6 +250,20 @@ struct imago_ep_stats {
 	uint32_t reserved;
 	uint64_t release_invalid; /**< descriptors imago_release() refused (stale, forged, foreign) */
 	uint64_t buffer_invalid;  /**< buffers imago_send_zc()/imago_buf_free() refused */
+	/* The peer node restarted (a new incarnation proved itself) or died (silent longer than
+	 * the node's --dead-after-ms). Either way the engine drops the messages that peer had
+	 * not confirmed: they are never delivered to a later incarnation. They are always the
+	 * last ones the engine took from this endpoint before the event. Messages still in the
+	 * tx ring are not dropped: they go to the peer's next incarnation once its endpoint opens. */
+	uint64_t peer_resets;      /**< restarts of the peer node seen while open */
+	uint64_t peer_deaths;      /**< times the peer node was declared dead while open */
+	uint64_t msgs_unconfirmed; /**< messages dropped unconfirmed at those events, in total */
+	uint64_t last_unconfirmed_first; /**< the latest event that dropped messages of this
+	                                      endpoint: the first one dropped, counted as msgs_sent
+	                                      counts (1 = the first message the engine took from
+	                                      this endpoint); 0 if none was ever dropped */
+	uint64_t last_unconfirmed_count; /**< ...and how many (they run to last_unconfirmed_first
+	                                      + count - 1) */
 };
 
 /** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */

@@ -5,6 +5,7 @@
 
 #include <rte_cycles.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -67,14 +68,20 @@ int Node::add_peer(const PeerAddr& peer) {
   if (n_peers_ == kMaxEndpoints) return -ENOSPC;
   if (int rc = link_.add_peer_addr(peer.id, peer.mac, peer.ip); rc < 0) return rc;
   if (int rc = engine_->add_peer(peer.id, link_.now_ns(rte_rdtsc())); rc < 0) return rc;
+  // At most send_window messages (one unit each at least) can be unconfirmed at once.
+  History& h = history_[n_peers_];
+  h.mask = spec_.engine.send_window - 1;
+  h.slot = std::make_unique<uint8_t[]>(spec_.engine.send_window);
   peers_[n_peers_++] = peer.id;
   return 0;
 }
 
-bool Node::has_peer(uint64_t id) const {
+bool Node::has_peer(uint64_t id) const { return peer_index(id) >= 0; }
+
+int Node::peer_index(uint64_t id) const {
   for (unsigned i = 0; i < n_peers_; ++i)
-    if (peers_[i] == id) return true;
-  return false;
+    if (peers_[i] == id) return static_cast<int>(i);
+  return -1;
 }
 
 unsigned Node::poll(uint64_t now_tsc) {
@@ -122,6 +129,7 @@ void Node::activate(uint32_t slot_index) {
   Active& a = active_[n_active_++];
   a.slot = &shm_->slots[slot_index];
   a.slot_index = slot_index;
+  a.peer_index = static_cast<uint32_t>(peer_index(a.slot->peer));  // open_endpoint checked it
   a.stash_n = a.stash_pos = a.staged_n = 0;
   for (unsigned i = 0; i < n_remote_; ++i)
     if (remote_[i].peer == a.slot->peer && remote_[i].hash == a.slot->hash)
@@ -169,6 +177,7 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       continue;
     }
     if (engine_->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
+    record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
     s.c.msgs_sent.add();
     s.c.bytes_sent.add(d.len);
     (d.tier == IMAGO_TIER_INLINE ? s.c.tx_inline : d.reserved ? s.c.tx_zero_copy : s.c.tx_pool).add();
@@ -327,7 +336,10 @@ void Node::send_announces(uint64_t now_ns) {
     put_tag(m + kTagBytes + 1, x.hash);
     int rc = engine_->send(x.peer, m, rel::send_flag::kFastpath, now_ns);
     if (rc == -EAGAIN) return;  // window full: next time
-    if (rc == 0) ++c_.announce_sent;
+    if (rc == 0) {
+      ++c_.announce_sent;
+      if (int pi = peer_index(x.peer); pi >= 0) record_sent(static_cast<uint32_t>(pi), kControlSlot);
+    }
     announce_head_ = (announce_head_ + 1) % cap;
     --announce_n_;
   }
@@ -349,7 +361,39 @@ void Node::on_peer_up(rel::NodeId peer) {
     if (active_[i].slot->peer == peer) queue_announce(peer, active_[i].slot->hash, kOpOpen);
 }
 
-void Node::on_peer_reset(rel::NodeId peer, uint64_t) { forget_remotes(peer); }
-void Node::on_peer_dead(rel::NodeId peer, uint64_t) { forget_remotes(peer); }
+// The engine dropped the last @p discarded messages sent to @p peer: count them, per
+// endpoint, with the range of each endpoint's own messages they were (its last ones).
+void Node::charge_unconfirmed(uint64_t peer, uint64_t discarded, bool dead) {
+  const int pi = peer_index(peer);
+  if (pi < 0) return;
+  History& h = history_[pi];
+  uint32_t per_slot[kMaxEndpoints] = {};
+  const uint64_t n = std::min<uint64_t>({discarded, h.n, uint64_t{h.mask} + 1});
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t s = h.slot[(h.n - 1 - i) & h.mask];
+    if (s < kMaxEndpoints) ++per_slot[s];
+  }
+  h.n = 0;  // a new session: what was sent before cannot be dropped again
+  for (unsigned i = 0; i < n_active_; ++i) {
+    EndpointSlot& s = *active_[i].slot;
+    if (s.peer != peer) continue;
+    const uint32_t k = per_slot[active_[i].slot_index];
+    (dead ? s.c.peer_deaths : s.c.peer_resets).add();
+    if (k == 0) continue;  // the last range stays the last one that dropped something
+    s.c.msgs_unconfirmed.add(k);
+    s.c.last_unconfirmed_count.v.store(k, std::memory_order_relaxed);
+    s.c.last_unconfirmed_first.v.store(s.c.msgs_sent.get() - k + 1, std::memory_order_relaxed);
+  }
+}
+
+void Node::on_peer_reset(rel::NodeId peer, uint64_t discarded) {
+  charge_unconfirmed(peer, discarded, false);
+  forget_remotes(peer);
+}
+
+void Node::on_peer_dead(rel::NodeId peer, uint64_t discarded) {
+  charge_unconfirmed(peer, discarded, true);
+  forget_remotes(peer);
+}
 
 }  // namespace imago::api

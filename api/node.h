@@ -79,6 +79,7 @@ class Node final : public rel::AppSink {
   struct Active {
     EndpointSlot* slot;
     uint32_t slot_index;
+    uint32_t peer_index;  // in peers_
     imago_msg stash[kStage];  // taken from the tx ring, not yet accepted by the engine
     uint16_t stash_n, stash_pos;
     imago_msg staged[kStage];  // delivered, not yet on the rx ring
@@ -93,6 +94,15 @@ class Node final : public rel::AppSink {
     uint64_t peer;
     uint32_t hash;
   };
+  // Which endpoint (slot index, or kControlSlot) each of the last messages sent to one peer
+  // came from. When the peer restarts or dies the engine drops the messages it had not
+  // confirmed, always the last ones sent to that peer: this charges them to their endpoints.
+  struct History {
+    std::unique_ptr<uint8_t[]> slot;
+    uint32_t mask = 0;
+    uint64_t n = 0;  // messages recorded since the session began
+  };
+  static constexpr uint8_t kControlSlot = 0xff;
 
   void refresh(uint32_t gen);
   void activate(uint32_t slot_index);
@@ -109,6 +119,12 @@ class Node final : public rel::AppSink {
   void queue_announce(uint64_t peer, uint32_t hash, uint8_t op);
   void send_announces(uint64_t now_ns);
   void forget_remotes(uint64_t peer);
+  int peer_index(uint64_t peer) const;
+  void record_sent(uint32_t peer_index, uint8_t slot) {
+    History& h = history_[peer_index];
+    h.slot[h.n++ & h.mask] = slot;
+  }
+  void charge_unconfirmed(uint64_t peer, uint64_t discarded, bool dead);
 
   NodeSpec spec_;
   ShmRoot* shm_ = nullptr;
@@ -116,6 +132,7 @@ class Node final : public rel::AppSink {
   dp::EngineLink link_;
   std::unique_ptr<rel::Engine> engine_;
   uint64_t peers_[kMaxEndpoints] = {};
+  History history_[kMaxEndpoints];  // parallel to peers_
   unsigned n_peers_ = 0;
   uint32_t seen_gen_ = UINT32_MAX;
   std::unique_ptr<Active[]> active_;  // kMaxEndpoints, the first n_active_ in use

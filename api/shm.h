@@ -48,6 +48,10 @@ struct EngineSideCounters {
   Counter msgs_sent, bytes_sent, msgs_received, bytes_received;
   Counter tx_inline, tx_pool, tx_zero_copy, rx_inline, rx_pool, rx_mbuf;
   Counter rx_ring_full, rx_no_buffer, tx_invalid;
+  // The peer node restarted or died: messages of this endpoint the engine dropped
+  // unconfirmed (the last ones it took, always), and the latest such drop's range.
+  Counter peer_resets, peer_deaths, msgs_unconfirmed;
+  Counter last_unconfirmed_first, last_unconfirmed_count;
 };
 
 struct alignas(64) EndpointSlot {

@@ -29,6 +29,7 @@ struct sub {
 static int pub_step(struct pub *p, const struct ex_opts *o)
 {
 	int ready = imago_peer_ready(p->ep);
+	if (ready < 0) return ready; /* -ENOTCONN: imagod is gone */
 	if (ready && p->t0 == 0) p->t0 = ex_now_ns();
 	if (ready != p->ready)
 		printf("pub: peer %s\n", ready ? "ready" : "gone (its endpoint closed)"), fflush(stdout);
@@ -137,7 +138,12 @@ int main(int argc, char **argv)
 	} else {
 		ex_print_rate(sent, p.bytes, p.t0 ? ex_now_ns() - p.t0 : 0);
 		imago_stats(p.ep, &st); /* tx_ring_full: sends refused for back-pressure */
-		printf(",\"peer_ready\":%d,\"tx_ring_full\":%llu}\n", p.ready, (unsigned long long)st.tx_ring_full);
+		/* What the peer node's restarts or death cost: messages dropped unconfirmed. */
+		printf(",\"peer_ready\":%d,\"tx_ring_full\":%llu,\"peer_resets\":%llu,\"peer_deaths\":%llu,"
+		       "\"msgs_unconfirmed\":%llu,\"last_unconfirmed_first\":%llu,\"last_unconfirmed_count\":%llu}\n",
+		       p.ready, (unsigned long long)st.tx_ring_full, (unsigned long long)st.peer_resets,
+		       (unsigned long long)st.peer_deaths, (unsigned long long)st.msgs_unconfirmed,
+		       (unsigned long long)st.last_unconfirmed_first, (unsigned long long)st.last_unconfirmed_count);
 	}
 	fflush(stdout);
 	rc = rc < 0 || (do_sub && (lost || s.dup || s.reord || s.bad)) ? 1 : 0;
