@@ -153,7 +153,8 @@ inline int fill_copy(Endpoint* ep, uint64_t peer, const void* data, uint32_t len
 
 // @return the pool object behind @p buf if it is a buffer this endpoint lent, else nullptr.
 void* own_buffer(Endpoint* ep, void* buf) {
-  if (buf == nullptr) return nullptr;
+  // Only inside pool memory is it safe to read the loan id in front of the buffer.
+  if (buf == nullptr || !ep->att->shm->in_pools(static_cast<uint8_t*>(buf) - kHeadroom, kHeadroom)) return nullptr;
   void* obj = static_cast<uint8_t*>(buf) - kHeadroom;
   return ep->slot->tx_loans.peek(loan_of(obj)) == obj ? obj : nullptr;
 }

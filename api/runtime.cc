@@ -52,6 +52,17 @@ int on_ctl(const rte_mp_msg* msg, const void* peer) {
   return rte_mp_reply(&reply, static_cast<const char*>(peer));
 }
 
+// rte_mempool_mem_iter() callback: note one chunk of pool memory (counting past the table,
+// so the caller sees an overflow).
+void note_range(rte_mempool*, void* arg, rte_mempool_memhdr* m, unsigned) {
+  auto* shm = static_cast<ShmRoot*>(arg);
+  if (shm->n_pool_mem < ShmRoot::kMaxRanges) {
+    const auto lo = reinterpret_cast<uintptr_t>(m->addr);
+    shm->pool_mem[shm->n_pool_mem] = {lo, lo + m->len};
+  }
+  ++shm->n_pool_mem;
+}
+
 }  // namespace
 
 uint32_t endpoint_hash(const char* name) {
@@ -127,6 +138,11 @@ int Runtime::create_shared() {
                                       nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
   if (!shm_->msg_pool || !shm_->frame_pool || !shm_->big_pool) {
     IMAGO_LOG(ERR, api, "cannot create the message pools: %s\n", rte_strerror(rte_errno));
+    return -ENOMEM;
+  }
+  for (rte_mempool* mp : {shm_->msg_pool, shm_->frame_pool, shm_->big_pool}) rte_mempool_mem_iter(mp, note_range, shm_);
+  if (shm_->n_pool_mem > ShmRoot::kMaxRanges) {
+    IMAGO_LOG(ERR, api, "the message pools lie in %u chunks, more than %u\n", shm_->n_pool_mem, ShmRoot::kMaxRanges);
     return -ENOMEM;
   }
   shm_->magic = kShmMagic;  // last: a secondary that sees it sees the rest

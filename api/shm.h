@@ -87,6 +87,14 @@ struct ShmRoot {
   uint32_t pool_max = 0;
   uint32_t max_message = 0;
   std::atomic<uint32_t> generation{0};  ///< bumped by every slot state change
+  // Where the three message pools' memory lies (control path fills it): an address the
+  // application passes in is checked against it before imago reads anything near it.
+  struct Range {
+    uintptr_t lo, hi;
+  };
+  static constexpr unsigned kMaxRanges = 64;
+  Range pool_mem[kMaxRanges] = {};
+  uint32_t n_pool_mem = 0;
   Counter no_endpoint[kMaxNodes];       ///< messages for an endpoint not open here
   PoolCaches engine_caches[kMaxNodes];  ///< each node's engine lcore's
   EndpointSlot slots[kMaxEndpoints];
@@ -96,6 +104,13 @@ struct ShmRoot {
     for (uint32_t i = 0; i < n_nodes; ++i)
       if (node_ids[i] == id) return static_cast<int>(i);
     return -1;
+  }
+  /** @return true when [@p p, @p p + @p len) lies in one of the message pools' memory. */
+  bool in_pools(const void* p, size_t len) const {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    for (uint32_t i = 0; i < n_pool_mem; ++i)
+      if (a >= pool_mem[i].lo && a + len <= pool_mem[i].hi && a + len >= a) return true;
+    return false;
   }
   /** @return the pool a message of @p len bytes is copied into. */
   rte_mempool* pool_for(uint32_t len) const {

@@ -144,6 +144,23 @@ TEST(Handles, ForgedHandlesAreRefused) {
   }
 }
 
+TEST(Handles, WildBufferPointersAreRefusedWithoutBeingRead) {
+  // Do: zero-copy calls with pointers imago must not read around: unmapped, null page,
+  // misaligned, kernel space.
+  imago_ep_t* ep = nullptr;
+  ASSERT_EQ(imago_open(g_im, "wild", 2, nullptr, &ep), 0);
+  for (uintptr_t p : {uintptr_t{8}, uintptr_t{0x1000}, uintptr_t{0xdead0000}, uintptr_t{0xffff800000000000},
+                      ~uintptr_t{0} - 4}) {
+    // Expect: -EINVAL, not a crash.
+    EXPECT_EQ(imago_send_zc(ep, reinterpret_cast<void*>(p), 10, 0), -EINVAL);
+    EXPECT_EQ(imago_buf_free(ep, reinterpret_cast<void*>(p)), -EINVAL);
+  }
+  imago_ep_stats st{};
+  ASSERT_EQ(imago_stats(ep, &st), 0);
+  EXPECT_EQ(st.buffer_invalid, 10u);
+  EXPECT_EQ(imago_close(ep), 0);
+}
+
 TEST(ZDetach, HandlesDieWithTheAttachmentAndAttachingAgainSaysWhy) {
   imago_ep_t* ep = nullptr;
   ASSERT_EQ(imago_open(g_im, "left-open", 2, nullptr, &ep), 0);
