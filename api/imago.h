@@ -122,7 +122,8 @@ struct imago_ep_opts {
  *
  * @param opts  NULL for the defaults.
  * @return 0; -EINVAL @p im not live, bad name (empty, longer than IMAGO_NAME_MAX), bad
- *         ring size, unknown local node, @p peer is not a peer of that node; -EEXIST this name and peer are
+ *         ring size, unknown local node, @p peer is not a peer of that node (node ids are
+ *         1 .. 2^32 - 1, as on the wire: a larger one is never a peer); -EEXIST this name and peer are
  *         open already on that node; -ENOSPC no free endpoint slot; -ENOMEM no memory for
  *         the rings; -ENOTCONN imagod did not answer.
  */

@@ -35,10 +35,13 @@ bool mac(const std::string& s, dp::MacAddr& m) {
   return true;
 }
 
+// A node id: 1 .. 2^32 - 1, what the wire's node fields hold (never narrowed silently).
+bool node_id(const std::string& s, uint64_t& id) { return number(s, id) && id != 0 && id <= UINT32_MAX; }
+
 // ID, ID@MAC or ID@IPv4.
 bool peer(const std::string& s, PeerAddr& p) {
   size_t at = s.find('@');
-  if (!number(s.substr(0, at), p.id) || p.id == 0) return false;
+  if (!node_id(s.substr(0, at), p.id)) return false;
   if (at == std::string::npos) return true;
   std::string addr = s.substr(at + 1);
   return addr.find(':') != std::string::npos ? mac(addr, p.mac) : ipv4(addr, p.ip);
@@ -55,7 +58,8 @@ const std::vector<Opt>& table() {
   static const std::vector<Opt> t = {
       {"--pair", nullptr, "two nodes, 1 and 2, over a crossed net_ring pair in this process",
        [](RuntimeOptions& o, const std::string&) { return o.pair = true; }},
-      {"--node-id", "ID", "this node's id [1]", [](RuntimeOptions& o, const std::string& v) { return number(v, o.node_id) && o.node_id; }},
+      {"--node-id", "ID", "this node's id, 1..4294967295 [1]",
+       [](RuntimeOptions& o, const std::string& v) { return node_id(v, o.node_id); }},
       {"--peer", "ID[@MAC|@IP]", "a peer node and its address (repeatable) [broadcast]",
        [](RuntimeOptions& o, const std::string& v) { PeerAddr p; return peer(v, p) && (o.peers.push_back(p), true); }},
       {"--iface", "NAME", "a net_af_packet port on interface NAME (default EAL args only)",
