@@ -13,6 +13,7 @@
 #include "api/buffers.h"
 #include "api/handoff.h"
 #include "reliability/be.h"
+#include "reliability/epoch.h"
 
 namespace imago::api {
 
@@ -57,7 +58,10 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   if (int rc = link_.init(*spec.port, spec.mbuf_pool, spec.encap, spec.burst); rc < 0) return rc;
   rel::Config c = spec.engine;
   c.node_id = spec.id;
-  c.epoch = static_cast<uint32_t>(std::time(nullptr));  // a restarted node is a new session
+  std::timespec wall{};  // a restarted node is a new session: epochs in milliseconds
+  std::timespec_get(&wall, TIME_UTC);
+  c.epoch = rel::make_epoch(uint64_t(wall.tv_sec) * 1'000'000'000u + uint64_t(wall.tv_nsec),
+                            rte_rdtsc());
   c.seed = rte_rdtsc() ^ (spec.id << 56);
   if (int rc = rel::Engine::create(c, &link_, this, &engine_); rc < 0) return rc;
   link_.attach(engine_.get());

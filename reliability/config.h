@@ -22,7 +22,7 @@ inline constexpr uint64_t kSec = 1000 * kMs;
 struct Config {
   // Identity.
   NodeId node_id = 0;
-  uint32_t epoch = 1;              ///< must grow on every restart of this node
+  uint32_t epoch = 1;              ///< names this incarnation; make_epoch() (epoch.h) in apps
   uint64_t seed = 1;               ///< seeds tokens and initial sequence numbers
   std::optional<Seq> initial_seq;  ///< fixed ISN for every session (tests); random if unset
 
@@ -58,6 +58,10 @@ struct Config {
   uint64_t dead_after_ns = 3 * kSec;      ///< silence after which the peer is declared dead
   uint64_t tx_retry_ns = 10 * kUs;        ///< retry after the frame sink pushed back
   uint64_t deliver_retry_ns = 100 * kUs;  ///< retry after the application refused
+  /// At most one restart challenge per peer per interval: a HELLO flood claiming a peer
+  /// makes us send that peer no more than this (RFC 5961 section 7 limits challenge ACKs).
+  /// Keep it below rto_initial_ns, the first HELLO retry of a restarted peer.
+  uint64_t challenge_interval_ns = 1 * kMs;
 };
 
 /**

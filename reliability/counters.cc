@@ -8,7 +8,8 @@ const char* reject_name(Reject r) {
       "none",        "too_short",     "bad_version",  "bad_type",     "bad_flags",
       "bad_crc",     "missing_crc",   "wrong_dst",    "unknown_peer", "stale_epoch",
       "wrong_token", "no_session",    "peer_dead",    "bad_sack",     "bad_ack",
-      "bad_record",  "out_of_window", "bad_fragment", "too_large",
+      "bad_record",  "out_of_window", "bad_fragment", "too_large",    "unproven_restart",
+      "bad_credit",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Reject::kCount));
   auto i = static_cast<size_t>(r);

@@ -34,6 +34,8 @@ enum class Reject : uint8_t {
   kOutOfWindow,  ///< record sequence far outside the receive window
   kBadFragment,  ///< fragment flags inconsistent with the stream
   kTooLarge,     ///< reassembled message above max_message_size
+  kUnprovenRestart,  ///< HELLO of a new incarnation that did not (yet) echo our challenge
+  kBadCredit,        ///< credit beyond any receive window (> 2^30, not unlimited): ignored
   kCount,
 };
 
@@ -67,9 +69,10 @@ struct PeerCounters {
   uint64_t tx_backpressure = 0;  ///< frame sink refused a frame
   uint64_t deliver_refused = 0;  ///< application refused a message (ring full)
   uint64_t credit_stalls = 0;    ///< flushes that stopped on a zero credit
-  uint64_t resets = 0;           ///< sessions reset by a new peer epoch
+  uint64_t resets = 0;           ///< sessions reset by a proven peer restart
   uint64_t deaths = 0;           ///< peer declared dead
   uint64_t discarded_msgs = 0;   ///< unconfirmed messages dropped on reset/death
+  uint64_t challenges_sent = 0;  ///< HELLO_ACKs challenging an unproven restart (also hellos_sent)
   uint64_t reject[static_cast<size_t>(Reject::kCount)] = {};
 
   /** Add every counter of @p o to this one. */
@@ -91,7 +94,7 @@ void for_each_counter(const PeerCounters& c, Fn&& fn) {
   fn("bytes_received", c.bytes_received), fn("rto_expired", c.rto_expired), fn("tail_probes", c.tail_probes);
   fn("tx_backpressure", c.tx_backpressure), fn("deliver_refused", c.deliver_refused);
   fn("credit_stalls", c.credit_stalls), fn("resets", c.resets), fn("deaths", c.deaths);
-  fn("discarded_msgs", c.discarded_msgs);
+  fn("discarded_msgs", c.discarded_msgs), fn("challenges_sent", c.challenges_sent);
 }
 
 /** Call @p fn(reject_name(r), count) for every rejection reason r of @p c. */

@@ -95,7 +95,7 @@ int Engine::add_peer(NodeId id, uint64_t now_ns) {
   now_ = now_ns;
   index_.emplace(id, static_cast<uint32_t>(peers_.size()));
   peers_.push_back(std::move(p));
-  reset_session(*peers_.back(), false);
+  reset_session(*peers_.back(), false, new_isn());
   peers_.back()->last_heard = now_ns;
   peers_.back()->last_sent = now_ns;
   return 0;

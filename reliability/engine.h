@@ -53,7 +53,8 @@ class AppSink {
   virtual bool deliver(NodeId peer, std::span<const uint8_t> msg) = 0;
   /** The handshake with @p peer completed; data flows. */
   virtual void on_peer_up(NodeId /*peer*/) {}
-  /** @p peer restarted (new epoch); @p discarded messages queued for it were dropped. */
+  /** @p peer restarted (a new incarnation proved itself); @p discarded messages queued for
+   *  the old one were dropped. */
   virtual void on_peer_reset(NodeId /*peer*/, uint64_t /*discarded*/) {}
   /** @p peer was silent too long; @p discarded unconfirmed messages were dropped. */
   virtual void on_peer_dead(NodeId /*peer*/, uint64_t /*discarded*/) {}
@@ -125,10 +126,14 @@ class Engine {
   Peer* find(NodeId id);
   const Peer* find(NodeId id) const;
 
-  // engine_session.cc: handshake, reset, death.
+  // engine_session.cc: handshake, restart proof, reset, death.
   void on_hello(Peer& p, const Header& h, uint64_t now);
-  void reset_session(Peer& p, bool notify);
+  void accept_hello(Peer& p, const Header& h, bool changed, uint64_t now);
+  void challenge(Peer& p, const Header& h, uint64_t now);
+  Seq new_isn();
+  void reset_session(Peer& p, bool notify, Seq isn);
   void declare_dead(Peer& p);
+  void encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack);
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);
 

@@ -15,15 +15,28 @@ inline void count(Peer& p, Reject r) { p.c.reject[static_cast<size_t>(r)]++; }
 // Distances beyond this are nonsense from any honest sender (windows are <= 2^30).
 constexpr int32_t kFarAway = 1 << 30;
 
+// An honest receiver advertises at most its window (<= 2^30 units); a larger credit would
+// let ack + credit wrap around the sender's own sequence space. Keep the last good limit.
+void update_credit(Peer& p, Seq ack, uint32_t credit) {
+  if (credit != kCreditUnlimited && credit > uint32_t{kFarAway})
+    return count(p, Reject::kBadCredit);
+  p.credit_out.update(ack, credit);
+}
+
 }  // namespace
 
 void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now) {
   SendWindow& tx = p.tx;
   const Seq ack = h.ack;
   if (seq_gt(ack, tx.nxt())) return count(p, Reject::kBadAck);  // acks what we never sent
-  if (seq_lt(ack, tx.una())) return;  // older than what we know: reordered, nothing new
+  if (seq_lt(ack, tx.una())) {
+    // Older than what we know: reordered, nothing new (its NACK and SACK too). No honest
+    // frame can be 2^30 behind, as on the receive side: a lie, counted.
+    if (seq_diff(ack, tx.una()) > kFarAway) count(p, Reject::kBadAck);
+    return;
+  }
   if (ack != tx.una()) release_acked(p, ack, now);
-  if (cfg_.flow_control) p.credit_out.update(ack, h.credit);
+  if (cfg_.flow_control) update_credit(p, ack, h.credit);
   Seq sack_max = ack;
   uint64_t sample_tx = 0;  // first transmission of the newest newly SACKed unit sent once
   for (uint32_t i = 0; i < h.sack_count && cfg_.selective_repeat; ++i) {

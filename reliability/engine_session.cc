@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Sessions: the handshake, resets on a peer restart, and death after silence.
+// Sessions: the handshake, the proof a claimed restart must give before it resets the
+// session (challenge and echo), and death after silence.
 #include <cerrno>
 
 #include "reliability/engine.h"
@@ -14,6 +15,21 @@ inline void count(Peer& p, Reject r) { p.c.reject[static_cast<size_t>(r)]++; }
 // Nothing received from the peer's current ISN yet, so adopting another ISN loses nothing.
 bool rx_untouched(const Peer& p) {
   return p.rx.dlv() == p.s.peer_isn && p.rx.high() == p.s.peer_isn && !p.reasm.in_message();
+}
+
+// kSame with another ISN: a HELLO addressed to us replaces an ISN learnt from a stale
+// HELLO or a challenge, but only while no data of the old ISN was taken. One addressed to
+// another token is the peer's challenge to someone claiming to be us: not for us.
+Reject adopt_isn(Peer& p, const Header& h, uint64_t my_token, bool* changed) {
+  if (h.seq == p.s.peer_isn) {
+    *changed = false;
+    return Reject::kNone;
+  }
+  if (h.dst_token != my_token) return Reject::kWrongToken;
+  if (!rx_untouched(p)) return Reject::kStaleEpoch;
+  p.s.peer_isn = h.seq;
+  p.rx.reset(h.seq);
+  return Reject::kNone;
 }
 
 }  // namespace
@@ -34,33 +50,31 @@ void Engine::learn_peer(Peer& p, const Header& h) {
 void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
   const bool dead = p.s.state == PeerState::kDead;
   bool changed = true;  // what we know of the peer changed
-  switch (classify_hello(p.s, h.src_epoch, h.src_token)) {
-    case HelloVerdict::kStale:
-      return count(p, Reject::kStaleEpoch);
-    case HelloVerdict::kWrongToken:
-      return count(p, Reject::kWrongToken);
-    case HelloVerdict::kRestart:
+  switch (classify_hello(p.s, {h.src_epoch, h.src_token, h.dst_token, h.ack}, token_)) {
+    case HelloVerdict::kUnproven:
+      return challenge(p, h, now);
+    case HelloVerdict::kForged:
+      return count(p, Reject::kUnprovenRestart);
+    case HelloVerdict::kProven:
       p.c.resets++;
-      reset_session(p, true);  // the old incarnation's data must not reach the new one
+      // The old incarnation's data must not reach the new one. Our ISN is the challenge the
+      // peer echoed, so this very frame confirms the new session.
+      reset_session(p, true, p.s.cand.isn);
       learn_peer(p, h);
       break;
     case HelloVerdict::kFirst:
-      if (dead) reset_session(p, false);  // died before the handshake; a first HELLO revives
+      if (dead) reset_session(p, false, new_isn());  // died before the handshake; revive
       learn_peer(p, h);
       break;
     case HelloVerdict::kSame:
       if (dead) return count(p, Reject::kPeerDead);
-      if (h.seq != p.s.peer_isn) {
-        // A HELLO addressed to us with another ISN replaces one learnt from a stale HELLO,
-        // but only while no data of the old ISN was taken.
-        if (h.dst_token != token_ || !rx_untouched(p)) return count(p, Reject::kStaleEpoch);
-        p.s.peer_isn = h.seq;
-        p.rx.reset(h.seq);
-      } else {
-        changed = false;
-      }
+      if (Reject r = adopt_isn(p, h, token_, &changed); r != Reject::kNone) return count(p, r);
       break;
   }
+  accept_hello(p, h, changed, now);
+}
+
+void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) {
   p.last_heard = now;
   p.c.pkts_received++;
   if (h.dst_token == token_ && h.ack == p.s.my_isn) p.s.confirmed = true;
@@ -71,6 +85,30 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
     p.hello_deadline = kNever;
     app_->on_peer_up(p.id);
   }
+}
+
+void Engine::challenge(Peer& p, const Header& h, uint64_t now) {
+  // Like TCP's challenge ACK (RFC 5961 section 4): a claimed restart changes nothing; we
+  // answer it at the peer's address with a fresh ISN and take it once that ISN comes back.
+  count(p, Reject::kUnprovenRestart);
+  Candidate& c = p.s.cand;
+  if (!c.pending || c.token != h.src_token || c.epoch != h.src_epoch)
+    c = Candidate{true, h.src_epoch, h.src_token, new_isn()};  // one slot: the newest claim
+  if (p.challenge_ns != kNever && now - p.challenge_ns < cfg_.challenge_interval_ns) return;
+  // ack: anything but the claimant's ISN, so the challenge does not confirm it: it stays
+  // CONNECTING, and its HELLO retries repeat the proof until one gets through.
+  encode_hello(p, FrameType::kHelloAck, h.src_token, c.isn, h.seq + 1);
+  finish_frame(txbuf_.get(), sizeof(FrameHeader), cfg_.crc);
+  // Not transmit(): a challenge is no traffic of the session. It must not count as our
+  // keep-alive (last_sent), or a HELLO flood would starve the peer of ACK refreshes.
+  if (!frames_->send_frame(p.id, {txbuf_.get(), sizeof(FrameHeader)})) {
+    p.c.tx_backpressure++;  // the claimant's next HELLO gets the challenge
+    return;
+  }
+  p.challenge_ns = now;
+  p.c.pkts_sent++;
+  p.c.hellos_sent++;
+  p.c.challenges_sent++;
 }
 
 bool Engine::session_ok(Peer& p, const Header& h) {
@@ -89,11 +127,15 @@ bool Engine::session_ok(Peer& p, const Header& h) {
   return false;
 }
 
-void Engine::reset_session(Peer& p, bool notify) {
+Seq Engine::new_isn() {
+  return cfg_.initial_seq ? *cfg_.initial_seq : static_cast<Seq>(rng_.next());
+}
+
+void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   const uint64_t discarded = p.tx.messages_held();
   p.c.discarded_msgs += discarded;
   p.s = Session{};
-  p.s.my_isn = cfg_.initial_seq ? *cfg_.initial_seq : static_cast<Seq>(rng_.next());
+  p.s.my_isn = isn;
   p.tx.reset(p.s.my_isn);
   p.rx.reset(0);
   p.reasm.reset();
@@ -116,7 +158,7 @@ void Engine::reset_session(Peer& p, bool notify) {
 void Engine::declare_dead(Peer& p) {
   const uint64_t discarded = p.tx.messages_held();
   const Session keep = p.s;
-  reset_session(p, false);
+  reset_session(p, false, new_isn());
   // Keep the identity: the same incarnation stays dead, a higher epoch revives the peer.
   p.s.known = keep.known;
   p.s.epoch = keep.epoch;
@@ -127,19 +169,15 @@ void Engine::declare_dead(Peer& p) {
   app_->on_peer_dead(p.id, discarded);
 }
 
-bool Engine::send_hello(Peer& p, bool is_ack, uint64_t now) {
-  HeaderOut h{is_ack ? FrameType::kHelloAck : FrameType::kHello,
-              0,
-              cfg_.node_id,
-              p.id,
-              cfg_.epoch,
-              token_,
-              p.s.known ? p.s.token : 0,
-              p.s.my_isn,
-              p.s.known ? p.s.peer_isn : 0,
-              0};
+void Engine::encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack) {
+  HeaderOut h{t, 0, cfg_.node_id, p.id, cfg_.epoch, token_, dst_token, seq, ack, 0};
   encode_header(h, txbuf_.get());
-  if (!transmit(p, sizeof(FrameHeader), h.type, nullptr, now)) return false;
+}
+
+bool Engine::send_hello(Peer& p, bool is_ack, uint64_t now) {
+  const FrameType t = is_ack ? FrameType::kHelloAck : FrameType::kHello;
+  encode_hello(p, t, p.s.known ? p.s.token : 0, p.s.my_isn, p.s.known ? p.s.peer_isn : 0);
+  if (!transmit(p, sizeof(FrameHeader), t, nullptr, now)) return false;
   p.c.hellos_sent++;
   return true;
 }

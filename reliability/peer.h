@@ -62,6 +62,7 @@ struct Peer {
   uint64_t last_sent = 0;   ///< last frame to the peer (keep-alive)
   uint64_t hello_deadline = 0;
   uint64_t hello_interval = 0;
+  uint64_t challenge_ns = kNever;  ///< last restart challenge sent (rate limit; kNever: none)
   bool hello_ack_now = false;  ///< answer a HELLO
   bool tx_blocked = false;     ///< the frame sink pushed back; retry soon
 

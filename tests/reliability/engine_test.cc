@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <vector>
 
 #include "tests/reliability/harness.h"
 
@@ -352,6 +353,177 @@ TEST_F(EngineTest, RestartedPeerResetsSessionAndStaleFramesAreDropped) {
   // Expect: dropped as stale, nothing delivered.
   EXPECT_EQ(reject(b, Reject::kStaleEpoch), 1u);
   EXPECT_TRUE(b.got.empty());
+}
+
+// A handshake frame "from node 1" (A) to node 2 (B), written by anyone.
+Bytes hello_from_a(uint32_t epoch, uint64_t token, uint64_t dst_token, Seq seq, Seq ack,
+                   FrameType t = FrameType::kHello) {
+  return forge({t, 0, 1, 2, epoch, token, dst_token, seq, ack, 0});
+}
+
+/** @return the token a node's frames carry (from its last frame out). */
+uint64_t token_of(const Node& n) { return header_of(n.out.back().second).src_token; }
+
+TEST_F(EngineTest, BlindHelloWithALaterEpochDoesNotResetAnEstablishedSession) {
+  connect();
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  const uint64_t b_token = header_of(a.out.back().second).dst_token;
+  settle();
+  // Do: a HELLO claiming node 1 restarted: later epoch, a random token, nothing learnt.
+  b.e->on_frame(hello_from_a(ca.epoch + 1, 0x5EED, 0, 77, 0), now);
+  // Expect: B keeps the session and counts the claim; no reset reaches the application.
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+  EXPECT_EQ(b.resets, 0);
+  EXPECT_EQ(reject(b, Reject::kUnprovenRestart), 1u);
+  // Expect: one challenge to node 1: a HELLO_ACK for the claimed token, a fresh ISN in seq,
+  // and an ack that is not the claimant's ISN (so it does not confirm it).
+  ASSERT_EQ(b.out.size(), 1u);
+  const Header c = header_of(b.out.front().second);
+  EXPECT_EQ(c.type, FrameType::kHelloAck);
+  EXPECT_EQ(c.dst_token, 0x5EEDu);
+  EXPECT_EQ(c.src_token, b_token);
+  EXPECT_NE(c.ack, 77u);
+  EXPECT_EQ(b.e->counters(1)->challenges_sent, 1u);
+  // Do: the real node 1 receives the challenge (it is sent to node 1's address).
+  move(b);
+  // Expect: A drops it (not for its token) and both sides keep streaming.
+  EXPECT_EQ(reject(a, Reject::kWrongToken), 1u);
+  EXPECT_EQ(a.resets + b.resets, 0);
+  a.e->send(2, msg(8, 2), send_flag::kFastpath, now);
+  settle();
+  ASSERT_EQ(b.got.size(), 2u);
+  EXPECT_EQ(b.got[1], msg(8, 2));
+}
+
+TEST_F(EngineTest, HelloWithALowerOrSameEpochAndAnotherTokenDoesNotDisturbTheSession) {
+  connect();
+  uint8_t i = 0;
+  for (uint32_t epoch : {ca.epoch - 1, ca.epoch}) {
+    // Do: a foreign HELLO and HELLO_ACK, then a message from A.
+    b.e->on_frame(hello_from_a(epoch, 0xBAD0 + i, 0, 5, 0), now);
+    b.e->on_frame(hello_from_a(epoch, 0xBAD0 + i, 0, 5, 0, FrameType::kHelloAck), now);
+    a.e->send(2, msg(8, i), send_flag::kFastpath, now);
+    settle();
+    // Expect: still established, nothing reset, the message delivered, the claims counted.
+    EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+    ASSERT_EQ(b.got.size(), ++i);
+  }
+  EXPECT_EQ(a.resets + b.resets, 0);
+  EXPECT_EQ(reject(b, Reject::kUnprovenRestart), 4u);
+}
+
+TEST_F(EngineTest, CurrentTokenWithAnotherEpochIsCountedAndNeverChallenged) {
+  connect();
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  const uint64_t a_token = token_of(a);
+  settle();
+  // Do: A's own token with a later epoch (no new incarnation can hold A's token).
+  b.e->on_frame(hello_from_a(ca.epoch + 1, a_token, 0, 5, 0), now);
+  // Expect: counted and dropped, without a challenge that would reach A itself.
+  EXPECT_EQ(reject(b, Reject::kUnprovenRestart), 1u);
+  EXPECT_TRUE(b.out.empty());
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+}
+
+TEST_F(EngineTest, SameEpochRestartIsTakenOnlyOnceTheChallengeIsEchoed) {
+  connect();
+  // Do: B queues 3 messages for A that never arrive; A restarts within the same epoch.
+  for (uint8_t i = 0; i < 3; ++i) b.e->send(1, msg(8, i), send_flag::kFastpath, now);
+  b.out.clear();
+  ca.seed = 43;  // a new process: another token, the same epoch
+  a.e.reset();
+  make(a, ca);
+  a.e->poll(now);
+  ASSERT_EQ(a.out.size(), 1u);
+  const Header hello = header_of(a.out.front().second);
+  move(a);
+  // Expect: B challenged the claim and changed nothing else yet.
+  EXPECT_EQ(b.resets, 0);
+  ASSERT_EQ(b.out.size(), 1u);
+  const Header ch = header_of(b.out.front().second);
+  EXPECT_EQ(ch.type, FrameType::kHelloAck);
+  EXPECT_EQ(ch.dst_token, hello.src_token);
+  // Do: a forged echo with B's token but a guessed challenge.
+  b.e->on_frame(hello_from_a(ca.epoch, hello.src_token, ch.src_token, hello.seq, ch.seq + 2), now);
+  // Expect: not taken.
+  EXPECT_EQ(b.resets, 0);
+  EXPECT_EQ(reject(b, Reject::kUnprovenRestart), 2u);
+  // Do: the challenge reaches the new A, which answers it.
+  b.out.resize(1);
+  move(b);
+  ASSERT_FALSE(a.out.empty());
+  const Header echo = header_of(a.out.front().second);
+  EXPECT_EQ(echo.dst_token, ch.src_token);
+  EXPECT_EQ(echo.ack, ch.seq);
+  EXPECT_NE(a.e->state(2), PeerState::kEstablished);  // the challenge confirmed nothing
+  settle();
+  // Expect: B took the restart, told its application what it dropped; both established.
+  EXPECT_EQ(b.resets, 1);
+  EXPECT_EQ(b.discarded, 3u);
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+  EXPECT_EQ(a.e->state(2), PeerState::kEstablished);
+  // Expect: nothing of the old session reached the new A; new messages flow both ways.
+  EXPECT_TRUE(a.got.empty());
+  b.e->send(1, msg(8, 9), send_flag::kFastpath, now);
+  a.e->send(2, msg(8, 8), send_flag::kFastpath, now);
+  settle();
+  ASSERT_EQ(a.got.size(), 1u);
+  EXPECT_EQ(a.got[0], msg(8, 9));
+  EXPECT_EQ(b.got.back(), msg(8, 8));
+}
+
+TEST_F(EngineTest, ReplayedProofOfAnEarlierRestartIsNotTaken) {
+  connect();
+  // Do: A restarts twice; capture every frame the first restart sent.
+  std::vector<Bytes> first;
+  for (uint64_t seed : {43, 44}) {
+    now += ca.rto_initial_ns;  // a restart takes a while (and challenges are rate-limited)
+    ca.seed = seed;
+    a.e.reset();
+    make(a, ca);
+    a.e->poll(now);
+    for (int i = 0; i < 10 && (a.out.size() + b.out.size()) > 0; ++i) {
+      for (auto& [p, f] : a.out)
+        if (seed == 43) first.push_back(f);
+      move(a);
+      move(b);
+    }
+  }
+  ASSERT_EQ(b.resets, 2);
+  ASSERT_EQ(a.e->state(2), PeerState::kEstablished);
+  // Do: replay the first restart's handshake, its proof included.
+  for (const Bytes& f : first) b.e->on_frame(f, now);
+  // Expect: no reset, the session with the second restart goes on.
+  EXPECT_EQ(b.resets, 2);
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+  EXPECT_GE(reject(b, Reject::kUnprovenRestart), first.size());
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  settle();
+  ASSERT_EQ(b.got.size(), 1u);
+}
+
+TEST_F(EngineTest, HelloFloodIsRateLimitedAndCostsTheIdleSessionNothing) {
+  connect();
+  Rng r(3);
+  uint64_t claims = 0;
+  // Do: for twice dead_after_ns, a forged HELLO claiming node 1 every 100 us (new token and
+  // epoch each time), while both sides are idle and only poll.
+  const uint64_t end = now + 2 * cb.dead_after_ns;
+  for (; now < end; now += 100 * kUs) {
+    b.e->on_frame(hello_from_a(static_cast<uint32_t>(r.next()), r.next() | 1, 0, 1, 0), now);
+    ++claims;
+    poll_settle();
+  }
+  // Expect: every claim counted, at most one challenge per challenge_interval_ns.
+  EXPECT_EQ(reject(b, Reject::kUnprovenRestart), claims);
+  EXPECT_LE(b.e->counters(1)->challenges_sent, 2 * cb.dead_after_ns / cb.challenge_interval_ns + 1);
+  // Expect: keep-alives still flowed: nobody died or reset, and data still flows.
+  EXPECT_EQ(a.deaths + b.deaths + a.resets + b.resets, 0);
+  EXPECT_EQ(a.e->state(2), PeerState::kEstablished);
+  EXPECT_EQ(b.e->state(1), PeerState::kEstablished);
+  a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+  settle();
+  EXPECT_EQ(b.got.size(), 1u);
 }
 
 TEST_F(EngineTest, FrameWithWrongTokenIsDropped) {

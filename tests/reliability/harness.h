@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -63,25 +65,50 @@ inline std::vector<Record> records_of(const Bytes& f) {
   return v;
 }
 
+/** Build a frame by hand, as a forging or lying sender would: header, SACK ranges, then
+ *  @p body (records), sealed with a valid CRC. */
+inline Bytes forge(const HeaderOut& h, const std::vector<std::pair<Seq, Seq>>& sacks = {},
+                   const Bytes& body = {}) {
+  Bytes f(sizeof(FrameHeader) + sacks.size() * sizeof(SackRange) + body.size());
+  encode_header(h, f.data());
+  for (size_t i = 0; i < sacks.size(); ++i)
+    encode_sack(f.data(), static_cast<uint32_t>(i), sacks[i].first, sacks[i].second);
+  set_sack_count(f.data(), static_cast<uint8_t>(sacks.size()));
+  std::copy(body.begin(), body.end(), f.begin() + static_cast<ptrdiff_t>(f.size() - body.size()));
+  finish_frame(f.data(), f.size(), true);
+  return f;
+}
+
+/** Append one record (implicit seq) to a forged data frame's @p body. */
+inline void add_record(Bytes& body, uint8_t flags, const Bytes& payload) {
+  uint8_t hdr[kMaxRecordHeader];
+  const size_t n = encode_record_header(hdr, flags, 0, false, payload.size());
+  body.insert(body.end(), hdr, hdr + n);
+  body.insert(body.end(), payload.begin(), payload.end());
+}
+
 inline Bytes msg(size_t n, uint8_t seed) {
   Bytes b(n);
   for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 7);
   return b;
 }
 
+/** A small engine for node @p id: windows of 256 and 64 units, messages up to 64 KiB. */
+inline Config small_config(NodeId id, uint64_t seed = 42) {
+  Config c;
+  c.node_id = id;
+  c.seed = seed;
+  c.send_window = 256;
+  c.recv_window = 64;
+  c.max_message_size = 64 * 1024;
+  c.send_buffer_bytes = 256 * 1024;
+  return c;
+}
+
 /** Two nodes, A (id 1) and B (id 2), with a test-controlled wire between them. */
 class Pair : public ::testing::Test {
  protected:
-  static Config base(NodeId id) {
-    Config c;
-    c.node_id = id;
-    c.seed = 42;
-    c.send_window = 256;
-    c.recv_window = 64;
-    c.max_message_size = 64 * 1024;
-    c.send_buffer_bytes = 256 * 1024;
-    return c;
-  }
+  static Config base(NodeId id) { return small_config(id); }
   void make(Node& n, const Config& c) {
     ASSERT_EQ(Engine::create(c, &n, &n, &n.e), 0);
     ASSERT_EQ(n.e->add_peer(c.node_id == 1 ? 2 : 1, now), 0);

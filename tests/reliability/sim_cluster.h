@@ -40,6 +40,7 @@ struct Scenario {
   struct Restart {
     NodeId node;
     uint64_t at, down_ns;
+    int32_t epoch_step = 1;  ///< new epoch = previous + this (0: same epoch, < 0: lower)
   };
   std::vector<Restart> restarts;
   struct Stall {
@@ -66,6 +67,14 @@ inline uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
+
+/** An event the engines reported to a node's application (timeline for restart tests). */
+struct PeerEvent {
+  enum Kind { kUp, kReset, kDead } kind;
+  uint64_t t;
+  NodeId node, peer;
+  uint64_t discarded;
+};
 
 class Cluster {
  public:
@@ -134,6 +143,8 @@ class Cluster {
     return t;
   }
   size_t max_memory() const { return max_memory_; }
+  /** Every on_peer_up / on_peer_reset / on_peer_dead, in time order. */
+  const std::vector<PeerEvent>& events() const { return events_; }
 
  private:
   struct Stream {
@@ -149,6 +160,7 @@ class Cluster {
     Cluster* c = nullptr;
     NodeId id = 0;
     uint32_t epoch = 0;
+    uint32_t starts = 0;  ///< incarnations so far (seeds each one apart, whatever its epoch)
     uint64_t seed = 0;
     uint64_t next_app = 0;
     bool up = false;
@@ -166,8 +178,15 @@ class Cluster {
       TrackAllocs off(false);
       return c->on_deliver(peer, id, m);
     }
-    void on_peer_reset(NodeId peer, uint64_t) override { c->excuse(id, peer, false); }
-    void on_peer_dead(NodeId peer, uint64_t) override { c->excuse(id, peer, true); }
+    void on_peer_up(NodeId peer) override { c->log(PeerEvent::kUp, id, peer, 0); }
+    void on_peer_reset(NodeId peer, uint64_t d) override {
+      c->log(PeerEvent::kReset, id, peer, d);
+      c->excuse(id, peer, false);
+    }
+    void on_peer_dead(NodeId peer, uint64_t d) override {
+      c->log(PeerEvent::kDead, id, peer, d);
+      c->excuse(id, peer, true);
+    }
   };
 
   Stream& stream(NodeId s, NodeId d) { return streams_[size_t{s} * sc_.nodes + d]; }
@@ -177,7 +196,7 @@ class Cluster {
     rel::Config cfg = sc_.cfg;
     cfg.node_id = i;
     cfg.epoch = epoch;
-    cfg.seed = n.seed + epoch;
+    cfg.seed = n.seed + ++n.starts;
     n.epoch = epoch;
     int rc = rel::Engine::create(cfg, &n, &n, &n.e);
     if (rc != 0) {
@@ -201,6 +220,11 @@ class Cluster {
       excuse(i, j, false);  // what i had not confirmed dies with it
       excuse(j, i, false);  // what i acked but had not delivered dies with it
     }
+  }
+
+  void log(PeerEvent::Kind k, NodeId node, NodeId peer, uint64_t discarded) {
+    TrackAllocs off(false);
+    events_.push_back({k, now_, node, peer, discarded});
   }
 
   void excuse(NodeId s, NodeId d, bool cancel) {
@@ -308,7 +332,8 @@ class Cluster {
   void step() {
     for (const auto& r : sc_.restarts) {
       if (r.at == now_ && nodes_[r.node].up) crash(r.node);
-      if (r.at + r.down_ns == now_ && !nodes_[r.node].up) start(r.node, nodes_[r.node].epoch + 1);
+      if (r.at + r.down_ns == now_ && !nodes_[r.node].up)
+        start(r.node, nodes_[r.node].epoch + static_cast<uint32_t>(r.epoch_step));
     }
     net_.deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
       Node& n = nodes_[to];
@@ -397,6 +422,7 @@ class Cluster {
   std::vector<Node> nodes_;
   std::vector<Stream> streams_;
   std::vector<uint8_t> scratch_;
+  std::vector<PeerEvent> events_;
   rel::PeerCounters past_;
   uint64_t now_ = 0;
   uint64_t delivered_bytes_ = 0;
