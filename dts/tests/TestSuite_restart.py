@@ -50,18 +50,27 @@ def _endpoint_received(daemon) -> int:
     return got[-1] if got else 0
 
 
+def _node_counter(daemon, name: str) -> int:
+    """Counter @p name of the newest "node N counters:" line of imagod @p daemon (0: none)."""
+    for line in reversed(daemon.lines("stdout")):
+        if " counters: " in line:
+            fields = dict(kv.split("=", 1) for kv in line.split(": ", 1)[1].split())
+            return int(fields.get(name, 0))
+    return 0
+
+
 _RECEIVED_RE = re.compile(r"^  endpoint '[^']*' -> node \d+ \(pid \d+\): sent \d+ received (\d+)")
 
 
 class TestSuiteRestart(TestSuite):
     """A peer node's death and restart, seen by an application of the survivor."""
 
-    def _daemon(self, node, iface, node_id: int, peer: int, dead_ms: int, name: str):
+    def _daemon(self, node, iface, node_id: int, peer: int, dead_ms: int, name: str, stats_s: float = 0.5):
         """imagod node @p node_id on @p iface with its own EAL defaults (hugepages, lcores
         0-1, file prefix = the topology's prefix + @p name). @return (process, prefix)."""
         prefix = f"{node.topology.prefix}-{name}"
         proc = node.start([str(imagod_binary()), "--iface", iface.name, "--node-id", str(node_id), "--peer",
-                           str(peer), "--file-prefix", prefix, "--stats-period", "0.5",
+                           str(peer), "--file-prefix", prefix, "--stats-period", str(stats_s),
                            "--dead-after-ms", str(dead_ms)], name=name)
         proc.wait_for_line("serving 1 node(s)", READY_S, stream="stdout")
         return proc, prefix
@@ -120,6 +129,53 @@ class TestSuiteRestart(TestSuite):
             got = sub2.proc.wait(10)
             self.verify(any("RESULT" in line and '"msgs_delivered":0,' not in line for line in sub2.proc.lines("stdout")),
                         f"the new subscriber received nothing (exit {got})")
+        finally:
+            for p in (da, db):
+                if p.running:
+                    p.kill()
+            for prefix in (prefix_a, prefix_b):
+                remove_hugepage_files(prefix)
+
+    def test_a_restart_within_a_second_connects_within_a_second(self, two_daemon_host, topology: Topology) -> None:
+        """
+        Steps:
+            imagod node 1 in a and node 2 in b (statistics every 0.1 s); wait until they
+            handshake. SIGKILL node 1's imagod and start it again at once (well within the
+            second, so a clock in seconds would give it the same epoch). Then a new
+            publisher on node 1 and subscriber on node 2 exchange 20000 messages.
+        Verify:
+            Node 2 takes the new incarnation (its resets counter becomes 1) within 1 s of the
+            new imagod serving, never declares node 1 dead, and the new pair delivers every
+            message once, in order, intact.
+        """
+        a, b = topology.add_node("a"), topology.add_node("b")
+        if_a, if_b = topology.add_veth(a, b)
+        da, prefix_a = self._daemon(a, if_a, 1, 2, 3000, name="imagod1")
+        db, prefix_b = self._daemon(b, if_b, 2, 1, 3000, name="imagod2", stats_s=0.1)
+        try:
+            _wait(lambda: _node_counter(db, "hellos_sent") > 0 and _node_counter(db, "pkts_received") > 0, READY_S,
+                  "the handshake")
+            killed = time.monotonic()
+            da.signal(signal.SIGKILL)
+            da.wait(10)
+            da, _ = self._daemon(a, if_a, 1, 2, 3000, name="imagod1")
+            serving = time.monotonic()
+            print(f"\nnode 1 back {serving - killed:.2f} s after the kill")
+            _wait(lambda: _node_counter(db, "resets") >= 1, 5, "node 2 taking the new incarnation")
+            took = time.monotonic() - serving
+            print(f"node 2 reset its session {took:.2f} s after node 1 served again")
+            self.verify(took < 1.0, f"node 2 took the new incarnation {took:.2f} s after it started")
+            self.verify(_node_counter(db, "deaths") == 0, "node 2 declared node 1 dead")
+            sub = start_example(b, "imago-pubsub", ExampleParams(role="sub", secondary=prefix_b, node=2, peer=1,
+                                                                  count=20_000, size="16-2000", name="again",
+                                                                  timeout_s=20), name="sub")
+            sub.wait_ready(READY_S)
+            pub = start_example(a, "imago-pubsub", ExampleParams(role="pub", secondary=prefix_a, node=1, peer=2,
+                                                                  count=20_000, size="16-2000", name="again",
+                                                                  timeout_s=20), name="pub")
+            res = sub.result(60)
+            pub.proc.wait(10)
+            self.verify(res.msgs_delivered == 20_000 and res.clean, f"subscriber: {res.raw}")
         finally:
             for p in (da, db):
                 if p.running:
