@@ -134,6 +134,7 @@ class PerfParams:
             (tx pings, rx echoes); the raw ones bypass the reliability engine.
         ping_timeout_us: raw-pingpong: a reply later than this counts as lost.
         mtu: reliable modes: the IP MTU frames are sized for (the link must carry it).
+        dead_after_ms: reliable modes: declare the peer dead after this much silence.
     """
 
     role: Role
@@ -153,6 +154,7 @@ class PerfParams:
     mode: str = "raw"
     ping_timeout_us: int | None = None
     mtu: int | None = None
+    dead_after_ms: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role) or not isinstance(self.encap, Encap):
@@ -186,6 +188,7 @@ class PerfParams:
             ("--seed", self.seed),
             ("--ping-timeout-us", self.ping_timeout_us),
             ("--mtu", self.mtu),
+            ("--dead-after-ms", self.dead_after_ms),
         ]
         for flag, v in opt:
             if v is not None:

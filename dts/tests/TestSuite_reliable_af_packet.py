@@ -9,6 +9,8 @@ veth and AF_PACKET rings drop on this 2-core machine, and the fault layer adds m
 from __future__ import annotations
 
 import json
+import signal
+import time
 from dataclasses import replace
 
 import pytest
@@ -120,3 +122,32 @@ class TestSuiteReliableAfPacket(TestSuite):
         self.verify(tx.raw["echoes"] == 50_000 and tx.raw["echo_bad"] == 0,
                     f"tx got {tx.raw['echoes']} echoes back, {tx.raw['echo_bad']} bad")
         print(f"echo mode over veth/af_packet: rtt_us {tx.raw['rtt_us']}")
+
+    def test_a_killed_receiver_is_declared_dead_within_the_bound(self, link) -> None:
+        """
+        Steps:
+            For stream, pingpong and echo: start rx, then an endless tx with
+            --dead-after-ms 500; once tx reports traffic, SIGKILL rx.
+        Verify:
+            tx ends on its own within 0.5 s + 3 s of slack, its RESULT says the peer died
+            (peer_dead, deaths 1) and counts the messages it dropped unconfirmed.
+        """
+        tx_if, rx_if = link
+        for mode in ("stream", "pingpong", "echo"):
+            params = PerfParams(role=Role.RX, msgs=10**9, size=64, mode=mode, peer_mac=tx_if.mac,
+                                duration_s=RUN_LIMIT_S, dead_after_ms=500, stats_period_s=0.2)
+            rx = ImagoPerf(rx_if.node).start_raw(rx_if, params, lcore=1, name=f"rx-{mode}")
+            rx.wait_ready(READY_TIMEOUT_S)
+            tx = ImagoPerf(tx_if.node).start_raw(tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac), lcore=0,
+                                                 name=f"tx-{mode}")
+            tx.proc.wait_for_line(f"{'stream' if mode == 'stream' else mode}:", READY_TIMEOUT_S, stream="stdout")
+            rx.proc.signal(signal.SIGKILL)
+            rx.proc.wait(10)
+            killed = time.monotonic()
+            res = tx.result(timeout=0.5 + 3.0 + 5.0)
+            took = time.monotonic() - killed
+            eng = res.raw["engine_A"]
+            print(f"{mode}: tx ended {took:.2f} s after the kill; deaths {eng['deaths']} "
+                  f"discarded {eng['discarded_msgs']}")
+            self.verify(res.raw["peer_dead"] and eng["deaths"] == 1 and eng["discarded_msgs"] > 0, f"{mode}: {res.raw}")
+            self.verify(took < 0.5 + 3.0, f"{mode}: tx ended {took:.2f} s after the kill")
