@@ -2,16 +2,14 @@
 /**
  * @file
  * The hand-off between an engine lcore and an application: a single-producer,
- * single-consumer rte_ring of 64-byte imago_msg descriptors, moved in bursts, and the bulk
- * release of received descriptors by tier.
+ * single-consumer rte_ring of 64-byte imago_msg descriptors, moved in bursts (what the
+ * descriptors hold: tiers.h).
  *
  * A full ring is back-pressure: enqueue returns a short count and the producer keeps the
  * rest (the engine then withholds credit); nothing is dropped here. Hot functions are inline.
  */
 #pragma once
 
-#include <rte_mbuf.h>
-#include <rte_mempool.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -52,30 +50,6 @@ inline unsigned handoff_get(rte_ring* r, imago_msg* msgs, unsigned n) {
   if (n > z.n1) std::memcpy(msgs + z.n1, z.ptr2, (n - z.n1) * sizeof(imago_msg));
   rte_ring_dequeue_zc_elem_finish(r, n);
   return n;
-}
-
-/**
- * Describe a received message of @p len bytes at @p data: inline when it fits, else in a
- * buffer taken from @p pool (copied), else — with @p mbuf non-null and the bytes inside it —
- * in the mbuf itself (its reference count is raised; the release frees that reference).
- * @return 0; -ENOBUFS (pool empty); -EMSGSIZE (too large for the pool, and no mbuf);
- *         -EINVAL (the bytes are not inside @p mbuf's buffer).
- */
-int describe_message(imago_msg& m, uint64_t src, const void* data, uint32_t len, uint16_t flags,
-                     rte_mempool* pool, rte_mbuf* mbuf);
-
-/** Give back @p n received descriptors: free what each tier holds. */
-inline void release_messages(imago_msg* msgs, unsigned n) {
-  for (unsigned i = 0; i < n; ++i) {
-    imago_msg& m = msgs[i];
-    if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
-    if (m.tier == IMAGO_TIER_POOL) {
-      rte_mempool_put(rte_mempool_from_obj(m.u.ext.owner), m.u.ext.owner);
-    } else {
-      rte_pktmbuf_free(static_cast<rte_mbuf*>(m.u.ext.owner));
-    }
-    m.tier = IMAGO_TIER_INLINE;  // a second release of the same descriptor frees nothing
-  }
 }
 
 }  // namespace imago::api

@@ -23,6 +23,7 @@
 #include "api/handles.h"
 #include "api/handoff.h"
 #include "api/runtime.h"
+#include "api/tiers.h"
 #include "dataplane/eal.h"
 
 using namespace imago::api;
@@ -94,70 +95,7 @@ bool is_open(const Endpoint* ep) { return ep->slot->state.load(std::memory_order
 
 constexpr uint32_t kKnownFlags = IMAGO_FASTPATH | IMAGO_ACK_REQ;
 
-uint32_t& loan_of(void* obj) { return *static_cast<uint32_t*>(obj); }  // headroom bytes 0..3
-
-// A pool buffer for @p len bytes, recorded as lent to the engine (handed over already when
-// @p handed: a copy about to go on the tx ring). @return it, or nullptr with
-// *loan = LoanTable::kNone (every loan slot taken) or 0 (pool empty).
-void* lend_tx_buffer(Endpoint* ep, uint32_t len, bool handed, uint32_t* loan) {
-  *loan = 0;
-  void* obj = buffer_get(ep->att->shm->pool_for(len), &ep->slot->app_caches);
-  if (obj == nullptr) return nullptr;
-  *loan = ep->slot->tx_loans.lend(obj, handed);
-  if (*loan != LoanTable::kNone) return obj;
-  buffer_put(obj, &ep->slot->app_caches);
-  return nullptr;
-}
-
-// Copy @p len <= IMAGO_MSG_INLINE_MAX bytes with fixed-size (overlapping) moves the compiler
-// turns into a few loads and stores, instead of a call to memcpy for every small message.
-inline void copy_inline(uint8_t* to, const uint8_t* from, uint32_t len) {
-  if (len >= 16) {
-    std::memcpy(to, from, 16);
-    if (len > 32) std::memcpy(to + 16, from + 16, 16);
-    std::memcpy(to + len - 16, from + len - 16, 16);
-  } else if (len >= 8) {
-    std::memcpy(to, from, 8);
-    std::memcpy(to + len - 8, from + len - 8, 8);
-  } else if (len >= 4) {
-    std::memcpy(to, from, 4);
-    std::memcpy(to + len - 4, from + len - 4, 4);
-  } else if (len > 0) {
-    to[0] = from[0];
-    to[len / 2] = from[len / 2];
-    to[len - 1] = from[len - 1];
-  }
-}
-
-// Describe one message to send by copy (in @p d, which may be ring memory: every field is
-// written). @return 0, -EAGAIN (no buffer now).
-inline int fill_copy(Endpoint* ep, uint64_t peer, const void* data, uint32_t len, uint32_t flags, imago_msg& d) {
-  d.src = peer;
-  d.len = len;
-  d.flags = static_cast<uint16_t>(flags);
-  d.reserved = 0;
-  if (len <= IMAGO_MSG_INLINE_MAX) [[likely]] {
-    d.tier = IMAGO_TIER_INLINE;
-    copy_inline(d.u.inline_data, static_cast<const uint8_t*>(data), len);
-    return 0;
-  }
-  uint32_t loan;
-  void* obj = lend_tx_buffer(ep, len, true, &loan);
-  if (obj == nullptr) return -EAGAIN;
-  auto* buf = static_cast<uint8_t*>(obj) + kHeadroom;
-  std::memcpy(buf, data, len);
-  d.tier = IMAGO_TIER_POOL;
-  d.u.ext = {buf, obj, loan};
-  return 0;
-}
-
-// @return the pool object behind @p buf if it is a buffer this endpoint lent, else nullptr.
-void* own_buffer(Endpoint* ep, void* buf) {
-  // Only inside pool memory is it safe to read the loan id in front of the buffer.
-  if (buf == nullptr || !ep->att->shm->in_pools(static_cast<uint8_t*>(buf) - kHeadroom, kHeadroom)) return nullptr;
-  void* obj = static_cast<uint8_t*>(buf) - kHeadroom;
-  return ep->slot->tx_loans.peek(loan_of(obj)) == obj ? obj : nullptr;
-}
+TierSide side(Endpoint* ep) { return {ep->att->shm, ep->slot, &ep->slot->app_caches}; }
 
 // A buffer that is not the application's to send or free: refused and counted.
 int bad_buffer(Endpoint* ep) {
@@ -328,6 +266,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   if (room == 0 && primary_lost(ep->att)) return -ENOTCONN;
   const uint64_t peer = ep->slot->peer;
   const uint32_t max = ep->att->shm->max_message;
+  const TierSide t = side(ep);
   unsigned done = 0;
   int rc = 0;
   for (; done < room; ++done) {
@@ -336,7 +275,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
     const imago_iov& m = msgs[done];
     rc = (m.data == nullptr && m.len > 0) ? -EINVAL
          : m.len > max                    ? -EMSGSIZE
-                                          : fill_copy(ep, peer, m.data, m.len, flags, d);
+                                          : describe_send_copy(t, peer, m.data, m.len, static_cast<uint16_t>(flags), d);
     if (rc < 0) [[unlikely]]
       break;
   }
@@ -348,33 +287,22 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || buf == nullptr) return -EINVAL;
   if (len > ep->att->shm->max_message) return -EMSGSIZE;
-  uint32_t loan;
-  void* obj = lend_tx_buffer(ep, len, false, &loan);
-  if (obj == nullptr && primary_lost(ep->att)) return -ENOTCONN;
-  if (obj == nullptr) return loan == LoanTable::kNone ? -ENOSPC : -EAGAIN;
-  loan_of(obj) = loan;
-  *buf = static_cast<uint8_t*>(obj) + kHeadroom;
+  int err;
+  void* b = alloc_send_buffer(side(ep), len, &err);
+  if (b == nullptr) return err == -EAGAIN && primary_lost(ep->att) ? -ENOTCONN : err;
+  *buf = b;
   return 0;
 }
 
 int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (flags & ~kKnownFlags)) return -EINVAL;
-  void* obj = own_buffer(ep, buf);
-  if (obj == nullptr || len > rte_mempool_from_obj(obj)->elt_size - kHeadroom) return bad_buffer(ep);
-  if (!is_open(ep)) return -ENOTCONN;
-  const uint32_t loan = loan_of(obj);
-  // From here the buffer is imago's: sending it again or freeing it is refused.
-  if (!ep->slot->tx_loans.hand_over(loan, obj)) return bad_buffer(ep);
+  const TierSide t = side(ep);
   imago_msg d;
-  d.src = ep->slot->peer;
-  d.len = len;
-  d.flags = static_cast<uint16_t>(flags);
-  d.tier = IMAGO_TIER_POOL;
-  d.reserved = 1;  // zero-copy, for the tier counters
-  d.u.ext = {buf, obj, loan};
+  if (describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d) < 0) return bad_buffer(ep);
+  if (!is_open(ep)) return undo_send_zc(t, d), -ENOTCONN;
   if (handoff_put(ep->tx, &d, 1) == 1) return 0;
-  ep->slot->tx_loans.hand_back(loan, obj);  // not taken: still the application's
+  undo_send_zc(t, d);  // not taken: still the application's
   ep->slot->tx_ring_full.add();
   return primary_lost(ep->att) ? -ENOTCONN : -EAGAIN;
 }
@@ -382,11 +310,7 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
 int imago_buf_free(imago_ep_t* h, void* buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
-  void* obj = own_buffer(ep, buf);
-  void* o = obj ? ep->slot->tx_loans.take_held(loan_of(obj), obj) : nullptr;
-  if (o == nullptr) return bad_buffer(ep);  // not ours, or sent already: imago's now
-  buffer_put(o, &ep->slot->app_caches);
-  return 0;
+  return free_send_buffer(side(ep), buf) == 0 ? 0 : bad_buffer(ep);
 }
 
 int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
@@ -400,21 +324,7 @@ int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
 int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
-  unsigned refused = 0;
-  for (unsigned i = 0; i < n; ++i) {
-    imago_msg& m = msgs[i];
-    if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
-    void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
-    // Only what this endpoint lent, in this loan's generation, once: a stale or forged
-    // descriptor frees nothing.
-    void* o = m.tier <= IMAGO_TIER_MBUF ? ep->slot->rx_loans.take_owned(m.u.ext.loan, expect) : nullptr;
-    if (o != nullptr) {
-      put_loaned(o, &ep->slot->app_caches);
-    } else {
-      ++refused;
-    }
-    m.tier = IMAGO_TIER_INLINE;
-  }
+  const unsigned refused = release_received(side(ep), msgs, n);
   if (refused > 0) ep->slot->release_invalid.add(refused);
   return static_cast<int>(refused);
 }

@@ -149,7 +149,8 @@ struct imago_iov {
  * Send one message by copy: up to IMAGO_MSG_INLINE_MAX bytes inside the descriptor,
  * larger ones in a pooled buffer.
  * @param flags  IMAGO_FASTPATH, IMAGO_ACK_REQ, or 0.
- * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later);
+ * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later; senders
+ *         never take the last eighth of a pool: it is left to deliveries);
  *         -EMSGSIZE @p len above imago_max_message(); -EINVAL @p ep not live, NULL pointer
  *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint,
  *         or (secondary) imagod is gone: see "imagod's death" above.

@@ -32,6 +32,9 @@ enum imago_msg_tier {
 /** Message flags of a descriptor on the send side (0 in a received one: see imago.h). */
 #define IMAGO_MSG_F_FASTPATH 0x1u /**< send at once, no coalescing wait */
 #define IMAGO_MSG_F_ACK_REQ 0x2u  /**< ask the receiver to acknowledge at once */
+/** Set by imago_send_zc() in the descriptors it queues (the tier counters tell zero-copy
+ *  sends from copies by it); never by the application, never in a received descriptor. */
+#define IMAGO_MSG_F_ZERO_COPY 0x100u
 
 /** One message descriptor: 64 bytes, one cache line. */
 struct imago_msg {
@@ -39,7 +42,7 @@ struct imago_msg {
 	uint32_t len;   /**< message bytes */
 	uint16_t flags; /**< IMAGO_MSG_F_* */
 	uint8_t tier;   /**< enum imago_msg_tier */
-	uint8_t reserved;
+	uint8_t reserved; /**< 0 */
 	union {
 		uint8_t inline_data[IMAGO_MSG_INLINE_MAX];
 		struct {

@@ -12,6 +12,7 @@
 
 #include "api/buffers.h"
 #include "api/handoff.h"
+#include "api/tiers.h"
 #include "reliability/be.h"
 #include "reliability/epoch.h"
 
@@ -33,17 +34,6 @@ uint32_t engine_flags(uint16_t f) {
 
 void put_tag(uint8_t* at, uint32_t hash) { reinterpret_cast<Be32*>(at)->set(hash); }
 uint32_t get_tag(const uint8_t* at) { return reinterpret_cast<const Be32*>(at)->get(); }
-
-bool inside(const rte_mbuf* m, const uint8_t* p, size_t len) {
-  auto* first = static_cast<const uint8_t*>(m->buf_addr);
-  return p >= first && p + len <= first + m->buf_len;
-}
-
-// A descriptor the engine will not send: give back the buffer it may hold.
-void release_tx(EndpointSlot& s, const imago_msg& d, const PoolCaches* pc) {
-  if (d.tier == IMAGO_TIER_INLINE) return;
-  if (void* o = s.tx_loans.take(d.u.ext.loan)) put_loaned(o, pc);
-}
 
 }  // namespace
 
@@ -143,7 +133,7 @@ void Node::activate(uint32_t slot_index) {
 
 void Node::retire(Active& a) {
   EndpointSlot& s = *a.slot;
-  for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_tx(s, a.stash[a.stash_pos], caches_);
+  for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_sent(side(s), a.stash[a.stash_pos]);
   flush_staged(a);  // their loans are reclaimed with the slot
   queue_announce(s.peer, s.hash, kOpClose);
   s.peer_ready.store(0, std::memory_order_relaxed);
@@ -177,15 +167,18 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
     std::span<const uint8_t> msg;
     if (!tx_view(a, d, &msg, scratch)) {
       s.c.tx_invalid.add();
-      release_tx(s, d, caches_);
+      release_sent(side(s), d);
       continue;
     }
     if (engine_->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
     record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
     s.c.msgs_sent.add();
     s.c.bytes_sent.add(d.len);
-    (d.tier == IMAGO_TIER_INLINE ? s.c.tx_inline : d.reserved ? s.c.tx_zero_copy : s.c.tx_pool).add();
-    release_tx(s, d, caches_);
+    (d.tier == IMAGO_TIER_INLINE                ? s.c.tx_inline
+     : (d.flags & IMAGO_MSG_F_ZERO_COPY) != 0 ? s.c.tx_zero_copy
+                                                : s.c.tx_pool)
+        .add();
+    release_sent(side(s), d);
     ++done;
   }
   return done;
@@ -195,23 +188,17 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
 // bytes with the endpoint tag in front: in @p scratch for inline ones, in the pool buffer's
 // headroom otherwise.
 bool Node::tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch) {
-  const uint32_t hash = a.slot->hash;
+  const std::span<const uint8_t> bytes = send_bytes(*a.slot, d);
+  if (bytes.data() == nullptr) return false;
   if (d.tier == IMAGO_TIER_INLINE) {
-    if (d.len > IMAGO_MSG_INLINE_MAX) return false;
-    put_tag(scratch, hash);
-    std::memcpy(scratch + kTagBytes, d.u.inline_data, d.len);
-    *msg = {scratch, kTagBytes + d.len};
+    put_tag(scratch, a.slot->hash);
+    std::memcpy(scratch + kTagBytes, bytes.data(), bytes.size());
+    *msg = {scratch, kTagBytes + bytes.size()};
     return true;
   }
-  if (d.tier != IMAGO_TIER_POOL) return false;
-  // Only a loan the application handed over (a copy, or a zero-copy buffer it sent).
-  void* owner = a.slot->tx_loans.peek(d.u.ext.loan);
-  if (owner == nullptr || owner != d.u.ext.owner || is_mbuf_tag(owner) || !a.slot->tx_loans.handed(d.u.ext.loan))
-    return false;
-  auto* data = static_cast<uint8_t*>(owner) + kHeadroom;
-  if (d.u.ext.data != data || d.len > rte_mempool_from_obj(owner)->elt_size - kHeadroom) return false;
-  put_tag(data - kTagBytes, hash);
-  *msg = {data - kTagBytes, kTagBytes + d.len};
+  auto* tagged = const_cast<uint8_t*>(bytes.data()) - kTagBytes;  // in the buffer's headroom
+  put_tag(tagged, a.slot->hash);
+  *msg = {tagged, kTagBytes + bytes.size()};
   return true;
 }
 
@@ -239,7 +226,7 @@ bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) {
     s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
     return false;
   }
-  int rc = describe(*a, peer, body, a->staged[a->staged_n]);
+  int rc = describe_received(side(s), peer, body, link_.current_frame(), kMbufLoanCap, a->staged[a->staged_n]);
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
     return true;
@@ -252,49 +239,6 @@ bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) {
   s.c.msgs_received.add();
   s.c.bytes_received.add(body.size());
   return true;
-}
-
-// Small messages inline, large ones still in the received frame zero-copy, the rest copied
-// into a pool buffer. @return 0, -ENOBUFS (pool empty), -ENOSPC (loans full), -EMSGSIZE.
-int Node::describe(Active& a, uint64_t peer, std::span<const uint8_t> body, imago_msg& d) {
-  EndpointSlot& s = *a.slot;
-  const auto len = static_cast<uint32_t>(body.size());
-  d.src = peer;
-  d.len = len;
-  d.flags = 0;
-  d.reserved = 0;
-  if (len <= IMAGO_MSG_INLINE_MAX) {
-    d.tier = IMAGO_TIER_INLINE;
-    std::memcpy(d.u.inline_data, body.data(), len);
-    s.c.rx_inline.add();
-    return 0;
-  }
-  rte_mbuf* mb = link_.current_frame();
-  if (len > shm_->pool_max && mb != nullptr && inside(mb, body.data(), len) &&
-      s.rx_loans.outstanding() < kMbufLoanCap) {
-    uint32_t loan = s.rx_loans.lend(tag_mbuf(mb));
-    if (loan == LoanTable::kNone) return -ENOSPC;
-    rte_mbuf_refcnt_update(mb, 1);  // the application's reference, dropped by release
-    d.tier = IMAGO_TIER_MBUF;
-    d.u.ext = {const_cast<uint8_t*>(body.data()), mb, loan};
-    s.c.rx_mbuf.add();
-    return 0;
-  }
-  rte_mempool* mp = shm_->pool_for(len);
-  if (len > mp->elt_size - kHeadroom) return -EMSGSIZE;
-  void* obj = buffer_get(mp, caches_);
-  if (obj == nullptr) return -ENOBUFS;
-  uint32_t loan = s.rx_loans.lend(obj);
-  if (loan == LoanTable::kNone) {
-    buffer_put(obj, caches_);
-    return -ENOSPC;
-  }
-  auto* data = static_cast<uint8_t*>(obj) + kHeadroom;
-  std::memcpy(data, body.data(), len);
-  d.tier = IMAGO_TIER_POOL;
-  d.u.ext = {data, obj, loan};
-  s.c.rx_pool.add();
-  return 0;
 }
 
 void Node::flush_staged(Active& a) {

@@ -19,6 +19,7 @@
 
 #include "api/imago_msg.h"
 #include "api/shm.h"
+#include "api/tiers.h"
 #include "dataplane/engine_link.h"
 #include "reliability/engine.h"
 
@@ -113,7 +114,7 @@ class Node final : public rel::AppSink {
   unsigned drain_tx(Active& a, uint64_t now_ns);
   bool tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch);
   void flush_staged(Active& a);
-  int describe(Active& a, uint64_t peer, std::span<const uint8_t> body, imago_msg& d);
+  TierSide side(EndpointSlot& s) const { return {shm_, &s, caches_}; }
 
   void on_control(uint64_t peer, std::span<const uint8_t> body);
   void queue_announce(uint64_t peer, uint32_t hash, uint8_t op);

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The buffer tiers: describe, check and give back, for both sides of an endpoint.
+#include "api/tiers.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace imago::api {
+
+namespace {
+
+uint32_t& loan_of(void* obj) { return *static_cast<uint32_t*>(obj); }  // headroom bytes 0..3
+
+// A pool buffer for @p len bytes, lent to the engine (handed over already when @p handed: a
+// copy about to go on the tx ring). @return it, or nullptr with *err -EAGAIN or -ENOSPC.
+void* lend_tx_buffer(const TierSide& t, uint32_t len, bool handed, int* err) {
+  rte_mempool* mp = t.shm->pool_for(len);
+  // Senders and deliveries share the pools. A sender that took every buffer (they wait in
+  // its tx ring while the engine's window is full) would starve the deliveries that free the
+  // window: a deadlock. So applications leave the last send_reserve() buffers to the engines.
+  if (rte_mempool_avail_count(mp) <= send_reserve(mp)) return *err = -EAGAIN, nullptr;
+  void* obj = buffer_get(mp, t.caches);
+  if (obj == nullptr) return *err = -EAGAIN, nullptr;
+  const uint32_t loan = t.slot->tx_loans.lend(obj, handed);
+  if (loan != LoanTable::kNone) return loan_of(obj) = loan, obj;
+  buffer_put(obj, t.caches);
+  return *err = -ENOSPC, nullptr;
+}
+
+void head(imago_msg& d, uint64_t src, uint32_t len, uint16_t flags, uint8_t tier) {
+  d.src = src;
+  d.len = len;
+  d.flags = flags;
+  d.tier = tier;
+  d.reserved = 0;
+}
+
+// @return the pool object behind @p buf if it is a buffer this endpoint lent, else nullptr.
+void* own_buffer(const TierSide& t, void* buf) {
+  // Only inside pool memory is it safe to read the loan id in front of the buffer.
+  auto* obj = static_cast<uint8_t*>(buf) - kHeadroom;
+  if (buf == nullptr || !t.shm->in_pools(obj, kHeadroom)) return nullptr;
+  return t.slot->tx_loans.peek(loan_of(obj)) == obj ? obj : nullptr;
+}
+
+bool inside(const rte_mbuf* m, const uint8_t* p, size_t len) {
+  auto* first = static_cast<const uint8_t*>(m->buf_addr);
+  return p >= first && p + len <= first + m->buf_len;
+}
+
+}  // namespace
+
+int describe_send_pooled(const TierSide& t, uint64_t peer, const void* data, uint32_t len, uint16_t flags,
+                         imago_msg& d) {
+  int err;
+  void* obj = lend_tx_buffer(t, len, true, &err);
+  if (obj == nullptr) return -EAGAIN;
+  auto* buf = static_cast<uint8_t*>(obj) + kHeadroom;
+  std::memcpy(buf, data, len);
+  head(d, peer, len, flags, IMAGO_TIER_POOL);
+  d.u.ext = {buf, obj, loan_of(obj)};
+  return 0;
+}
+
+void* alloc_send_buffer(const TierSide& t, uint32_t len, int* err) {
+  void* obj = lend_tx_buffer(t, len, false, err);
+  return obj ? static_cast<uint8_t*>(obj) + kHeadroom : nullptr;
+}
+
+int describe_send_zc(const TierSide& t, void* buf, uint32_t len, uint16_t flags, imago_msg& d) {
+  void* obj = own_buffer(t, buf);
+  if (obj == nullptr || len > rte_mempool_from_obj(obj)->elt_size - kHeadroom) return -EINVAL;
+  // From here the buffer is imago's: sending it again or freeing it is refused.
+  if (!t.slot->tx_loans.hand_over(loan_of(obj), obj)) return -EINVAL;
+  head(d, t.slot->peer, len, static_cast<uint16_t>(flags | IMAGO_MSG_F_ZERO_COPY), IMAGO_TIER_POOL);
+  d.u.ext = {buf, obj, loan_of(obj)};
+  return 0;
+}
+
+void undo_send_zc(const TierSide& t, const imago_msg& d) { t.slot->tx_loans.hand_back(d.u.ext.loan, d.u.ext.owner); }
+
+int free_send_buffer(const TierSide& t, void* buf) {
+  void* obj = own_buffer(t, buf);
+  void* o = obj ? t.slot->tx_loans.take_held(loan_of(obj), obj) : nullptr;
+  if (o == nullptr) return -EINVAL;  // not ours, or sent already: imago's now
+  buffer_put(o, t.caches);
+  return 0;
+}
+
+unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n) {
+  unsigned refused = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    imago_msg& m = msgs[i];
+    if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
+    void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
+    // Only what this endpoint lent, in this loan's generation, once.
+    void* o = m.tier <= IMAGO_TIER_MBUF ? t.slot->rx_loans.take_owned(m.u.ext.loan, expect) : nullptr;
+    if (o != nullptr) {
+      put_loaned(o, t.caches);
+    } else {
+      ++refused;
+    }
+    m.tier = IMAGO_TIER_INLINE;
+  }
+  return refused;
+}
+
+std::span<const uint8_t> send_bytes(const EndpointSlot& s, const imago_msg& d) {
+  if (d.tier == IMAGO_TIER_INLINE) {
+    if (d.len > IMAGO_MSG_INLINE_MAX) return {};
+    return {d.u.inline_data, d.len};
+  }
+  if (d.tier != IMAGO_TIER_POOL) return {};
+  // Only a loan the application handed over (a copy, or a zero-copy buffer it sent).
+  void* owner = s.tx_loans.peek(d.u.ext.loan);
+  if (owner == nullptr || owner != d.u.ext.owner || is_mbuf_tag(owner) || !s.tx_loans.handed(d.u.ext.loan)) return {};
+  auto* data = static_cast<uint8_t*>(owner) + kHeadroom;
+  if (d.u.ext.data != data || d.len > rte_mempool_from_obj(owner)->elt_size - kHeadroom) return {};
+  return {data, d.len};
+}
+
+void release_sent(const TierSide& t, const imago_msg& d) {
+  if (d.tier == IMAGO_TIER_INLINE) return;
+  if (void* o = t.slot->tx_loans.take(d.u.ext.loan)) put_loaned(o, t.caches);
+}
+
+int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t> body, rte_mbuf* frame,
+                      uint32_t mbuf_cap, imago_msg& d) {
+  EndpointSlot& s = *t.slot;
+  const auto len = static_cast<uint32_t>(body.size());
+  if (len <= IMAGO_MSG_INLINE_MAX) {
+    head(d, peer, len, 0, IMAGO_TIER_INLINE);
+    std::memcpy(d.u.inline_data, body.data(), len);
+    s.c.rx_inline.add();
+    return 0;
+  }
+  if (len > t.shm->pool_max && frame != nullptr && inside(frame, body.data(), len) &&
+      s.rx_loans.outstanding() < mbuf_cap) {
+    const uint32_t loan = s.rx_loans.lend(tag_mbuf(frame));
+    if (loan == LoanTable::kNone) return -ENOSPC;
+    rte_mbuf_refcnt_update(frame, 1);  // the application's reference, dropped by release
+    head(d, peer, len, 0, IMAGO_TIER_MBUF);
+    d.u.ext = {const_cast<uint8_t*>(body.data()), frame, loan};
+    s.c.rx_mbuf.add();
+    return 0;
+  }
+  rte_mempool* mp = t.shm->pool_for(len);
+  if (len > mp->elt_size - kHeadroom) return -EMSGSIZE;
+  void* obj = buffer_get(mp, t.caches);
+  if (obj == nullptr) return -ENOBUFS;
+  const uint32_t loan = s.rx_loans.lend(obj);
+  if (loan == LoanTable::kNone) {
+    buffer_put(obj, t.caches);
+    return -ENOSPC;
+  }
+  auto* data = static_cast<uint8_t*>(obj) + kHeadroom;
+  std::memcpy(data, body.data(), len);
+  head(d, peer, len, 0, IMAGO_TIER_POOL);
+  d.u.ext = {data, obj, loan};
+  s.c.rx_pool.add();
+  return 0;
+}
+
+}  // namespace imago::api

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The three buffer tiers of a message descriptor, in one place: how a message is described
+ * for sending (by the application) and on receipt (by the engine), how a descriptor the other
+ * side wrote is checked, and how each side gives back what a descriptor holds.
+ *
+ * Small messages travel inline in the descriptor; medium ones in a pool buffer; large
+ * received ones stay in the frame's mbuf (Pupa's three tiers). Every buffer that crosses
+ * between application and engine is recorded in one of the endpoint's loan tables (loan.h),
+ * so a stale, forged or foreign descriptor frees nothing, and a process that dies holding
+ * buffers is cleaned up by its slot's reclaim.
+ *
+ * Pool buffers keep kHeadroom bytes in front of the message: bytes 0..3 hold the loan id of
+ * an application's zero-copy buffer, bytes 4..7 the endpoint tag the engine writes when it
+ * sends the message (so the message is never copied to make room).
+ */
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "api/imago_msg.h"
+#include "api/shm.h"
+
+namespace imago::api {
+
+/** One side's view of an endpoint: the shared table, the slot and that side's caches. */
+struct TierSide {
+  const ShmRoot* shm;
+  EndpointSlot* slot;
+  const PoolCaches* caches;  ///< the calling thread's (an application's, an engine lcore's)
+};
+
+/** Buffers of pool @p mp an application's send may not take: deliveries always find one
+ *  (an eighth of the pool, at least one). */
+inline unsigned send_reserve(const rte_mempool* mp) { return mp->size / 8 > 0 ? mp->size / 8 : 1; }
+
+// --- the application's side ---
+
+/** describe_send_copy() for a message above IMAGO_MSG_INLINE_MAX (out of line). */
+int describe_send_pooled(const TierSide& t, uint64_t peer, const void* data, uint32_t len, uint16_t flags,
+                         imago_msg& d);
+
+/** Copy @p len <= IMAGO_MSG_INLINE_MAX bytes with fixed-size (overlapping) moves the compiler
+ *  turns into a few loads and stores, instead of a call to memcpy for every small message. */
+inline void copy_inline(uint8_t* to, const uint8_t* from, uint32_t len) {
+  if (len >= 16) {
+    std::memcpy(to, from, 16);
+    if (len > 32) std::memcpy(to + 16, from + 16, 16);
+    std::memcpy(to + len - 16, from + len - 16, 16);
+  } else if (len >= 8) {
+    std::memcpy(to, from, 8);
+    std::memcpy(to + len - 8, from + len - 8, 8);
+  } else if (len >= 4) {
+    std::memcpy(to, from, 4);
+    std::memcpy(to + len - 4, from + len - 4, 4);
+  } else if (len > 0) {
+    to[0] = from[0];
+    to[len / 2] = from[len / 2];
+    to[len - 1] = from[len - 1];
+  }
+}
+
+/** Describe a message to send by copy into @p d (every field written: @p d may be ring
+ *  memory). Inline here, on the hot path. @return 0; -EAGAIN no pool buffer now. */
+inline int describe_send_copy(const TierSide& t, uint64_t peer, const void* data, uint32_t len, uint16_t flags,
+                              imago_msg& d) {
+  if (len > IMAGO_MSG_INLINE_MAX) [[unlikely]]
+    return describe_send_pooled(t, peer, data, len, flags, d);
+  d.src = peer;
+  d.len = len;
+  d.flags = flags;
+  d.tier = IMAGO_TIER_INLINE;
+  d.reserved = 0;
+  copy_inline(d.u.inline_data, static_cast<const uint8_t*>(data), len);
+  return 0;
+}
+
+/** A buffer of at least @p len bytes for a zero-copy send, lent to the engine but still the
+ *  application's. @return it; nullptr with *err -EAGAIN (pool empty) or -ENOSPC (loans full). */
+void* alloc_send_buffer(const TierSide& t, uint32_t len, int* err);
+
+/** Hand the application's buffer @p buf over for sending @p len bytes, described in @p d.
+ *  @return 0; -EINVAL not a buffer the application holds (foreign, freed, sent already), or
+ *  @p len beyond it. After 0 the buffer is imago's; call undo_send_zc() if @p d is not sent. */
+int describe_send_zc(const TierSide& t, void* buf, uint32_t len, uint16_t flags, imago_msg& d);
+/** The descriptor of describe_send_zc() could not be queued: the buffer is the application's again. */
+void undo_send_zc(const TierSide& t, const imago_msg& d);
+
+/** Give back a buffer from alloc_send_buffer() that was not sent. @return 0 or -EINVAL. */
+int free_send_buffer(const TierSide& t, void* buf);
+
+/** Give back @p n received descriptors (each marked released). @return how many were
+ *  refused: stale, forged, or lent by another endpoint. */
+unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n);
+
+// --- the engine's side ---
+
+/** @return the bytes of a descriptor the application queued for sending, checked (tier,
+ *  length, a loan it handed over); an empty span when it is malformed. For the pool tier
+ *  the span starts kHeadroom bytes into the buffer, so @p tag_room bytes in front of it are
+ *  writable. */
+std::span<const uint8_t> send_bytes(const EndpointSlot& s, const imago_msg& d);
+
+/** The engine is done with a descriptor it took from the tx ring: free what it holds. */
+void release_sent(const TierSide& t, const imago_msg& d);
+
+/** Describe the received message @p body into @p d: inline, zero-copy in @p frame (when the
+ *  bytes lie in it, the message is above the pool tier and the endpoint holds fewer than
+ *  @p mbuf_cap mbufs), or copied into a pool buffer. Counts the tier in the slot.
+ *  @return 0; -ENOBUFS pool empty; -ENOSPC loans full; -EMSGSIZE larger than any buffer. */
+int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t> body, rte_mbuf* frame,
+                      uint32_t mbuf_cap, imago_msg& d);
+
+}  // namespace imago::api
