@@ -35,6 +35,18 @@ bool mac(const std::string& s, dp::MacAddr& m) {
   return true;
 }
 
+// The cluster key from a file (never from the command line, where ps would show it).
+bool auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
+  dp::AuthKey k;
+  std::string err;
+  if (dp::auth_key_load(path, k, &err) < 0) {
+    std::fprintf(stderr, "imago: %s\n", err.c_str());
+    return false;
+  }
+  key = k;
+  return true;
+}
+
 // A node id: 1 .. 2^32 - 1, what the wire's node fields hold (never narrowed silently).
 bool node_id(const std::string& s, uint64_t& id) { return number(s, id) && id != 0 && id <= UINT32_MAX; }
 
@@ -68,6 +80,9 @@ const std::vector<Opt>& table() {
        [](RuntimeOptions& o, const std::string& v) { o.vdevs.push_back(v); return true; }},
       {"--src-ip", "IP", "UDP/IPv4 encapsulation from this address [plain Ethernet]",
        [](RuntimeOptions& o, const std::string& v) { return ipv4(v, o.src_ip); }},
+      {"--auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
+                             "without a valid tag [none]",
+       [](RuntimeOptions& o, const std::string& v) { return auth_key(v, o.auth_key); }},
       {"--engine-lcore", "N", "lcore running the engines [first worker]",
        [](RuntimeOptions& o, const std::string& v) { return number(v, o.engine_lcore); }},
       {"--pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/node.h"
+#include "dataplane/auth.h"
 #include "dataplane/fault_model.h"
 
 namespace imago::api {
@@ -23,6 +25,7 @@ struct RuntimeOptions {
   std::vector<std::string> vdevs;   ///< extra EAL --vdev (default EAL args only)
   std::vector<PeerAddr> peers;
   uint32_t src_ip = 0;              ///< nonzero: UDP/IPv4 encapsulation from this address
+  std::optional<dp::AuthKey> auth_key;  ///< --auth-key: frames tagged, untagged ones dropped
   unsigned engine_lcore = 0;        ///< 0: the first worker lcore
   uint32_t pool_max = 512;          ///< largest message copied into the pool tier
   uint32_t max_message = 65536;

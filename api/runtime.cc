@@ -199,7 +199,8 @@ int Runtime::add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& pe
   s.encap.kind = o_.src_ip ? dp::Encap::Udp : dp::Encap::L2;
   s.encap.src_mac = pb.port.mac();
   s.encap.src_ip = o_.src_ip;
-  s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap.kind, 1500));
+  s.encap.auth = o_.auth_key;  // every frame tagged; the tag's room comes off the MTU
+  s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap, 1500));
   s.engine.max_message_size = o_.max_message + 4;  // the endpoint tag
   dp::tune_for_fast_links(s.engine);
   s.engine.dead_after_ns = uint64_t{o_.dead_after_ms} * rel::kMs;

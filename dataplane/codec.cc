@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kDecodeErrorNames[kDecodeErrorCount] = {
     "short",         "ethertype",      "ip_version", "ip_header_length", "ip_total_length",
     "ip_checksum",   "ip_fragment",    "ip_protocol", "udp_port",        "udp_length",
-    "udp_checksum",  "link_version",   "link_length", "link_type",
+    "udp_checksum",  "link_version",   "link_length", "link_type",       "auth_missing",
+    "auth_bad",      "auth_unexpected",
 };
 
 bool reject(DecodeCounters& c, DecodeError e) {
@@ -27,10 +28,10 @@ void write_eth(uint8_t* frame, const MacAddr& dst, const MacAddr& src, uint16_t 
   std::memcpy(frame, &eth, sizeof eth);
 }
 
-void write_link(uint8_t* at, LinkType type, uint16_t payload_len) {
+void write_link(uint8_t* at, LinkType type, uint16_t payload_len, bool tagged) {
   LinkHdr lh;
   lh.version = kLinkVersion;
-  lh.type = static_cast<uint8_t>(type);
+  lh.type = static_cast<uint8_t>(static_cast<uint8_t>(type) | (tagged ? kLinkAuthFlag : 0));
   lh.length.set(payload_len);
   std::memcpy(at, &lh, sizeof lh);
 }
@@ -119,16 +120,21 @@ MacAddr ipv4_multicast_mac(uint32_t ip) {
 
 size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len) {
   size_t hdr = encap_header_len(cfg.kind);
-  write_link(frame + hdr - sizeof(LinkHdr), type, payload_len);
+  size_t trailer = encap_trailer_len(cfg);
+  uint8_t* link = frame + hdr - sizeof(LinkHdr);
+  write_link(link, type, payload_len, cfg.auth.has_value());
+  // The tag covers the link header and the payload; written before the UDP checksum, which
+  // covers it in turn.
+  if (cfg.auth) auth_tag(*cfg.auth, link, sizeof(LinkHdr) + payload_len, frame + hdr + payload_len);
   if (cfg.kind == Encap::L2) {
     write_eth(frame, cfg.dst_mac, cfg.src_mac, kEtherTypeImago);
   } else {
     MacAddr dst = ipv4_is_multicast(cfg.dst_ip) ? ipv4_multicast_mac(cfg.dst_ip) : cfg.dst_mac;
     write_eth(frame, dst, cfg.src_mac, kEtherTypeIpv4);
-    auto udp_len = static_cast<uint16_t>(sizeof(UdpHdr) + sizeof(LinkHdr) + payload_len);
+    auto udp_len = static_cast<uint16_t>(sizeof(UdpHdr) + sizeof(LinkHdr) + payload_len + trailer);
     write_ip_udp(cfg, frame + sizeof(EthHdr), udp_len);
   }
-  return hdr + payload_len;
+  return hdr + payload_len + trailer;
 }
 
 bool decode_frame(const EncapConfig& cfg, const uint8_t* frame, size_t len, DecodedFrame& out,
@@ -150,15 +156,21 @@ bool decode_frame(const EncapConfig& cfg, const uint8_t* frame, size_t len, Deco
   LinkHdr lh;
   std::memcpy(&lh, body, sizeof lh);
   if (lh.version != kLinkVersion) return reject(c, DecodeError::LinkVersion);
+  const bool tagged = (lh.type & kLinkAuthFlag) != 0;
+  const uint8_t type = lh.type & kLinkTypeMask;
   size_t plen = lh.length.get();
+  size_t used = plen + (tagged ? kAuthTagBytes : 0);
   // L2 frames may carry Ethernet padding after the payload; UDP lengths must match exactly.
-  bool fits = cfg.kind == Encap::L2 ? plen <= body_len - sizeof lh : plen == body_len - sizeof lh;
+  bool fits = cfg.kind == Encap::L2 ? used <= body_len - sizeof lh : used == body_len - sizeof lh;
   if (!fits) return reject(c, DecodeError::LinkLength);
-  if (lh.type != static_cast<uint8_t>(LinkType::Raw) &&
-      lh.type != static_cast<uint8_t>(LinkType::Reliability)) {
+  if (type != static_cast<uint8_t>(LinkType::Raw) && type != static_cast<uint8_t>(LinkType::Reliability)) {
     return reject(c, DecodeError::LinkType);
   }
-  out.type = static_cast<LinkType>(lh.type);
+  if (tagged != cfg.auth.has_value()) return reject(c, tagged ? DecodeError::AuthUnexpected : DecodeError::AuthMissing);
+  if (tagged && !auth_verify(*cfg.auth, body, sizeof lh + plen, body + sizeof lh + plen)) {
+    return reject(c, DecodeError::AuthBad);
+  }
+  out.type = static_cast<LinkType>(type);
   out.payload = body + sizeof lh;
   out.payload_len = static_cast<uint16_t>(plen);
   ++c.accepted;

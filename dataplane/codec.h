@@ -3,6 +3,8 @@
  * @file
  * Frame encapsulation: encode imago payloads into Ethernet (EtherType 0x88B5) or UDP/IPv4
  * frames, and decode received frames, rejecting every malformed one with a counted reason.
+ * With a cluster key (EncapConfig::auth) every frame carries a tag after its payload, and a
+ * frame without a valid one is rejected (auth.h).
  *
  * Works on plain byte spans (no mbufs), so it is tested and fuzzed without EAL; the mbuf
  * glue is the caller's. Every decode path assumes hostile input.
@@ -12,7 +14,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
+#include "dataplane/auth.h"
 #include "dataplane/wire.h"
 
 namespace imago::dp {
@@ -33,6 +37,9 @@ struct EncapConfig {
   uint16_t udp_port = kDefaultUdpPort;  ///< source and destination port; decode checks dst
   bool udp_checksum = true;             ///< compute on encode; verify on decode when non-zero
   uint8_t ttl = 64;
+  /** The cluster key: set, encode appends a tag to every frame and decode rejects a frame
+   *  without a valid one; unset, decode rejects tagged frames. */
+  std::optional<AuthKey> auth;
 };
 
 /** @return true when @p ip (host order) is an IPv4 multicast group (224.0.0.0/4). */
@@ -46,17 +53,26 @@ constexpr size_t encap_header_len(Encap kind) {
                            : sizeof(EthHdr) + sizeof(Ipv4Hdr) + sizeof(UdpHdr) + sizeof(LinkHdr);
 }
 
-/** Largest payload whose frame fits an IP MTU of @p mtu bytes. */
+/** @return the bytes after the payload: the tag with a key, else none. */
+inline size_t encap_trailer_len(const EncapConfig& cfg) { return cfg.auth ? kAuthTagBytes : 0; }
+
+/** Largest payload whose frame fits an IP MTU of @p mtu bytes (no tag). */
 constexpr size_t max_payload(Encap kind, size_t mtu) {
   return mtu + sizeof(EthHdr) - encap_header_len(kind);
 }
 
+/** Largest payload whose frame, tag included if @p cfg has a key, fits an IP MTU of @p mtu. */
+inline size_t max_payload(const EncapConfig& cfg, size_t mtu) {
+  return max_payload(cfg.kind, mtu) - encap_trailer_len(cfg);
+}
+
 /**
  * Write the headers in front of a payload that the caller already placed at
- * frame + encap_header_len(cfg.kind). For UDP with multicast dst_ip, the destination MAC is
- * the group's (RFC 1112), whatever cfg.dst_mac says.
+ * frame + encap_header_len(cfg.kind), and with cfg.auth the tag after it (the buffer must
+ * hold encap_trailer_len(cfg) more bytes). For UDP with multicast dst_ip, the destination
+ * MAC is the group's (RFC 1112), whatever cfg.dst_mac says.
  *
- * @return the frame length: header length + @p payload_len.
+ * @return the frame length: header length + @p payload_len + trailer length.
  */
 size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len);
 
@@ -76,6 +92,9 @@ enum class DecodeError : uint8_t {
   LinkVersion,     ///< link header version we do not speak
   LinkLength,      ///< link header length runs past the frame
   LinkType,        ///< unknown payload type
+  AuthMissing,     ///< we have a key and the frame carries no tag
+  AuthBad,         ///< the tag is wrong: another key, or bytes changed on the way
+  AuthUnexpected,  ///< the frame carries a tag and we have no key
   Count_,
 };
 inline constexpr size_t kDecodeErrorCount = static_cast<size_t>(DecodeError::Count_);
@@ -92,7 +111,8 @@ struct DecodeCounters {
   void add(const DecodeCounters& o);
 };
 
-/** A decoded frame: the payload points into the caller's frame buffer. */
+/** A decoded frame: the payload points into the caller's frame buffer (tag checked, not
+ *  included). */
 struct DecodedFrame {
   LinkType type{};
   const uint8_t* payload = nullptr;
@@ -102,7 +122,9 @@ struct DecodedFrame {
 };
 
 /**
- * Decode one received frame of @p len bytes as the encapsulation @p cfg.kind.
+ * Decode one received frame of @p len bytes as the encapsulation @p cfg.kind, and check its
+ * tag with cfg.auth (a frame with no tag when there is a key, or one when there is none, is
+ * rejected too).
  *
  * @return true with @p out filled in; false when the frame is malformed, after counting the
  *         reason in @p counters. Never reads outside [frame, frame + len).

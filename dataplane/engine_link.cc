@@ -15,12 +15,14 @@ int EngineLink::init(FaultyPort& port, rte_mempool* pool, const EncapConfig& enc
   encap_ = encap;
   burst_ = burst;
   clock_ = TscClock(rte_get_tsc_hz());
-  peers_.reserve(64);
+  peers_.reserve(AllowList::kMaxPeers);
+  allow_ = AllowList(encap.kind);
   return 0;
 }
 
 int EngineLink::add_peer_addr(rel::NodeId peer, const MacAddr& mac, uint32_t ip) {
   if (peers_.size() == peers_.capacity()) return -ENOSPC;
+  if (int rc = allow_.add(peer, mac, ip); rc < 0) return rc;
   PeerAddr a{peer, encap_};
   a.encap.dst_mac = mac;
   a.encap.dst_ip = ip;
@@ -47,7 +49,7 @@ bool EngineLink::send_frame(rel::NodeId peer, std::span<const uint8_t> frame) {
   }
   size_t hdr = encap_header_len(a->encap.kind);
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  if (!m || hdr + frame.size() > rte_pktmbuf_tailroom(m)) {
+  if (!m || hdr + frame.size() + encap_trailer_len(a->encap) > rte_pktmbuf_tailroom(m)) {
     ++counters_.alloc_failed;
     rte_pktmbuf_free(m);
     return false;
@@ -96,6 +98,11 @@ unsigned EngineLink::poll(uint64_t now_tsc) {
     }
     if (f.type != LinkType::Reliability) {
       ++counters_.not_ours;
+      continue;
+    }
+    Admit verdict = allow_.check(f.src_mac, f.src_ip, f.payload, f.payload_len);
+    if (verdict != Admit::Allowed) {
+      ++(verdict == Admit::Spoofed ? counters_.spoofed : counters_.not_allowed);
       continue;
     }
     ++counters_.frames_in;

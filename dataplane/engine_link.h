@@ -4,6 +4,8 @@
  * The seam between the pure reliability engine and a DPDK port: engine frames become mbufs
  * (link header + reliability frame) sent through the fault layer, received frames are
  * decoded and handed to Engine::on_frame(), and TSC cycles become the engine's nanoseconds.
+ * Received frames are admitted only from the configured peers, each from its own address
+ * (allow_list.h), and with a cluster key only with a valid tag (codec.h, auth.h).
  *
  * One EngineLink per engine and port, polled from one lcore. No allocation after init():
  * mbufs come from the pool, the pending burst is a fixed array.
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/allow_list.h"
 #include "dataplane/codec.h"
 #include "dataplane/fault.h"
 #include "reliability/engine.h"
@@ -43,7 +46,9 @@ struct EngineLinkCounters {
   uint64_t alloc_failed = 0;     ///< no mbuf for a frame (refused too: the engine retries)
   uint64_t not_ours = 0;         ///< decoded frames of another link type
   uint64_t unknown_peer = 0;     ///< frames the engine asked to send to a peer with no address
-  DecodeCounters decode;
+  uint64_t not_allowed = 0;      ///< received from an address and a node that are no peer of ours
+  uint64_t spoofed = 0;          ///< received in the name of a peer, not from its address
+  DecodeCounters decode;         ///< rejected frames by reason, the tag's (decode_auth_*) too
 };
 
 /** Call @p fn(name, value) for every counter of @p c, the decoder's per reason as
@@ -53,6 +58,7 @@ template <typename Fn>
 void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
   fn("frames_in", c.frames_in), fn("frames_out", c.frames_out), fn("tx_backpressure", c.tx_backpressure);
   fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
+  fn("not_allowed", c.not_allowed), fn("spoofed", c.spoofed);
   fn("decode_accepted", c.decode.accepted), fn("decode_rejected", c.decode.total_rejected());
   for (size_t i = 0; i < kDecodeErrorCount; ++i)
     fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
@@ -69,11 +75,14 @@ class EngineLink final : public rel::FrameSink {
   static constexpr uint16_t kMaxBurst = 64;
 
   /**
-   * @param encap  the port's encapsulation and our own addresses (src MAC/IP, UDP port)
+   * @param encap  the port's encapsulation, our own addresses (src MAC/IP, UDP port) and the
+   *               cluster key, if any (frames are tagged and must be)
    * @return 0, or -EINVAL (burst 0 or above kMaxBurst).
    */
   int init(FaultyPort& port, rte_mempool* pool, const EncapConfig& encap, uint16_t burst);
-  /** Where frames for @p peer go (control path). @return 0 or -ENOSPC. */
+  /** Where frames for @p peer go, and the address its frames must come from (control path;
+   *  broadcast or no address: any address of no other peer, see allow_list.h).
+   *  @return 0, -ENOSPC or -EEXIST (@p peer added before). */
   int add_peer_addr(rel::NodeId peer, const MacAddr& mac, uint32_t ip = 0);
   /** Frames received go to @p engine (which must use this link as its FrameSink). */
   void attach(rel::Engine* engine) { engine_ = engine; }
@@ -110,6 +119,7 @@ class EngineLink final : public rel::FrameSink {
   TscClock clock_;
   uint64_t now_tsc_ = 0;
   std::vector<PeerAddr> peers_;
+  AllowList allow_;
   rte_mbuf* pending_[kMaxBurst];
   uint16_t pending_n_ = 0;
   rte_mbuf* current_ = nullptr;

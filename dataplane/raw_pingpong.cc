@@ -31,7 +31,9 @@ rte_mbuf* make_frame(rte_mempool* pool, const EncapConfig& encap, uint16_t size,
 
 int RawPinger::init(const PingerConfig& cfg, FaultyPort& port, rte_mempool* pool) {
   size_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-  if (cfg.size < kRawMinSize || encap_header_len(cfg.encap.kind) + cfg.size > room) return -EINVAL;
+  if (cfg.size < kRawMinSize || encap_header_len(cfg.encap.kind) + cfg.size + encap_trailer_len(cfg.encap) > room) {
+    return -EINVAL;
+  }
   cfg_ = cfg;
   port_ = &port;
   pool_ = pool;

@@ -54,7 +54,7 @@ bool raw_verify(const uint8_t* payload, uint16_t len) {
 
 int RawSender::init(const RawSenderConfig& cfg, FaultyPort& port, rte_mempool* pool) {
   size_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-  if (cfg.size < kRawMinSize || encap_header_len(cfg.encap.kind) + cfg.size > room ||
+  if (cfg.size < kRawMinSize || encap_header_len(cfg.encap.kind) + cfg.size + encap_trailer_len(cfg.encap) > room ||
       cfg.burst == 0 || cfg.burst > kMaxBurst) {
     return -EINVAL;
   }

@@ -75,11 +75,16 @@ static_assert(offsetof(UdpHdr, length) == 4);
  */
 struct __attribute__((packed)) LinkHdr {
   uint8_t version;  ///< kLinkVersion
-  uint8_t type;     ///< LinkType of the payload
-  Be16 length;      ///< payload bytes after this header
+  uint8_t type;     ///< LinkType of the payload (bits 0-6), kLinkAuthFlag (bit 7)
+  Be16 length;      ///< payload bytes after this header (the tag, if any, not counted)
 };
 static_assert(sizeof(LinkHdr) == 4);
 static_assert(offsetof(LinkHdr, length) == 2);
+
+/** LinkHdr::type bit 7: a kAuthTagBytes tag (dataplane/auth.h) follows the payload. */
+inline constexpr uint8_t kLinkAuthFlag = 0x80;
+/** LinkHdr::type bits 0-6: the LinkType. */
+inline constexpr uint8_t kLinkTypeMask = 0x7F;
 
 /** What the payload after the link header is. */
 enum class LinkType : uint8_t {

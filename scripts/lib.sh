@@ -8,7 +8,7 @@ IMAGO_LOGS="$IMAGO_ROOT/build/logs"
 IMAGO_PACKAGES=(
   build-essential meson ninja-build pkg-config
   dpdk dpdk-dev libdpdk-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libsodium-dev
   python3 python3-pytest python3-scapy
   iproute2 nftables procps
   libzmq3-dev python3-matplotlib

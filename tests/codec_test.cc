@@ -46,10 +46,25 @@ EncapConfig udp_cfg(bool checksum = true) {
   return c;
 }
 
+// Two cluster keys, for tagged frames (tests/auth_test.cc tests the tags themselves).
+AuthKey test_key(uint8_t seed) {
+  uint8_t raw[kAuthKeyBytes];
+  for (size_t i = 0; i < kAuthKeyBytes; ++i) raw[i] = static_cast<uint8_t>(seed + i);
+  AuthKey k;
+  EXPECT_EQ(auth_key_from_bytes(raw, k), 0);
+  return k;
+}
+
+// @p cfg with cluster key @p key: 0 none, 1 or 2 two different keys.
+EncapConfig keyed(EncapConfig cfg, int key) {
+  if (key != 0) cfg.auth = test_key(static_cast<uint8_t>(key * 64));
+  return cfg;
+}
+
 // Encodes @p payload with @p cfg; the result is exactly the frame, nothing after it.
 Frame encode(const EncapConfig& cfg, const std::string& payload,
              LinkType type = LinkType::Reliability) {
-  Frame f(encap_header_len(cfg.kind) + payload.size());
+  Frame f(encap_header_len(cfg.kind) + payload.size() + encap_trailer_len(cfg));
   std::memcpy(f.data() + encap_header_len(cfg.kind), payload.data(), payload.size());
   size_t n = encode_frame(cfg, f.data(), type, static_cast<uint16_t>(payload.size()));
   EXPECT_EQ(n, f.size());
@@ -396,6 +411,8 @@ struct BadFrameCase {
   const char* payload;
   std::function<void(Frame&)> craft;
   DecodeError want;
+  int tx_key = 0;  ///< the sender's cluster key (see keyed())
+  int rx_key = 0;  ///< the receiver's
 };
 
 void PrintTo(const BadFrameCase& c, std::ostream* os) { *os << c.name; }
@@ -403,13 +420,13 @@ void PrintTo(const BadFrameCase& c, std::ostream* os) { *os << c.name; }
 class DecodeRejects : public ::testing::TestWithParam<BadFrameCase> {};
 
 TEST_P(DecodeRejects, CountsExactlyItsReason) {
-  // Do: encode a valid frame, craft the one defect, decode.
+  // Do: encode a valid frame, craft the one defect, decode (with the receiver's key).
   const BadFrameCase& c = GetParam();
-  EncapConfig cfg = c.udp ? udp_cfg() : l2_cfg();
+  EncapConfig cfg = keyed(c.udp ? udp_cfg() : l2_cfg(), c.tx_key);
   Frame f = encode(cfg, c.payload);
   ASSERT_TRUE(decode(cfg, f).ok) << "the unmodified frame must be valid";
   c.craft(f);
-  auto r = decode(cfg, f);
+  auto r = decode(keyed(c.udp ? udp_cfg() : l2_cfg(), c.rx_key), f);
   // Expect: rejected; that reason's counter is 1 and no other counter moved.
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.counters.accepted, 0u);
@@ -487,6 +504,30 @@ const BadFrameCase kBadFrames[] = {
     {"L2LinkTypeZero", false, "p", [](Frame& f) { f[15] = 0; }, DecodeError::LinkType},
     {"UdpLinkTypeUnknown", true, "p", [](Frame& f) { f[43] = 3; refresh_checksums(f); },
      DecodeError::LinkType},
+    {"L2TaggedLinkTypeUnknown", false, "p", [](Frame& f) { f[15] = kLinkAuthFlag | 3; },
+     DecodeError::LinkType, 1, 1},
+    {"L2TaggedLengthPastTag", false, "pppp", [](Frame& f) { put16(f, 16, 5); },
+     DecodeError::LinkLength, 1, 1},
+    {"UdpTaggedCutBeforeTagEnd", true, "pppp",
+     [](Frame& f) {
+       f.resize(f.size() - 1);
+       set_ip_total(f, static_cast<uint16_t>(f.size() - kIpAt));
+       put16(f, kUdpAt + 4, static_cast<uint16_t>(f.size() - kUdpAt));
+       refresh_checksums(f);
+     },
+     DecodeError::LinkLength, 1, 1},
+    {"L2UntaggedToKeyedNode", false, "p", [](Frame&) {}, DecodeError::AuthMissing, 0, 1},
+    {"UdpUntaggedToKeyedNode", true, "p", [](Frame&) {}, DecodeError::AuthMissing, 0, 1},
+    {"L2FlagClearedTagLeft", false, "p", [](Frame& f) { f[15] &= kLinkTypeMask; },
+     DecodeError::AuthMissing, 1, 1},
+    {"L2PayloadByteChanged", false, "payload", [](Frame& f) { f[20] ^= 0x01; },
+     DecodeError::AuthBad, 1, 1},
+    {"UdpTagByteChanged", true, "payload", [](Frame& f) { f.back() ^= 0x80; refresh_checksums(f); },
+     DecodeError::AuthBad, 1, 1},
+    {"L2OtherClusterKey", false, "payload", [](Frame&) {}, DecodeError::AuthBad, 1, 2},
+    {"UdpOtherClusterKey", true, "payload", [](Frame&) {}, DecodeError::AuthBad, 1, 2},
+    {"L2TaggedToNodeWithoutKey", false, "p", [](Frame&) {}, DecodeError::AuthUnexpected, 1, 0},
+    {"UdpTaggedToNodeWithoutKey", true, "p", [](Frame&) {}, DecodeError::AuthUnexpected, 1, 0},
 };
 
 INSTANTIATE_TEST_SUITE_P(EveryReason, DecodeRejects, ::testing::ValuesIn(kBadFrames),
@@ -522,13 +563,15 @@ Frame random_frame(Rng& rng, const EncapConfig& cfg) {
 }
 
 TEST(CodecRobustness, RandomAndMutatedFramesAreAllAccountedFor) {
-  // Do: decode 200000 random or mutated frames, alternating L2 and UDP, each in an
-  // exactly-sized buffer (so a sanitizer build catches any read past the end).
+  // Do: decode 200000 random or mutated frames, alternating L2 and UDP, one in three tagged
+  // with a cluster key, each in an exactly-sized buffer (so a sanitizer build catches any
+  // read past the end).
   Rng rng(0xC0DEC);
   DecodeCounters total;
   const uint64_t kFrames = 200000;
+  const EncapConfig l2_keyed = keyed(l2_cfg(), 1), udp_keyed = keyed(udp_cfg(), 1);
   for (uint64_t i = 0; i < kFrames; ++i) {
-    EncapConfig cfg = i % 2 ? udp_cfg(i % 4 == 1) : l2_cfg();
+    EncapConfig cfg = i % 3 == 0 ? (i % 2 ? udp_keyed : l2_keyed) : i % 2 ? udp_cfg(i % 4 == 1) : l2_cfg();
     Frame f = random_frame(rng, cfg);
     DecodedFrame out;
     if (decode_frame(cfg, f.data(), f.size(), out, total)) {

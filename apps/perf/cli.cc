@@ -108,7 +108,9 @@ void perf_cli_set(const char* key, const char* value) {
     return;
   }
   size_t room = rte_pktmbuf_data_room_size(g_session->ctx.nodes.front()->pool) - size_t{RTE_PKTMBUF_HEADROOM};
-  if (changed.size + imago::dp::encap_header_len(changed.encap.kind) > room) {
+  const size_t frame = changed.size + imago::dp::encap_header_len(changed.encap.kind) +
+                       imago::dp::encap_trailer_len(changed.encap);
+  if (frame > room) {
     std::printf("--size %u does not fit this session's mbufs; restart with it\n", changed.size);
     return;
   }

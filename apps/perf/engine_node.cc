@@ -12,7 +12,7 @@ namespace imago::perf {
 
 rel::Config engine_config(const Options& o) {
   rel::Config c;
-  c.mtu = static_cast<uint32_t>(dp::max_payload(o.encap.kind, o.mtu));
+  c.mtu = static_cast<uint32_t>(dp::max_payload(o.encap, o.mtu));  // less the tag, with a key
   c.selective_repeat = !o.go_back_n;
   c.flow_control = !o.no_flow_control;
   c.crc = !o.no_crc;

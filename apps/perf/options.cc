@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
+
+#include "dataplane/auth.h"
 
 namespace imago::perf {
 namespace {
@@ -72,6 +75,18 @@ std::string mac_str(const dp::MacAddr& m) {
   std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m.b[0], m.b[1], m.b[2], m.b[3],
                 m.b[4], m.b[5]);
   return b;
+}
+
+// The cluster key from a file (never from the command line, where ps would show it).
+bool to_auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
+  dp::AuthKey k;
+  std::string err;
+  if (dp::auth_key_load(path, k, &err) < 0) {
+    std::fprintf(stderr, "imago-perf: %s\n", err.c_str());
+    return false;
+  }
+  key = k;
+  return true;
 }
 
 // A probability knob of the tx fault stage, e.g. --loss.
@@ -145,12 +160,17 @@ const std::vector<Opt>& table() {
       {"src-ip", "A.B.C.D", "source IPv4 address (UDP encapsulation)",
        [](Options& o, const std::string& v) { return to_ip(v, o.encap.src_ip); },
        [](const Options& o) { return ip_str(o.encap.src_ip); }},
-      {"dst-ip", "A.B.C.D", "destination IPv4 address or multicast group (UDP encapsulation)",
+      {"dst-ip", "A.B.C.D", "destination IPv4 address or multicast group (UDP encapsulation); reliable modes "
+                            "take frames only from a unicast one",
        [](Options& o, const std::string& v) { return to_ip(v, o.encap.dst_ip); },
        [](const Options& o) { return ip_str(o.encap.dst_ip); }},
-      {"peer-mac", "MAC", "destination MAC address",
+      {"peer-mac", "MAC", "destination MAC address; reliable modes take frames only from it (unless broadcast)",
        [](Options& o, const std::string& v) { return to_mac(v, o.encap.dst_mac); },
        [](const Options& o) { return mac_str(o.encap.dst_mac); }},
+      {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
+                           "without a valid tag",
+       [](Options& o, const std::string& v) { return to_auth_key(v, o.encap.auth); },
+       [](const Options& o) { return o.encap.auth ? "set" : "-"; }},
       {"duration", "SECONDS", "stop after this long whatever happened",
        [](Options& o, const std::string& v) { return to_num(v, o.duration_s) && o.duration_s > 0; },
        [](const Options& o) { return shortest(o.duration_s); }},

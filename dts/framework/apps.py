@@ -135,6 +135,8 @@ class PerfParams:
         ping_timeout_us: raw-pingpong: a reply later than this counts as lost.
         mtu: reliable modes: the IP MTU frames are sized for (the link must carry it).
         dead_after_ms: reliable modes: declare the peer dead after this much silence.
+        auth_key: file holding the cluster key (``--auth-key``): every frame tagged, untagged
+            or wrongly tagged frames dropped.
     """
 
     role: Role
@@ -155,6 +157,7 @@ class PerfParams:
     ping_timeout_us: int | None = None
     mtu: int | None = None
     dead_after_ms: int | None = None
+    auth_key: Path | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role) or not isinstance(self.encap, Encap):
@@ -197,6 +200,8 @@ class PerfParams:
             out += ["--src-ip", str(self.src_ip), "--dst-ip", str(self.dst_ip)]
         if self.peer_mac is not None:
             out += ["--peer-mac", self.peer_mac]
+        if self.auth_key is not None:
+            out += ["--auth-key", str(self.auth_key)]
         return out
 
 

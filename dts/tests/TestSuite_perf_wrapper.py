@@ -119,6 +119,6 @@ class TestSuitePerfWrapper(TestSuite):
         text = ImagoPerf(node, perf_binary).help_text()
         flags = ["--mode", "--role", "--msgs", "--size", "--burst", "--encap", "--rate", "--duration",
                  "--idle-timeout-ms", "--stats-period", "--loss", "--seed", "--src-ip", "--dst-ip",
-                 "--peer-mac"]
+                 "--peer-mac", "--auth-key"]
         missing = [f for f in flags if f not in text]
         self.verify(not missing, f"imago-perf --help lacks {missing}:\n{text}")

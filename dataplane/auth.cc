@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/auth.h"
+
+#include <sodium.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace imago::dp {
+namespace {
+
+static_assert(kAuthKeyBytes >= crypto_generichash_blake2b_KEYBYTES_MIN &&
+              kAuthKeyBytes <= crypto_generichash_blake2b_KEYBYTES_MAX);
+static_assert(kAuthTagBytes >= crypto_generichash_blake2b_BYTES_MIN);
+
+// BLAKE2b's personalisation block: a key used for imago link tags makes tags no other use of
+// the same key (another protocol, a later tag layout) would accept.
+constexpr unsigned char kPersonal[crypto_generichash_blake2b_PERSONALBYTES] = "imago-link-v1";
+
+// A file holding a key is small; anything longer is not one.
+constexpr size_t kMaxKeyFile = 256;
+
+bool all_zero(const uint8_t* p, size_t n) { return sodium_is_zero(p, n) == 1; }
+
+bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+}  // namespace
+
+int auth_init() { return sodium_init() < 0 ? -EIO : 0; }
+
+int auth_key_from_bytes(std::span<const uint8_t> raw, AuthKey& key) {
+  if (raw.size() != kAuthKeyBytes || all_zero(raw.data(), raw.size())) return -EINVAL;
+  if (int rc = auth_init(); rc < 0) return rc;
+  std::memcpy(key.bytes.data(), raw.data(), kAuthKeyBytes);
+  return 0;
+}
+
+int auth_key_load(const std::string& path, AuthKey& key, std::string* err) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    int e = errno;
+    *err = "cannot read key file " + path + ": " + std::strerror(e);
+    return -e;
+  }
+  uint8_t buf[kMaxKeyFile + 1];
+  size_t n = std::fread(buf, 1, sizeof buf, f);
+  bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) {
+    *err = "cannot read key file " + path;
+    return -EIO;
+  }
+  uint8_t raw[kAuthKeyBytes];
+  int rc = -EINVAL;
+  if (n == kAuthKeyBytes) {
+    std::memcpy(raw, buf, n);
+    rc = 0;
+  } else if (n <= kMaxKeyFile) {
+    while (n > 0 && is_space(buf[n - 1])) --n;
+    size_t got = 0;
+    const char* end = nullptr;
+    if (n == 2 * kAuthKeyBytes &&
+        sodium_hex2bin(raw, sizeof raw, reinterpret_cast<const char*>(buf), n, nullptr, &got, &end) == 0 &&
+        got == kAuthKeyBytes && end == reinterpret_cast<const char*>(buf) + n) {
+      rc = 0;
+    }
+  }
+  if (rc == 0) rc = auth_key_from_bytes(raw, key);
+  sodium_memzero(buf, sizeof buf);
+  sodium_memzero(raw, sizeof raw);
+  if (rc == -EINVAL) {
+    *err = "key file " + path + " holds no key: want 32 bytes, or 64 hex digits, not all zero " +
+           "(make one with: head -c 32 /dev/urandom > " + path + ")";
+  } else if (rc < 0) {
+    *err = "libsodium failed to start";
+  }
+  return rc;
+}
+
+void auth_tag(const AuthKey& key, const uint8_t* data, size_t len, uint8_t* tag) {
+  crypto_generichash_blake2b_salt_personal(tag, kAuthTagBytes, data, len, key.bytes.data(), kAuthKeyBytes,
+                                           nullptr, kPersonal);
+}
+
+bool auth_verify(const AuthKey& key, const uint8_t* data, size_t len, const uint8_t* tag) {
+  uint8_t want[kAuthTagBytes];
+  auth_tag(key, data, len, want);
+  static_assert(kAuthTagBytes == crypto_verify_16_BYTES);
+  return crypto_verify_16(want, tag) == 0;
+}
+
+}  // namespace imago::dp
