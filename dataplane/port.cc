@@ -2,13 +2,18 @@
 #include "dataplane/port.h"
 
 #include <net/if.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_interrupts.h>
 #include <rte_mbuf.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -22,7 +27,108 @@ int fail(uint16_t port, const char* what, int rc) {
   return rc;
 }
 
+// The interrupt-thread hold (port.h): park() runs on "eal-intr-thread" when kick_fd is
+// readable and blocks there reading release_fd. Set up once and never torn down: the thread
+// may stay parked until the process ends, past rte_eal_cleanup(), so nothing here lives in
+// DPDK's heap (a private interrupt instance is malloc()ed) or has a destructor.
+enum : int { kFree = 0, kRequested = 1, kParked = 2 };
+
+struct IntrHold {
+  rte_intr_handle* handle = nullptr;
+  int kick_fd = -1;     // EFD_NONBLOCK: park() consumes it; RTE_INTR_HANDLE_EXT reads nothing
+  int release_fd = -1;  // blocking: park() waits here
+  std::atomic<int> state{kFree};
+};
+
+IntrHold& intr_hold() {
+  static IntrHold* h = new IntrHold;  // never freed: the parked thread may outlive main()
+  return *h;
+}
+
+// States: kFree -> kRequested (hold: kick) -> kParked (here) -> kFree (release: wake up); a
+// release before the thread got here takes kRequested back to kFree and park() returns.
+void park(void* arg) {
+  auto* h = static_cast<IntrHold*>(arg);
+  uint64_t v;
+  if (read(h->kick_fd, &v, sizeof v) < 0) return;  // nothing asked (EAGAIN)
+  int requested = kRequested;
+  if (!h->state.compare_exchange_strong(requested, kParked, std::memory_order_acq_rel)) return;
+  while (read(h->release_fd, &v, sizeof v) < 0 && errno == EINTR) {
+  }
+}
+
+// rte_intr_instance_alloc() and its setters are experimental in DPDK 22.11 (the only way to
+// build a handle since 21.11 made it opaque); net_memif itself uses them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+int intr_hold_setup(IntrHold& h) {
+  if (h.handle) return 0;
+  h.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  h.release_fd = eventfd(0, EFD_CLOEXEC);
+  rte_intr_handle* ih = nullptr;
+  int rc = 0;
+  if (h.kick_fd < 0 || h.release_fd < 0) {
+    rc = -errno;
+  } else if ((ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE)) == nullptr) {
+    rc = -ENOMEM;
+  } else if (rte_intr_fd_set(ih, h.kick_fd) != 0 || rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT) != 0) {
+    rc = -EINVAL;
+  } else {
+    rc = rte_intr_callback_register(ih, park, &h);
+  }
+  if (rc < 0) {
+    IMAGO_LOG(ERR, dataplane, "cannot hold the interrupt thread: %s\n", rte_strerror(-rc));
+    rte_intr_instance_free(ih);
+    for (int* fd : {&h.kick_fd, &h.release_fd}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+    return rc;
+  }
+  h.handle = ih;
+  return 0;
+}
+#pragma GCC diagnostic pop
+
 }  // namespace
+
+int hold_intr_thread(unsigned timeout_ms) {
+  IntrHold& h = intr_hold();
+  if (h.state.load(std::memory_order_acquire) == kParked) return 0;
+  if (int rc = intr_hold_setup(h); rc < 0) return rc;
+  int state = kFree;  // else kRequested (its kick is pending) or kParked meanwhile
+  if (h.state.compare_exchange_strong(state, kRequested, std::memory_order_acq_rel)) {
+    uint64_t one = 1;
+    if (write(h.kick_fd, &one, sizeof one) < 0) {
+      int rc = -errno;
+      h.state.store(kFree, std::memory_order_release);
+      return rc;
+    }
+  }
+  // The thread parks once the callback it may be running returns: microseconds, or as long
+  // as a PMD callback takes.
+  for (unsigned waited_us = 0; h.state.load(std::memory_order_acquire) != kParked; waited_us += 100) {
+    if (waited_us >= timeout_ms * 1000u) {
+      if (timeout_ms > 0) {
+        IMAGO_LOG(WARNING, dataplane, "the interrupt thread did not park within %u ms\n", timeout_ms);
+      }
+      return -ETIMEDOUT;
+    }
+    rte_delay_us_sleep(100);
+  }
+  return 0;
+}
+
+void release_intr_thread() {
+  IntrHold& h = intr_hold();
+  if (h.state.exchange(kFree, std::memory_order_acq_rel) != kParked) return;  // none, or asked only
+  uint64_t one = 1;
+  if (write(h.release_fd, &one, sizeof one) < 0) {
+    IMAGO_LOG(ERR, dataplane, "cannot release the interrupt thread: %s\n", strerror(errno));
+  }
+}
+
+bool intr_thread_held() { return intr_hold().state.load(std::memory_order_acquire) == kParked; }
 
 unsigned mbufs_needed(const PortConfig& cfg, unsigned nb_lcores, unsigned burst, unsigned cache,
                       unsigned extra) {
@@ -48,6 +154,7 @@ int Port::open(uint16_t port_id, const PortConfig& cfg, rte_mempool* pool) {
   id_ = port_id;
   cfg_ = cfg;
   pool_ = pool;
+  intr_control_ = driver() == "net_memif";
   rte_eth_conf conf{};
   if (int rc = rte_eth_dev_configure(id_, cfg.nb_rxq, cfg.nb_txq, &conf); rc < 0) {
     return fail(id_, "configure", rc);
@@ -92,6 +199,10 @@ int Port::start() {
 int Port::stop() {
   if (!started_) return 0;
   started_ = false;
+  // net_memif: rte_eth_dev_stop() runs memif_disconnect() here; the interrupt thread must not
+  // run it at the same time for a peer that leaves now (port.h, "Holding DPDK's interrupt
+  // thread"), nor touch the server socket rte_eth_dev_close() frees.
+  if (intr_control_) hold_intr_thread();
   if (int rc = rte_eth_dev_stop(id_); rc < 0) return fail(id_, "stop", rc);
   return 0;
 }
@@ -100,6 +211,7 @@ int Port::close() {
   int rc = stop();
   if (configured_) {
     configured_ = false;
+    if (intr_control_) hold_intr_thread();  // also when never started: the server socket
     if (int crc = rte_eth_dev_close(id_); crc < 0) return fail(id_, "close", crc);
   }
   return rc;

@@ -50,6 +50,42 @@ unsigned mbufs_needed(const PortConfig& cfg, unsigned nb_lcores, unsigned burst,
  */
 rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket);
 
+/**
+ * @name Holding DPDK's interrupt thread
+ * DPDK runs PMD control callbacks on one thread, "eal-intr-thread". net_memif (DPDK 22.11)
+ * handles its control socket there, and two of its paths crash a process that is polling or
+ * ending (issue #9, item 14; reproducer: scripts/repro-memif-exit.sh):
+ *  - when the peer leaves (its DISCONNECT message, or EOF when it exits),
+ *    memif_intr_handler() -> memif_disconnect() -> memif_free_regions() munmap()s the rings
+ *    and rte_free()s the regions with no lock against eth_memif_rx()/eth_memif_tx(), whose
+ *    "connected?" check is not atomic with their ring accesses: an lcore inside a burst
+ *    faults in librte_net_memif.so. The same memif_disconnect() may also run on the
+ *    interrupt thread while rte_eth_dev_stop() runs it on ours (both unlocked past cc_lock).
+ *  - rte_eth_dev_close() of a server (memif_socket_remove_device()) frees the listener
+ *    socket but leaves its interrupt source registered; once rte_eal_cleanup() has unmapped
+ *    the heap, the thread faults in rte_intr_fd_get() the next time it wakes.
+ * Holding the thread parked in a callback of ours (an eventfd of type RTE_INTR_HANDLE_EXT)
+ * keeps every other callback from running until release: a callback already running
+ * finishes first, later events wait. While held, a memif port neither connects nor notices
+ * its peer leaving (the rings stay mapped: the peer's departure only stops the traffic), so
+ * hold it once the link is up and while lcores poll, and from the port's stop to the end of
+ * the process. Control path; the functions may be called from any thread but not
+ * concurrently with each other.
+ * @{
+ */
+/**
+ * Park the interrupt thread and return once it is parked (or already was); with
+ * @p timeout_ms 0, ask and return at once (a later call or intr_thread_held() tells).
+ * @return 0; -ETIMEDOUT when it did not park within @p timeout_ms (a long callback: it parks
+ *         when that ends); another negative errno when the hold cannot be set up (EAL down).
+ */
+int hold_intr_thread(unsigned timeout_ms = 1000);
+/** Let the interrupt thread run again (no-op when not held). */
+void release_intr_thread();
+/** @return true while the interrupt thread is parked by hold_intr_thread(). */
+bool intr_thread_held();
+/** @} */
+
 /** One configured ethdev port. */
 class Port {
  public:
@@ -61,10 +97,22 @@ class Port {
   int open(uint16_t port_id, const PortConfig& cfg, rte_mempool* pool);
   /** Start the port and apply promiscuous/all-multicast. @return 0 or a negative errno. */
   int start();
-  /** Stop the port (idempotent). @return 0 or a negative errno. */
+  /**
+   * Stop the port (idempotent). Stop the lcores polling it first. A port whose driver tears
+   * down on the interrupt thread (control_on_intr_thread()) holds that thread first and
+   * leaves it held for the rest of the process (see hold_intr_thread()).
+   * @return 0 or a negative errno.
+   */
   int stop();
-  /** Stop and close the port, releasing the device (idempotent). @return 0 or a negative errno. */
+  /** Stop and close the port, releasing the device (idempotent); the same hold as stop().
+   *  @return 0 or a negative errno. */
   int close();
+  /**
+   * @return true when the driver runs its control channel on DPDK's interrupt thread and
+   * tears the port down there when the peer leaves (net_memif): poll it only while that
+   * thread is held (hold_intr_thread()) once the link is up.
+   */
+  bool control_on_intr_thread() const { return intr_control_; }
 
   /** @return 0 with @p out filled, or a negative errno. @p wait_ms > 0 waits for link up. */
   int link(LinkStatus& out, unsigned wait_ms = 0) const;
@@ -98,6 +146,7 @@ class Port {
   rte_mempool* pool_ = nullptr;
   bool configured_ = false;
   bool started_ = false;
+  bool intr_control_ = false;  // net_memif: see control_on_intr_thread()
 };
 
 }  // namespace imago::dp

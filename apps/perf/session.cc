@@ -13,8 +13,24 @@
 namespace imago::perf {
 namespace {
 
+// net_memif tears its port down on DPDK's interrupt thread when the peer leaves, unmapping the
+// rings under an lcore inside a burst (issue #9, item 14; dataplane/port.h, "Holding DPDK's
+// interrupt thread"). Once a memif link is up, hold that thread while the lcores poll: a
+// peer leaving then only stops the traffic. Asks without waiting (a later call sees it parked).
+void hold_intr_thread_once_linked(const Context& ctx) {
+  if (dp::intr_thread_held()) return;
+  for (const Node* n : ctx.nodes) {
+    dp::LinkStatus l;
+    if (n->port.control_on_intr_thread() && n->port.link(l) == 0 && l.up) {
+      dp::hold_intr_thread(0);
+      return;
+    }
+  }
+}
+
 unsigned control_task(void* arg, uint64_t now) {
   auto* s = static_cast<Session*>(arg);
+  hold_intr_thread_once_linked(s->ctx);
   if (s->mode->finished(s->ctx, now)) {
     s->ctx.runner.stop();
   } else if (now >= s->deadline_tsc) {
@@ -94,6 +110,8 @@ int session_launch(Session& s) {
 void session_halt(Session& s) {
   s.ctx.runner.stop();
   s.ctx.runner.join();
+  // No lcore polls now: between interactive runs a memif port may see its peer go and come.
+  dp::release_intr_thread();
 }
 
 void session_report(Session& s, app::Json& result) {
@@ -117,6 +135,10 @@ std::string session_stats_line(Session& s) {
 }
 
 void session_close(Session& s) {
+  if (s.ctx.runner.active()) {  // the lcores stop before their ports do
+    s.ctx.runner.stop();
+    s.ctx.runner.join();
+  }
   if (s.prepared) s.mode->teardown(s.ctx);
   s.prepared = false;
   close_topology(s.ctx, s.topo);
