@@ -362,8 +362,23 @@ unsigned Runtime::reclaim(uint32_t slot) {
   return n;
 }
 
+// net_memif unmaps a port's rings on DPDK's interrupt thread when its peer leaves, under the
+// engine lcore's feet (dataplane/port.h, "Holding DPDK's interrupt thread"): once a memif link
+// is up, park that thread while the engines poll. Asks without waiting; a later call sees it.
+void Runtime::hold_intr_thread_once_linked() {
+  if (!engines_running_ || dp::intr_thread_held()) return;
+  for (const auto& pb : ports_) {
+    dp::LinkStatus l;
+    if (pb->port.control_on_intr_thread() && pb->port.link(l) == 0 && l.up) {
+      dp::hold_intr_thread(0);
+      return;
+    }
+  }
+}
+
 unsigned Runtime::housekeeping() {
   std::lock_guard<std::mutex> lock(ctl_);
+  hold_intr_thread_once_linked();
   unsigned reclaimed = 0;
   for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
     EndpointSlot& s = shm_->slots[i];

@@ -67,6 +67,7 @@ class Runtime {
   int check_open(const CtlMsg& req, int* node_index) const;
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
   unsigned reclaim(uint32_t slot);
+  void hold_intr_thread_once_linked();
   bool wait_drained(uint32_t slot);
 
   RuntimeOptions o_;
