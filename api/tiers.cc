@@ -37,9 +37,12 @@ void head(imago_msg& d, uint64_t src, uint32_t len, uint16_t flags, uint8_t tier
 
 // @return the pool object behind @p buf if it is a buffer this endpoint lent, else nullptr.
 void* own_buffer(const TierSide& t, void* buf) {
-  // Only inside pool memory is it safe to read the loan id in front of the buffer.
-  auto* obj = static_cast<uint8_t*>(buf) - kHeadroom;
-  if (buf == nullptr || !t.shm->in_pools(obj, kHeadroom)) return nullptr;
+  // Only inside pool memory is it safe to read the loan id in front of the buffer. The
+  // address is computed as an integer: a wild pointer must not be stepped back (that is UB).
+  const auto addr = reinterpret_cast<uintptr_t>(buf);
+  if (addr < kHeadroom) return nullptr;
+  auto* obj = reinterpret_cast<uint8_t*>(addr - kHeadroom);
+  if (!t.shm->in_pools(obj, kHeadroom)) return nullptr;
   return t.slot->tx_loans.peek(loan_of(obj)) == obj ? obj : nullptr;
 }
 
