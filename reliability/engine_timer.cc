@@ -100,7 +100,10 @@ void Engine::on_tail_probe(Peer& p) {
 uint64_t Engine::peer_deadline(const Peer& p) const {
   if (p.s.state == PeerState::kDead) return kNever;
   const bool established = p.s.state == PeerState::kEstablished;
-  const bool pending = p.ack_now || p.nack_now || p.probe_now || p.hello_ack_now ||
+  // ACKs, NACKs and probes wait for the peer's token (flush() sends none before): until it is
+  // known they are not work that is due, or a caller would spin on them.
+  const bool control = p.s.known && (p.ack_now || p.nack_now || p.probe_now);
+  const bool pending = control || p.hello_ack_now ||
                        (established && p.retx_count > 0 && p.credit_out.allows(p.retx_cursor));
   // Work is due now, unless the sink pushed back: then retry shortly, never spin.
   if (pending) return p.tx_blocked ? now_ + cfg_.tx_retry_ns : now_;

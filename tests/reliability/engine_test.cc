@@ -592,6 +592,24 @@ TEST_F(EngineTest, SilentPeerIsDeclaredDeadAndSendFails) {
   EXPECT_EQ(a.e->send(2, msg(8, 1), 0, now), -ENOTCONN);
 }
 
+TEST_F(EngineTest, AnAckRequestToAPeerNotYetHeardFromIsNoWorkDueNow) {
+  // Do: before B has answered A's HELLO, send B a message that asks for an ACK (found by
+  // the engine fuzzer: the request waited for B's token while the deadline said "now").
+  a.e->poll(now);
+  a.out.clear();
+  ASSERT_EQ(a.e->send(2, msg(8, 1), send_flag::kFastpath | send_flag::kAckReq, now), 0);
+  a.e->poll(now);
+  // Expect: nothing can go out yet, so the next deadline lies ahead (no spinning caller).
+  EXPECT_TRUE(a.out.empty());
+  EXPECT_GT(a.e->next_deadline(), now);
+  // Do: finish the handshake. Expect: the message goes out, with its ACK request.
+  a.out.clear();
+  settle();
+  b.e->poll(now);
+  settle();
+  EXPECT_EQ(b.got.size(), 1u);
+}
+
 TEST_F(EngineTest, FragmentsAndReassemblesA16MiBMessage) {
   ca.max_message_size = cb.max_message_size = 16u << 20;
   ca.send_buffer_bytes = cb.send_buffer_bytes = (16u << 20) + (1u << 20);
