@@ -15,8 +15,8 @@
 #include <new>
 
 #include "api/buffers.h"
+#include "api/control_check.h"
 #include "api/handoff.h"
-#include "reliability/crc32c.h"
 #include "dataplane/eal.h"
 #include "dataplane/log.h"
 
@@ -32,19 +32,11 @@ constexpr unsigned kPairRing = 1024;
 constexpr unsigned kHeldMbufs = 4096;
 
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
-  CtlMsg m{};
-  if (msg->len_param == sizeof m) std::memcpy(&m, msg->param, sizeof m);
-  if (msg->len_param != sizeof m || m.version != kShmVersion) {
-    m.rc = -EPROTO;
-  } else if (m.op == CtlOp::kHello) {
-    m.rc = 0;
-  } else if (m.op == CtlOp::kOpen) {
-    m.rc = g_runtime->open_endpoint(m);
-  } else if (m.op == CtlOp::kClose && m.slot < kMaxEndpoints && g_runtime->shm()->slots[m.slot].pid == m.pid) {
-    m.rc = g_runtime->close_endpoint(m.slot);
-  } else {
-    m.rc = -EINVAL;
-  }
+  CtlMsg m;
+  int rc = ctl_decode(msg->param, msg->len_param, *g_runtime->shm(), &m);
+  if (rc == 0 && m.op == CtlOp::kOpen) rc = g_runtime->open_endpoint(m);
+  if (rc == 0 && m.op == CtlOp::kClose) rc = g_runtime->close_endpoint(m.slot);
+  m.rc = rc;
   rte_mp_msg reply{};
   std::snprintf(reply.name, sizeof reply.name, "%s", kCtlAction);
   reply.len_param = sizeof m;
@@ -64,11 +56,6 @@ void note_range(rte_mempool*, void* arg, rte_mempool_memhdr* m, unsigned) {
 }
 
 }  // namespace
-
-uint32_t endpoint_hash(const char* name) {
-  uint32_t h = crc32c(0, name, std::strlen(name));
-  return h == 0 ? 1 : h;
-}
 
 Runtime::Runtime() = default;
 Runtime::~Runtime() { stop(); }
@@ -269,25 +256,11 @@ void Runtime::stop() {
 
 // --- control path ---
 
-int Runtime::check_open(const CtlMsg& req, int* node_index) const {
-  size_t len = strnlen(req.name, sizeof req.name);
-  if (len == 0 || len > kNameMax) return -EINVAL;
-  uint32_t ring = req.ring_size ? req.ring_size : kRingDefault;
-  if (ring < kRingMin || ring > kRingMax || (ring & (ring - 1)) != 0) return -EINVAL;
-  *node_index = req.node == 0 ? 0 : shm_->node_index(req.node);
-  if (*node_index < 0 || !nodes_[*node_index]->has_peer(req.peer)) return -EINVAL;
-  const uint32_t hash = endpoint_hash(req.name);
-  for (const EndpointSlot& s : shm_->slots) {
-    if (s.state.load(std::memory_order_acquire) == SlotState::kFree) continue;
-    if (s.node_index == static_cast<uint32_t>(*node_index) && s.peer == req.peer && s.hash == hash) return -EEXIST;
-  }
-  return 0;
-}
-
 int Runtime::open_endpoint(CtlMsg& req) {
   std::lock_guard<std::mutex> lock(ctl_);
   int node_index;
-  if (int rc = check_open(req, &node_index); rc < 0) return rc;
+  const ServesPeer serves = [this](int n, uint64_t peer) { return nodes_[n]->has_peer(peer); };
+  if (int rc = ctl_check_open(req, *shm_, serves, &node_index); rc < 0) return rc;
   for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
     if (shm_->slots[i].state.load(std::memory_order_acquire) != SlotState::kFree) continue;
     if (int rc = fill_slot(i, req, node_index); rc < 0) return rc;

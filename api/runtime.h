@@ -64,7 +64,6 @@ class Runtime {
   int open_nodes();
   int add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& peers);
   int start_engines();
-  int check_open(const CtlMsg& req, int* node_index) const;
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
   unsigned reclaim(uint32_t slot);
   void hold_intr_thread_once_linked();

@@ -101,7 +101,7 @@ struct ShmRoot {
 
   /** @return the index of node @p id, or -1. */
   int node_index(uint64_t id) const {
-    for (uint32_t i = 0; i < n_nodes; ++i)
+    for (uint32_t i = 0; i < n_nodes && i < kMaxNodes; ++i)
       if (node_ids[i] == id) return static_cast<int>(i);
     return -1;
   }

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The primary's checks on control requests from secondaries (api/control_check.h), no EAL.
+#include "api/control_check.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace imago::api {
+namespace {
+
+struct Table {
+  std::unique_ptr<ShmRoot> shm = std::make_unique<ShmRoot>();
+  ServesPeer serves = [](int node, uint64_t peer) { return node == 0 && peer == 2; };
+  Table() {
+    shm->n_nodes = 1;
+    shm->node_ids[0] = 1;
+  }
+};
+
+CtlMsg open_req(const char* name, uint64_t peer = 2) {
+  CtlMsg m{};
+  m.op = CtlOp::kOpen;
+  m.version = kShmVersion;
+  m.pid = 100;
+  m.peer = peer;
+  std::snprintf(m.name, sizeof m.name, "%s", name);
+  return m;
+}
+
+TEST(CtlDecode, WrongLengthOrVersionIsEproto) {
+  Table t;
+  CtlMsg m = open_req("a"), out;
+  // Do: a short message, a long one, another version, no bytes at all.
+  // Expect: -EPROTO each time, and nothing of the request kept.
+  EXPECT_EQ(ctl_decode(&m, sizeof m - 1, *t.shm, &out), -EPROTO);
+  EXPECT_EQ(ctl_decode(nullptr, sizeof m, *t.shm, &out), -EPROTO);
+  m.version = kShmVersion + 1;
+  EXPECT_EQ(ctl_decode(&m, sizeof m, *t.shm, &out), -EPROTO);
+  EXPECT_EQ(out.pid, 0);
+}
+
+TEST(CtlDecode, UnknownOperationOrAnotherProcessesCloseIsEinval) {
+  Table t;
+  CtlMsg m = open_req("a"), out;
+  m.op = static_cast<CtlOp>(7);
+  EXPECT_EQ(ctl_decode(&m, sizeof m, *t.shm, &out), -EINVAL);
+  // Do: close slot 3, owned by pid 101, as pid 100; then as 101; then slot 32.
+  // Expect: refused, taken, refused.
+  t.shm->slots[3].pid = 101;
+  m.op = CtlOp::kClose;
+  m.slot = 3;
+  EXPECT_EQ(ctl_decode(&m, sizeof m, *t.shm, &out), -EINVAL);
+  m.pid = 101;
+  EXPECT_EQ(ctl_decode(&m, sizeof m, *t.shm, &out), 0);
+  EXPECT_EQ(out.slot, 3u);
+  m.slot = kMaxEndpoints;
+  EXPECT_EQ(ctl_decode(&m, sizeof m, *t.shm, &out), -EINVAL);
+}
+
+TEST(CtlCheckOpen, NamesRingsNodesAndPeersAreChecked) {
+  Table t;
+  int node = -1;
+  EXPECT_EQ(ctl_check_open(open_req("orders"), *t.shm, t.serves, &node), 0);
+  EXPECT_EQ(node, 0);
+  EXPECT_EQ(ctl_check_open(open_req(""), *t.shm, t.serves, &node), -EINVAL);
+  CtlMsg m = open_req("x");
+  std::memset(m.name, 'n', sizeof m.name);  // no terminating NUL
+  EXPECT_EQ(ctl_check_open(m, *t.shm, t.serves, &node), -EINVAL);
+  for (uint32_t ring : {32u, 96u, 8192u}) {
+    m = open_req("x");
+    m.ring_size = ring;
+    EXPECT_EQ(ctl_check_open(m, *t.shm, t.serves, &node), -EINVAL) << ring;
+  }
+  m = open_req("x");
+  m.node = 9;  // no such node
+  EXPECT_EQ(ctl_check_open(m, *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(open_req("x", 3), *t.shm, t.serves, &node), -EINVAL);  // not a peer
+}
+
+TEST(CtlCheckOpen, ALiveEndpointOfTheSameNameAndPeerIsEexist) {
+  Table t;
+  EndpointSlot& s = t.shm->slots[5];
+  s.state.store(SlotState::kOpen);
+  s.peer = 2;
+  s.hash = endpoint_hash("orders");
+  int node;
+  EXPECT_EQ(ctl_check_open(open_req("orders"), *t.shm, t.serves, &node), -EEXIST);
+  s.state.store(SlotState::kFree);  // once freed, the name is free again
+  EXPECT_EQ(ctl_check_open(open_req("orders"), *t.shm, t.serves, &node), 0);
+}
+
+}  // namespace
+}  // namespace imago::api
