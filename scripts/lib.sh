@@ -12,6 +12,7 @@ IMAGO_PACKAGES=(
   python3 python3-pytest python3-scapy
   iproute2 nftables procps
   libzmq3-dev python3-matplotlib
+  clang-14 libclang-rt-14-dev
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
