@@ -27,6 +27,7 @@ import pytest
 from framework import host
 from framework.apps import ImagoPerf, perf_binary as _perf_binary
 from framework.node import LogDir
+from framework.testsuite import require
 from framework.topology import Topology, cleanup_stale, install_cleanup_handlers, netns_supported
 
 DTS_DIR = Path(__file__).resolve().parent
@@ -95,9 +96,7 @@ def _failed(item: pytest.Item) -> bool:
 @pytest.fixture(scope="session")
 def dts_host() -> None:
     """Skip unless we are root and namespaces + veth pairs work."""
-    reason = netns_supported()
-    if reason:
-        pytest.skip(reason)
+    require(netns_supported())
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ IMAGO_PACKAGES=(
   dpdk dpdk-dev libdpdk-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsodium-dev
   python3 python3-pytest python3-scapy
-  iproute2 nftables procps
+  iproute2 nftables procps mount util-linux
   libzmq3-dev python3-matplotlib
   clang-14 libclang-rt-14-dev
 )

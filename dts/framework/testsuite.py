@@ -9,6 +9,10 @@ through the typed wrappers in :mod:`framework.apps`; checks go through :meth:`Te
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 
 class VerifyError(AssertionError):
     """A ``Verify:`` step of a suite did not hold."""
@@ -22,3 +26,14 @@ class TestSuite:
         """Fail the test with @p failure_description unless @p condition holds."""
         if not condition:
             raise VerifyError(failure_description)
+
+
+def require(reason: str | None) -> None:
+    """Go on when @p reason is None; otherwise skip the test with it, printed. Under CI
+    (``CI=true``) fail instead: there the project's own scripts set up what a suite needs
+    (hugepages, namespaces), so a missing piece is a defect, not a reason to test less."""
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (under CI the scripts must set this up)")
+    pytest.skip(reason)

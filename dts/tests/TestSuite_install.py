@@ -25,7 +25,7 @@ from framework.imago_apps import (
     DeliveryResult, ExampleParams, ImagodRun, PublisherResult, cleanup_stale_hugepages, hugepages_missing_reason,
     run_to_completion, start_example,
 )
-from framework.testsuite import TestSuite
+from framework.testsuite import TestSuite, require
 from framework.topology import Topology
 
 EXAMPLE_SOURCES = ("pubsub.c", "reqresp.c", "example.h")
@@ -209,9 +209,7 @@ class TestSuiteInstall(TestSuite):
             0 and says 'stopped cleanly'.
         """
         cleanup_stale_hugepages()
-        reason = hugepages_missing_reason()
-        if reason:
-            pytest.skip(reason)
+        require(hugepages_missing_reason())
         node = topology.add_node("inst")
         d = ImagodRun.start(node, f"{topology.prefix}-imagod", binary=installed.bindir / "imagod")
         request.addfinalizer(d.cleanup)

@@ -23,7 +23,7 @@ from framework.imago_apps import (
     hugepages_missing_reason, start_example,
 )
 from framework.node import Node
-from framework.testsuite import TestSuite
+from framework.testsuite import TestSuite, require
 from framework.topology import Topology
 
 #: The verified stream of the first test; message sizes cover the inline (<= 48 B), pool
@@ -48,9 +48,7 @@ def multiprocess_host() -> None:
     if reason:
         pytest.skip(f"imagod / examples unavailable: {reason}")
     cleanup_stale_hugepages()
-    reason = hugepages_missing_reason()
-    if reason:
-        pytest.skip(reason)
+    require(hugepages_missing_reason())
 
 
 @pytest.fixture

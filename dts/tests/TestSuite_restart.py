@@ -21,7 +21,7 @@ from framework.imago_apps import (
     ExampleParams, cleanup_stale_hugepages, examples_missing_reason, hugepages_missing_reason, remove_hugepage_files,
     start_example,
 )
-from framework.testsuite import TestSuite
+from framework.testsuite import TestSuite, require
 from framework.topology import Topology
 
 READY_S = 30
@@ -31,8 +31,7 @@ ENDLESS = 1_000_000_000
 @pytest.fixture(scope="module")
 def two_daemon_host() -> None:
     reason = examples_missing_reason() or hugepages_missing_reason()
-    if reason:
-        pytest.skip(f"imagod / examples / hugepages unavailable: {reason}")
+    require(reason and f"imagod / examples / hugepages unavailable: {reason}")
     cleanup_stale_hugepages()
 
 
