@@ -13,6 +13,9 @@
 # out-of-memory inputs land in build-fuzz/fuzz-work/<target>/artifacts/ (emptied at each run);
 # replay one with build-fuzz/tests/fuzz/<target>_fuzz FILE.
 #
+# IMAGO_FUZZ_SEED=N fixes libFuzzer's seed (the test command's smoke run uses 1, so it explores
+# the same way each time); unset, each run draws its own.
+#
 # Prints per target the executions done and the crashes found, then one line
 # "fuzz: N passed, N failed" (a target passes with no crash); exits non-zero on any crash.
 set -uo pipefail
@@ -29,7 +32,7 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   shift
 fi
 case ${1:-} in -h | --help)
-  sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac
@@ -53,6 +56,7 @@ fi
 export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
+seed=${IMAGO_FUZZ_SEED:-0}  # 0: libFuzzer draws one
 passed=0
 failed=0
 for t in "${targets[@]}"; do
@@ -69,7 +73,7 @@ for t in "${targets[@]}"; do
   log="$IMAGO_LOGS/fuzz-$t.log"
   say "fuzz: $t for ${secs} s (log: $log)"
   # New inputs go to the first corpus folder: the scratch one.
-  "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -seed="$seed" \
     -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" </dev/null >"$log" 2>&1
   rc=$?
   execs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -1)

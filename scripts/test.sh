@@ -51,10 +51,11 @@ run_part meson-release meson test -C build --print-errorlogs \
 IMAGO_SIM_SEEDS=200 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_part meson-asan meson test -C build-asan --print-errorlogs --suite unit --suite sim --suite eal
 
-# Each fuzz target for 10 s from its kept corpus (scripts/fuzz.sh; longer runs by hand). It
-# ends with "fuzz: N passed, N failed", one per target: counted like the DTS tests below.
+# Each fuzz target for 10 s from its kept corpus with a fixed seed (scripts/fuzz.sh; longer,
+# freely seeded runs by hand). It ends with "fuzz: N passed, N failed", one per target:
+# counted like the DTS tests below.
 fuzz_log="$IMAGO_LOGS/test-fuzz-smoke.log"
-run_part fuzz-smoke "$IMAGO_ROOT/scripts/fuzz.sh" 10
+IMAGO_FUZZ_SEED=1 run_part fuzz-smoke "$IMAGO_ROOT/scripts/fuzz.sh" 10
 fuzz_counts=$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$fuzz_log" | tail -1)
 fuzz_passed=$(awk '{print $2}' <<<"$fuzz_counts")
 fuzz_failed=$(awk '{print $4}' <<<"$fuzz_counts")
