@@ -172,10 +172,14 @@ class TestSuiteMultiprocess(TestSuite):
         Steps:
             Start imagod --pair, an endless subscriber (node 2) and an endless publisher
             (node 1), both secondaries with no --timeout; once messages flow, SIGKILL imagod.
+            Then start imagod again with the same file prefix, as an operator would, and a new
+            subscriber and publisher (20000 messages).
         Verify:
             Both applications see an error within 10 s (their calls return -ENOTCONN:
             "Transport endpoint is not connected"), print their RESULT and exit non-zero,
-            instead of waiting for ever on rings nobody serves.
+            instead of waiting for ever on rings nobody serves. The new applications attach to
+            the restarted imagod and deliver all 20000, none lost, duplicated, reordered or
+            corrupted.
         """
         node, d, _ = daemon
         sub = _pubsub(node, d.file_prefix, "sub", name="sub-orphan", node=2, count=ENDLESS, size=200)
@@ -192,3 +196,18 @@ class TestSuiteMultiprocess(TestSuite):
             self.verify("not connected" in err, f"{app.proc.name} stderr: {err[-300:]}")
             self.verify(any(line.startswith("RESULT ") for line in app.proc.lines("stdout")),
                         f"{app.proc.name} printed no RESULT")
+        again = ImagodRun.start(node, d.file_prefix, name="imagod-restarted")
+        try:
+            again.wait_serving(READY_S)
+            n = 20_000
+            sub = _pubsub(node, d.file_prefix, "sub", name="sub-again", node=2, count=n, size=200, timeout_s=60)
+            sub.wait_ready(READY_S)
+            pub = _pubsub(node, d.file_prefix, "pub", name="pub-again", node=1, count=n, size=200, timeout_s=60)
+            pub.result(RUN_S)
+            res: DeliveryResult = sub.result(RUN_S)
+            print(f"\nafter imagod's restart: sub RESULT {res.raw}")
+            self.verify(res.msgs_delivered == n and res.clean,
+                        f"after the restart: delivered {res.msgs_delivered} of {n}, lost {res.lost} "
+                        f"duplicated {res.duplicated} reordered {res.reordered} corrupted {res.corrupted}")
+        finally:
+            again.cleanup()
