@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dataplane/auth.h"
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 
 namespace {
 

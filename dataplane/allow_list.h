@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 
 namespace imago::dp {
 

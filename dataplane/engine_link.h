@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "dataplane/allow_list.h"
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 #include "dataplane/fault.h"
 #include "reliability/engine.h"
 

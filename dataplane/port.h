@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-#include "dataplane/wire.h"
+#include "dataplane/encap_headers.h"
 
 namespace imago::dp {
 

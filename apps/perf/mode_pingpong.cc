@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "apps/perf/engine_node.h"
-#include "dataplane/histogram.h"
-#include "dataplane/raw_traffic.h"
+#include "apps/common/histogram.h"
+#include "apps/perf/raw_traffic.h"
 
 namespace imago::perf {
 namespace {
@@ -19,12 +19,12 @@ namespace {
 struct Pinger final : rel::AppSink {
   uint64_t sent = 0, replies = 0, bad = 0, ping_tsc = 0, first_tsc = 0, last_tsc = 0, tsc_hz = 1;
   bool outstanding = false, dead = false;
-  dp::Histogram rtt_ns;
+  app::Histogram rtt_ns;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
     uint64_t now = rte_rdtsc();
-    dp::RawHdr h;
-    bool ok = msg.size() >= sizeof h && dp::raw_verify(msg.data(), static_cast<uint16_t>(msg.size()));
+    RawHdr h;
+    bool ok = msg.size() >= sizeof h && raw_verify(msg.data(), static_cast<uint16_t>(msg.size()));
     if (ok) std::memcpy(&h, msg.data(), sizeof h);
     if (!ok || !outstanding || h.seq.get() != sent - 1) {
       ++bad;  // a reliable stream never answers twice or out of turn
@@ -72,7 +72,7 @@ unsigned pinger_task(void* arg, uint64_t now) {
   st->a.link.set_now(now);
   unsigned work = 0;
   if (!p.outstanding && p.sent < st->total && !p.dead) {
-    dp::raw_fill(st->msg.data(), static_cast<uint16_t>(st->msg.size()), p.sent, 0);
+    raw_fill(st->msg.data(), static_cast<uint16_t>(st->msg.size()), p.sent, 0);
     if (st->a.engine->send(st->a.peer, st->msg, rel::send_flag::kFastpath, st->a.link.now_ns(now)) == 0) {
       p.ping_tsc = now;
       if (!p.first_tsc) p.first_tsc = now;
@@ -127,7 +127,7 @@ std::string pp_stats_line(Context& ctx, uint64_t) {
 void pp_report(Context& ctx, app::Json& r) {
   PingState& st = state(ctx);
   const Pinger& p = st.pinger;
-  const dp::Histogram& h = p.rtt_ns;
+  const app::Histogram& h = p.rtt_ns;
   double secs = p.last_tsc > p.first_tsc ? static_cast<double>(p.last_tsc - p.first_tsc) / ctx.tsc_hz : 0;
   if (ctx.opt.verbose_summary && st.a.node) {
     std::printf("Node A sent %" PRIu64 " messages of %u bytes one at a time through the reliability "

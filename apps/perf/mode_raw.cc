@@ -9,14 +9,14 @@
 #include <memory>
 
 #include "apps/perf/perf.h"
-#include "dataplane/raw_traffic.h"
+#include "apps/perf/raw_traffic.h"
 
 namespace imago::perf {
 namespace {
 
 struct RawState {
-  dp::RawSender sender;
-  dp::RawReceiver receiver;
+  RawSender sender;
+  RawReceiver receiver;
   Node* tx_node = nullptr;  // null when this process only receives
   Node* rx_node = nullptr;  // null when this process only sends
   unsigned tx_lcore = 0, rx_lcore = 0;
@@ -25,9 +25,9 @@ struct RawState {
 
 RawState& state(Context& ctx) { return *static_cast<RawState*>(ctx.mode_state); }
 
-unsigned sender_task(void* arg, uint64_t now) { return static_cast<dp::RawSender*>(arg)->poll(now); }
+unsigned sender_task(void* arg, uint64_t now) { return static_cast<RawSender*>(arg)->poll(now); }
 unsigned receiver_task(void* arg, uint64_t now) {
-  return static_cast<dp::RawReceiver*>(arg)->poll(now);
+  return static_cast<RawReceiver*>(arg)->poll(now);
 }
 
 int raw_setup(Context& ctx) {
@@ -39,7 +39,7 @@ int raw_setup(Context& ctx) {
   pick_lcores(ctx, st->tx_lcore, st->rx_lcore);
   if (!o.pair) st->tx_lcore = st->rx_lcore = single_lcore(ctx);  // one node per process
   if (st->tx_node) {
-    dp::RawSenderConfig sc{.msgs = o.msgs, .size = o.size, .burst = o.burst,
+    RawSenderConfig sc{.msgs = o.msgs, .size = o.size, .burst = o.burst,
                            .rate_pps = o.rate_pps, .encap = o.encap};
     sc.encap.src_mac = st->tx_node->port.mac();
     if (int rc = st->sender.init(sc, st->tx_node->faulty, st->tx_node->pool); rc < 0) {

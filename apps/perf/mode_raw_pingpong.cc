@@ -6,22 +6,22 @@
 #include <cstdio>
 
 #include "apps/perf/perf.h"
-#include "dataplane/raw_pingpong.h"
+#include "apps/perf/raw_pingpong.h"
 
 namespace imago::perf {
 namespace {
 
 struct PingState {
-  dp::RawPinger pinger;
-  dp::RawEchoer echoer;
+  RawPinger pinger;
+  RawEchoer echoer;
   Node* ping_node = nullptr;  // null when this process only echoes
   Node* echo_node = nullptr;  // null when this process only pings
 };
 
 PingState& state(Context& ctx) { return *static_cast<PingState*>(ctx.mode_state); }
 
-unsigned ping_task(void* p, uint64_t now) { return static_cast<dp::RawPinger*>(p)->poll(now); }
-unsigned echo_task(void* p, uint64_t now) { return static_cast<dp::RawEchoer*>(p)->poll(now); }
+unsigned ping_task(void* p, uint64_t now) { return static_cast<RawPinger*>(p)->poll(now); }
+unsigned echo_task(void* p, uint64_t now) { return static_cast<RawEchoer*>(p)->poll(now); }
 
 int pp_setup(Context& ctx) {
   auto* st = new PingState;
@@ -33,7 +33,7 @@ int pp_setup(Context& ctx) {
   pick_lcores(ctx, ping_lcore, echo_lcore);
   if (!o.pair) ping_lcore = echo_lcore = single_lcore(ctx);
   if (st->ping_node) {
-    dp::PingerConfig pc{.pings = o.msgs, .size = o.size, .timeout_us = o.ping_timeout_us,
+    PingerConfig pc{.pings = o.msgs, .size = o.size, .timeout_us = o.ping_timeout_us,
                         .encap = o.encap};
     pc.encap.src_mac = st->ping_node->port.mac();
     if (int rc = st->pinger.init(pc, st->ping_node->faulty, st->ping_node->pool); rc < 0) {
@@ -70,7 +70,7 @@ void pp_report(Context& ctx, app::Json& r) {
   PingState& st = state(ctx);
   const auto& s = st.pinger.stats();
   double secs = s.last_tsc > s.first_tsc ? static_cast<double>(s.last_tsc - s.first_tsc) / ctx.tsc_hz : 0;
-  const dp::Histogram& h = s.rtt_ns;
+  const app::Histogram& h = s.rtt_ns;
   if (ctx.opt.verbose_summary && st.ping_node) {
     std::printf("Node A sent %" PRIu64 " pings of %u bytes, one at a time; node B echoed each back "
                 "(raw mode: no reliability). Both sides busy-poll.\n", s.sent, ctx.opt.size);

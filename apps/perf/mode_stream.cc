@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "apps/perf/engine_node.h"
-#include "dataplane/histogram.h"
-#include "dataplane/pacer.h"
-#include "dataplane/raw_traffic.h"
+#include "apps/common/histogram.h"
+#include "apps/common/pacer.h"
+#include "apps/perf/raw_traffic.h"
 
 namespace imago::perf {
 namespace {
@@ -50,8 +50,8 @@ class EchoQueue {
 // @return the message's sequence number when it is intact, or UINT64_MAX.
 uint64_t checked_seq(std::span<const uint8_t> msg) {
   auto len = static_cast<uint16_t>(msg.size());
-  if (msg.size() > UINT16_MAX || !dp::raw_verify(msg.data(), len)) return UINT64_MAX;
-  dp::RawHdr h;
+  if (msg.size() > UINT16_MAX || !raw_verify(msg.data(), len)) return UINT64_MAX;
+  RawHdr h;
   std::memcpy(&h, msg.data(), sizeof h);
   return h.seq.get();
 }
@@ -64,7 +64,7 @@ struct StreamReceiver final : rel::AppSink {
   uint64_t first_tsc = 0, last_tsc = 0, tsc_hz = 1;
   bool dead = false;
   Variant variant = Variant::kStream;
-  dp::Histogram delay_ns;
+  app::Histogram delay_ns;
   EchoQueue* echo = nullptr;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
@@ -88,7 +88,7 @@ struct StreamReceiver final : rel::AppSink {
     last_tsc = rte_rdtsc();
     if (!first_tsc) first_tsc = last_tsc;
     if (variant == Variant::kRate) {
-      uint64_t stamp = dp::raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
+      uint64_t stamp = raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
       if (stamp && stamp < last_tsc) delay_ns.record((last_tsc - stamp) * 1'000'000'000 / tsc_hz);
     } else if (variant == Variant::kEcho) {
       echo->push(msg);
@@ -102,11 +102,11 @@ struct StreamReceiver final : rel::AppSink {
 struct SenderEvents final : rel::AppSink {
   bool dead = false;
   uint64_t echoes = 0, bad = 0, tsc_hz = 1;
-  dp::Histogram rtt_ns;
+  app::Histogram rtt_ns;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
     uint64_t now = rte_rdtsc();
-    uint64_t stamp = dp::raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
+    uint64_t stamp = raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
     if (checked_seq(msg) == UINT64_MAX || !stamp || stamp > now) {
       ++bad;
       return true;
@@ -123,7 +123,7 @@ struct StreamState {
   SenderEvents tx_events;
   StreamReceiver rx_app;
   EchoQueue echo_q;
-  dp::Pacer pacer;
+  app::Pacer pacer;
   Variant variant = Variant::kStream;
   std::vector<uint8_t> msg;
   uint64_t sent = 0, send_errors = 0, first_tsc = 0, echoed = 0;
@@ -144,7 +144,7 @@ unsigned sender_task(void* arg, uint64_t now) {
   uint16_t allowed = st->pacer.due(now, st->burst);
   uint64_t stamp = st->variant == Variant::kStream ? 0 : now;
   for (uint16_t i = 0; i < allowed && st->sent < st->total && !st->tx_events.dead; ++i) {
-    dp::raw_fill(st->msg.data(), st->size, st->sent, 0, stamp);
+    raw_fill(st->msg.data(), st->size, st->sent, 0, stamp);
     int rc = en.engine->send(en.peer, st->msg, 0, now_ns);
     if (rc == -EAGAIN) break;  // window or credit full: back-pressure, try next round
     if (rc < 0) {
@@ -175,9 +175,9 @@ int setup_variant(Context& ctx, Variant v) {
   auto* st = new StreamState;
   ctx.mode_state = st;
   const Options& o = ctx.opt;
-  if (v != Variant::kStream && o.size < dp::kRawStampedSize) {
+  if (v != Variant::kStream && o.size < kRawStampedSize) {
     std::fprintf(stderr, "imago-perf: %s mode needs --size %u or more (room for a timestamp)\n",
-                 o.mode.c_str(), dp::kRawStampedSize);
+                 o.mode.c_str(), kRawStampedSize);
     return -EINVAL;
   }
   if (v == Variant::kRate && o.rate_pps == 0) {
@@ -189,7 +189,7 @@ int setup_variant(Context& ctx, Variant v) {
   st->size = o.size;
   st->burst = o.burst;
   st->msg.assign(o.size, 0);
-  st->pacer = dp::Pacer(o.rate_pps ? ctx.tsc_hz / o.rate_pps : 0);
+  st->pacer = app::Pacer(o.rate_pps ? ctx.tsc_hz / o.rate_pps : 0);
   st->rx_app.variant = v;
   st->rx_app.tsc_hz = st->tx_events.tsc_hz = ctx.tsc_hz;
   st->rx_app.echo = &st->echo_q;

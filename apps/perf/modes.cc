@@ -27,7 +27,7 @@ const Mode* find_mode(const std::string& name) {
   return nullptr;
 }
 
-std::string rtt_percentiles(const dp::Histogram& h) {
+std::string rtt_percentiles(const app::Histogram& h) {
   char b[160];
   std::snprintf(b, sizeof b, "p50 %.2f us  p90 %.2f us  p99 %.2f us  p99.9 %.2f us  max %.2f us",
                 h.percentile(50) / 1e3, h.percentile(90) / 1e3, h.percentile(99) / 1e3,
@@ -35,7 +35,7 @@ std::string rtt_percentiles(const dp::Histogram& h) {
   return b;
 }
 
-app::Json rtt_json(const dp::Histogram& h) {
+app::Json rtt_json(const app::Histogram& h) {
   app::Json j;
   j.num("p50", h.percentile(50) / 1e3).num("p90", h.percentile(90) / 1e3)
       .num("p99", h.percentile(99) / 1e3).num("p999", h.percentile(99.9) / 1e3)
@@ -43,7 +43,7 @@ app::Json rtt_json(const dp::Histogram& h) {
   return j;
 }
 
-void write_hist_csv(const Options& o, const dp::Histogram& ns) {
+void write_hist_csv(const Options& o, const app::Histogram& ns) {
   if (o.hist_csv.empty()) return;
   FILE* f = std::fopen(o.hist_csv.c_str(), "w");
   if (!f || std::fputs(ns.csv().c_str(), f) < 0) std::fprintf(stderr, "imago-perf: cannot write %s\n", o.hist_csv.c_str());

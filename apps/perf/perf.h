@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "apps/common/json.h"
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 #include "dataplane/fault.h"
-#include "dataplane/histogram.h"
+#include "apps/common/histogram.h"
 #include "dataplane/lcore.h"
 #include "dataplane/port.h"
 
@@ -128,12 +128,12 @@ void delete_state(Context& ctx) {
 size_t max_frame_bytes(const Options& o);
 
 /** @return "p50 X us  p90 ...  max Z us" of a round-trip histogram in nanoseconds. */
-std::string rtt_percentiles(const dp::Histogram& ns);
+std::string rtt_percentiles(const app::Histogram& ns);
 /** @return the RESULT "rtt_us" object of a round-trip histogram in nanoseconds. */
-app::Json rtt_json(const dp::Histogram& ns);
+app::Json rtt_json(const app::Histogram& ns);
 
 /** Write @p ns as CSV to --hist-csv, if the options name a file (an error is printed). */
-void write_hist_csv(const Options& o, const dp::Histogram& ns);
+void write_hist_csv(const Options& o, const app::Histogram& ns);
 
 /** @return the mode table, terminated by an entry with a null name. */
 const Mode* modes();

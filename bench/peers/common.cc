@@ -264,7 +264,7 @@ void report_no_echo(uint64_t seq, int neg_errno) {
 
 // ------------------------------------------------------------------ RESULT
 namespace {
-app::Json rtt_json(const dp::Histogram& h) {
+app::Json rtt_json(const app::Histogram& h) {
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
   app::Json j;
   j.num("p50", us(h.percentile(50))).num("p90", us(h.percentile(90))).num("p99", us(h.percentile(99)));

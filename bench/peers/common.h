@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "apps/common/json.h"
-#include "dataplane/histogram.h"
+#include "apps/common/histogram.h"
 
 namespace imago::peers {
 
@@ -131,7 +131,7 @@ struct Report {
   uint64_t corrupted = 0;
   bool sender_reported = false;  ///< msgs_sent came from the sender's end-of-stream message
   bool timed_out = false;        ///< stopped on the time limit or a signal, not on its own
-  const dp::Histogram* rtt_ns = nullptr;  ///< round trips, when measured
+  const app::Histogram* rtt_ns = nullptr;  ///< round trips, when measured
 };
 
 /**
@@ -182,7 +182,7 @@ Report send_loop(const Options& opt, const Deadline& stop_at, Send&& send) {
  * @p h in nanoseconds. @return the counts; the caller sends the end-of-stream message.
  */
 template <typename RoundTrip>
-Report ping_loop(const Options& opt, const Deadline& stop_at, dp::Histogram& h, RoundTrip&& round_trip) {
+Report ping_loop(const Options& opt, const Deadline& stop_at, app::Histogram& h, RoundTrip&& round_trip) {
   Report r;
   uint64_t t0 = now_ns();
   for (; r.msgs_sent < opt.msgs && !(r.timed_out = stop_at.expired()); ++r.msgs_sent) {

@@ -298,7 +298,7 @@ int round_trip(Conn& c, FrameReader& rd, FrameWriter& wr, const Options& opt, ui
 }
 
 /** Pingpong: one message in flight; every echo is checked and its round trip recorded. */
-Report ping(Conn& c, const Options& opt, const Deadline& stop_at, const Deadline& io, dp::Histogram& h) {
+Report ping(Conn& c, const Options& opt, const Deadline& stop_at, const Deadline& io, app::Histogram& h) {
   FrameReader rd;
   FrameWriter wr(c);
   Report r = ping_loop(opt, stop_at, h, [&](uint64_t seq) { return round_trip(c, rd, wr, opt, seq, io); });
@@ -316,7 +316,7 @@ int run_client(const Options& opt, const sockaddr_in& sa) {
   int fd = connect_to(sa, io);
   if (fd < 0) return std::fprintf(stderr, "tcp_perf: connect to %s: %s\n", opt.endpoint.c_str(), std::strerror(-fd)), 1;
   Conn c(fd, opt.busy_poll);
-  dp::Histogram h;
+  app::Histogram h;
   Report r;
   if (opt.mode == Mode::kStream) {
     r = send_stream(c, opt, stop_at, io);

@@ -152,7 +152,7 @@ int round_trip(Socket& s, std::vector<uint8_t>& buf, size_t len, uint64_t seq, c
 }
 
 /** Pingpong: one request in flight; every reply is checked and its round trip recorded. */
-Report ping(Socket& s, const Options& opt, const Deadline& stop_at, const Deadline& io, dp::Histogram& h) {
+Report ping(Socket& s, const Options& opt, const Deadline& stop_at, const Deadline& io, app::Histogram& h) {
   std::vector<uint8_t> buf(kBufBytes);
   Report r = ping_loop(opt, stop_at, h, [&](uint64_t seq) {
     fill_message(buf.data(), opt.size, seq);
@@ -171,7 +171,7 @@ int run_client(void* ctx, const Options& opt) {
   if (int rc = s.open(opt); rc != 0) {
     return std::fprintf(stderr, "zmq_perf: connect %s: %s\n", opt.endpoint.c_str(), zmq_strerror(-rc)), 1;
   }
-  dp::Histogram h;
+  app::Histogram h;
   Report r;
   if (opt.mode == Mode::kStream) {
     r = push_stream(s, opt, stop_at, io);

@@ -467,25 +467,6 @@ def imagod_binary() -> Path:
     return build_dir() / "apps" / "imagod"
 
 
-class Imagod:
-    """imagod, the primary process, launched inside one node on one vdev."""
-
-    def __init__(self, node: Node, binary: Path | None = None):
-        self.node = node
-        self.binary = Path(binary) if binary else imagod_binary()
-
-    def start(self, vdev: str, *, lcores: str = "0-1", node_id: int = 1, peer: int = 2,
-              stats_period_s: float = 1.0, name: str = "imagod") -> AppProcess:
-        """Start imagod as node @p node_id on @p vdev towards @p peer (the first lcore
-        controls, the second runs the engine); wait for its ``serving`` line with the
-        returned process."""
-        eal = EalConfig(lcores=lcores, file_prefix=f"{self.node.topology.prefix}-{self.node.name}-{name}",
-                        vdevs=(vdev,), shared_config=True)
-        argv = [str(self.binary)] + eal.argv() + ["--", "--node-id", str(node_id), "--peer", str(peer),
-                                                  "--stats-period", _num(stats_period_s)]
-        return self.node.start(argv, name=name)
-
-
 def run_app(node: Node, binary: Path, app_args: list[str], timeout: float = 30.0,
             commands: list[str] | None = None):
     """Run an imago app to completion with no EAL args (its embedded default); @p commands,

@@ -25,12 +25,13 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 
 from framework import host
 from framework.apps import (
-    AppRun, ContractResult, REPO_ROOT, binary_missing_reason, build_dir, result_object, typed_value,
+    AppRun, ContractResult, EalConfig, REPO_ROOT, binary_missing_reason, build_dir, imagod_binary, result_object,
+    typed_value,
 )
 from framework.exceptions import AppError, AppTimeout, ResultError
 from framework.node import AppProcess, Node
@@ -43,10 +44,6 @@ HUGEPAGES_MIN_FREE = 128
 
 
 # ------------------------------------------------------------------ binaries and hugepages
-def imagod_path() -> Path:
-    return build_dir() / "apps" / "imagod"
-
-
 def example_path(name: str) -> Path:
     """``imago-pubsub`` or ``imago-reqresp`` of the build."""
     return build_dir() / "apps" / "examples" / name
@@ -54,7 +51,7 @@ def example_path(name: str) -> Path:
 
 def examples_missing_reason() -> str | None:
     """None when imagod and both examples are built, else why not."""
-    for b in (imagod_path(), example_path("imago-pubsub"), example_path("imago-reqresp")):
+    for b in (imagod_binary(), example_path("imago-pubsub"), example_path("imago-reqresp")):
         reason = binary_missing_reason(b)
         if reason:
             return reason
@@ -179,17 +176,25 @@ class Reclaim:
 
 
 class ImagodRun:
-    """One imagod ``--pair`` (nodes 1 and 2) with hugepages, serving secondary processes."""
+    """One imagod, the primary process: by default ``--pair`` (nodes 1 and 2) with hugepages,
+    serving secondary processes; the one wrapper every suite starts imagod through."""
 
     def __init__(self, proc: AppProcess, file_prefix: str):
         self.proc = proc
         self.file_prefix = file_prefix
 
     @classmethod
-    def start(cls, node: Node, file_prefix: str, *, stats_period_s: float = 0.5, binary: Path | None = None,
-              name: str = "imagod", env: dict[str, str] | None = None) -> "ImagodRun":
-        argv = [str(binary or imagod_path()), "--pair", "--file-prefix", file_prefix,
-                "--stats-period", repr(float(stats_period_s))]
+    def start(cls, node: Node, file_prefix: str, *, nodes: list[str] | None = None, eal: EalConfig | None = None,
+              stats_period_s: float = 0.5, binary: Path | None = None, name: str = "imagod",
+              env: dict[str, str] | None = None) -> "ImagodRun":
+        """Start imagod in @p node with EAL prefix @p file_prefix. @p nodes: its node options
+        (default ``--pair``; e.g. ``--iface IF --node-id N --peer P``); @p eal: EAL arguments
+        before ``--`` (default none: imagod's own, hugepages)."""
+        app = (nodes if nodes is not None else ["--pair"]) + ["--stats-period", repr(float(stats_period_s))]
+        if eal is None:
+            argv = [str(binary or imagod_binary())] + app + ["--file-prefix", file_prefix]
+        else:
+            argv = [str(binary or imagod_binary())] + replace(eal, file_prefix=file_prefix).argv() + ["--"] + app
         return cls(node.start(argv, name=name, env=env), file_prefix)
 
     def wait_serving(self, timeout: float = 30.0) -> Pools:

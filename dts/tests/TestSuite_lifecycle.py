@@ -10,7 +10,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from framework.apps import Imagod, ImagoPerf, RawParams, Role, imagod_binary, results_in, run_app
+from framework.apps import EalConfig, ImagoPerf, RawParams, Role, imagod_binary, results_in, run_app
+from framework.imago_apps import ImagodRun
 from framework.testsuite import TestSuite
 from framework.topology import Topology
 
@@ -74,7 +75,9 @@ class TestSuiteLifecycle(TestSuite):
         if not imagod_binary().exists():
             raise AssertionError(f"{imagod_binary()} missing: the build did not produce imagod")
         node = topology.add_node("d")
-        proc = Imagod(node).start("net_null0", stats_period_s=0.2)
+        eal = EalConfig(lcores="0-1", file_prefix="", vdevs=("net_null0",), shared_config=True)
+        proc = ImagodRun.start(node, f"{topology.prefix}-d-imagod", nodes=["--node-id", "1", "--peer", "2"], eal=eal,
+                               stats_period_s=0.2).proc
         proc.wait_for_line("serving 1 node(s) (ids 1)", 30, stream="stdout")
         proc.wait_for_line("node 1: msgs sent", 10, stream="stdout")
         proc.signal(signal.SIGTERM)

@@ -16,9 +16,8 @@ import time
 
 import pytest
 
-from framework.apps import imagod_binary
 from framework.imago_apps import (
-    ExampleParams, cleanup_stale_hugepages, examples_missing_reason, hugepages_missing_reason, remove_hugepage_files,
+    ExampleParams, ImagodRun, cleanup_stale_hugepages, examples_missing_reason, hugepages_missing_reason, remove_hugepage_files,
     start_example,
 )
 from framework.testsuite import TestSuite, require
@@ -68,9 +67,9 @@ class TestSuiteRestart(TestSuite):
         """imagod node @p node_id on @p iface with its own EAL defaults (hugepages, lcores
         0-1, file prefix = the topology's prefix + @p name). @return (process, prefix)."""
         prefix = f"{node.topology.prefix}-{name}"
-        proc = node.start([str(imagod_binary()), "--iface", iface.name, "--node-id", str(node_id), "--peer",
-                           str(peer), "--file-prefix", prefix, "--stats-period", str(stats_s),
-                           "--dead-after-ms", str(dead_ms)], name=name)
+        proc = ImagodRun.start(node, prefix, nodes=["--iface", iface.name, "--node-id", str(node_id), "--peer",
+                                                    str(peer), "--dead-after-ms", str(dead_ms)],
+                               stats_period_s=stats_s, name=name).proc
         proc.wait_for_line("serving 1 node(s)", READY_S, stream="stdout")
         return proc, prefix
 

@@ -5,7 +5,7 @@
 
 #include "dataplane/lcore.h"
 #include "dataplane/port.h"
-#include "dataplane/raw_traffic.h"
+#include "apps/perf/raw_traffic.h"
 #include "dataplane/ring_pair.h"
 #include "tests/eal/eal_env.h"
 
@@ -40,8 +40,8 @@ struct PairFixture : testing::Test {
 };
 
 struct RawRun {
-  dp::RawSender tx;
-  dp::RawReceiver rx;
+  perf::RawSender tx;
+  perf::RawReceiver rx;
   dp::LcoreRunner runner;
 };
 
@@ -57,7 +57,7 @@ unsigned until_done(void* p, uint64_t now) {
 
 // Runs a sender on a worker lcore (if any) and the receiver on the main lcore to the end.
 void run_raw(RawRun& run, PairFixture& f, uint64_t msgs) {
-  dp::RawSenderConfig cfg{.msgs = msgs, .size = 64};
+  perf::RawSenderConfig cfg{.msgs = msgs, .size = 64};
   cfg.encap.src_mac = f.a.mac();
   ASSERT_EQ(run.tx.init(cfg, f.fa, f.pool_a.get()), 0);
   ASSERT_EQ(run.rx.init(msgs, 32, cfg.encap, f.fb), 0);

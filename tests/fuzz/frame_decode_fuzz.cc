@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Fuzz target: dataplane/codec.h decode_frame() over hostile frames, both encapsulations,
+// Fuzz target: dataplane/encap.h decode_frame() over hostile frames, both encapsulations,
 // with and without a cluster key.
 //
 // Input: a mode byte (bit 0: UDP instead of L2; bit 1: a cluster key; bit 2: build the
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <memory>
 
-#include "dataplane/codec.h"
-#include "dataplane/wire.h"
+#include "dataplane/encap.h"
+#include "dataplane/encap_headers.h"
 #include "reliability/wire.h"
 #include "tests/fuzz/capture.h"
 #include "tests/fuzz/fuzz_common.h"

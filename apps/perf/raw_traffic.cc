@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "dataplane/raw_traffic.h"
+#include "apps/perf/raw_traffic.h"
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -10,7 +10,7 @@
 
 #include "reliability/crc32c.h"
 
-namespace imago::dp {
+namespace imago::perf {
 namespace {
 
 constexpr uint16_t kMaxBurst = 512;
@@ -52,9 +52,9 @@ bool raw_verify(const uint8_t* payload, uint16_t len) {
   return h.length.get() == len && h.check.get() == raw_check(payload, len);
 }
 
-int RawSender::init(const RawSenderConfig& cfg, FaultyPort& port, rte_mempool* pool) {
+int RawSender::init(const RawSenderConfig& cfg, dp::FaultyPort& port, rte_mempool* pool) {
   size_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-  if (cfg.size < kRawMinSize || encap_header_len(cfg.encap.kind) + cfg.size + encap_trailer_len(cfg.encap) > room ||
+  if (cfg.size < kRawMinSize || dp::encap_header_len(cfg.encap.kind) + cfg.size + dp::encap_trailer_len(cfg.encap) > room ||
       cfg.burst == 0 || cfg.burst > kMaxBurst) {
     return -EINVAL;
   }
@@ -62,7 +62,7 @@ int RawSender::init(const RawSenderConfig& cfg, FaultyPort& port, rte_mempool* p
   port_ = &port;
   pool_ = pool;
   pending_.assign(cfg.burst, nullptr);
-  pacer_ = Pacer(cfg.rate_pps ? rte_get_tsc_hz() / cfg.rate_pps : 0);
+  pacer_ = app::Pacer(cfg.rate_pps ? rte_get_tsc_hz() / cfg.rate_pps : 0);
   return 0;
 }
 
@@ -71,12 +71,12 @@ uint16_t RawSender::build(uint16_t n, uint64_t now_tsc) {
     ++stats_.alloc_failed;
     return 0;
   }
-  size_t hdr = encap_header_len(cfg_.encap.kind);
+  size_t hdr = dp::encap_header_len(cfg_.encap.kind);
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pending_[i];
     auto* frame = rte_pktmbuf_mtod(m, uint8_t*);
     raw_fill(frame + hdr, cfg_.size, next_seq_ + i, 0);
-    size_t len = encode_frame(cfg_.encap, frame, LinkType::Raw, cfg_.size);
+    size_t len = dp::encode_frame(cfg_.encap, frame, dp::LinkType::Raw, cfg_.size);
     m->data_len = static_cast<uint16_t>(len);
     m->pkt_len = static_cast<uint32_t>(len);
   }
@@ -95,8 +95,8 @@ unsigned RawSender::send_fin(uint64_t now_tsc) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return 0;
   auto* frame = rte_pktmbuf_mtod(m, uint8_t*);
-  raw_fill(frame + encap_header_len(cfg_.encap.kind), kRawMinSize, stats_.sent, kRawFin);
-  size_t len = encode_frame(cfg_.encap, frame, LinkType::Raw, kRawMinSize);
+  raw_fill(frame + dp::encap_header_len(cfg_.encap.kind), kRawMinSize, stats_.sent, kRawFin);
+  size_t len = dp::encode_frame(cfg_.encap, frame, dp::LinkType::Raw, kRawMinSize);
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   if (rte_eth_tx_burst(port_->port(), 0, &m, 1) != 1) {
@@ -126,8 +126,8 @@ unsigned RawSender::poll(uint64_t now_tsc) {
   return k;
 }
 
-int RawReceiver::init(uint64_t expected, uint16_t burst, const EncapConfig& encap,
-                      FaultyPort& port) {
+int RawReceiver::init(uint64_t expected, uint16_t burst, const dp::EncapConfig& encap,
+                      dp::FaultyPort& port) {
   if (burst == 0 || burst > kMaxBurst) return -EINVAL;
   expected_ = expected;
   burst_ = burst;
@@ -137,8 +137,8 @@ int RawReceiver::init(uint64_t expected, uint16_t burst, const EncapConfig& enca
   return 0;
 }
 
-void RawReceiver::account(const DecodedFrame& f, uint64_t now_tsc) {
-  if (f.type != LinkType::Raw || !raw_verify(f.payload, f.payload_len)) {
+void RawReceiver::account(const dp::DecodedFrame& f, uint64_t now_tsc) {
+  if (f.type != dp::LinkType::Raw || !raw_verify(f.payload, f.payload_len)) {
     ++stats_.corrupted;
     return;
   }
@@ -173,8 +173,8 @@ unsigned RawReceiver::poll(uint64_t now_tsc) {
   rte_mbuf* pkts[kMaxBurst];
   uint16_t n = port_->rx_burst(pkts, burst_, now_tsc);
   for (uint16_t i = 0; i < n; ++i) {
-    DecodedFrame f;
-    if (decode_frame(encap_, rte_pktmbuf_mtod(pkts[i], const uint8_t*),
+    dp::DecodedFrame f;
+    if (dp::decode_frame(encap_, rte_pktmbuf_mtod(pkts[i], const uint8_t*),
                      rte_pktmbuf_data_len(pkts[i]), f, stats_.decode)) {
       account(f, now_tsc);
     }
@@ -200,4 +200,4 @@ uint64_t RawReceiver::sent_total() const {
   return stats_.fins > 0 ? stats_.sender_reported : expected_;
 }
 
-}  // namespace imago::dp
+}  // namespace imago::perf

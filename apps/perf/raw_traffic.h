@@ -17,12 +17,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 #include "dataplane/fault.h"
-#include "dataplane/pacer.h"
+#include "apps/common/pacer.h"
 #include "reliability/be.h"
 
-namespace imago::dp {
+namespace imago::perf {
 
 struct __attribute__((packed)) RawHdr {
   Be64 seq;
@@ -56,7 +56,7 @@ struct RawSenderConfig {
   uint16_t size = 64;        ///< payload bytes per frame, >= kRawMinSize
   uint16_t burst = 32;
   uint64_t rate_pps = 0;     ///< 0: as fast as the port takes them
-  EncapConfig encap;
+  dp::EncapConfig encap;
   unsigned fin_count = 5;    ///< FIN frames attempted at the end, 1 ms apart
 };
 
@@ -73,7 +73,7 @@ struct RawSenderStats {
 class RawSender {
  public:
   /** @return 0 or -EINVAL (size below kRawMinSize or above what fits, burst 0 or > 512). */
-  int init(const RawSenderConfig& cfg, FaultyPort& port, rte_mempool* pool);
+  int init(const RawSenderConfig& cfg, dp::FaultyPort& port, rte_mempool* pool);
   /** Lcore task. @return frames sent in this call. */
   unsigned poll(uint64_t now_tsc);
   /** @return true once every frame was sent and every FIN attempted. */
@@ -86,12 +86,12 @@ class RawSender {
   unsigned send_fin(uint64_t now_tsc);
 
   RawSenderConfig cfg_;
-  FaultyPort* port_ = nullptr;
+  dp::FaultyPort* port_ = nullptr;
   rte_mempool* pool_ = nullptr;
   std::vector<rte_mbuf*> pending_;  // built but not yet taken by the port
   uint16_t pending_n_ = 0, pending_at_ = 0;
   uint64_t next_seq_ = 0;
-  Pacer pacer_;
+  app::Pacer pacer_;
   uint64_t next_fin_tsc_ = 0;
   RawSenderStats stats_;
 };
@@ -108,14 +108,14 @@ struct RawReceiverStats {
   uint64_t sender_reported = 0;  ///< frames the sender says it sent (from FIN), 0 if none
   uint64_t first_tsc = 0, last_tsc = 0;  ///< first and last delivery
   uint64_t last_frame_tsc = 0;           ///< last frame of any kind
-  DecodeCounters decode;
+  dp::DecodeCounters decode;
 };
 
 /** Receives and checks raw frames; poll() from one lcore. */
 class RawReceiver {
  public:
   /** @p expected: frames the sender is asked to send (sizes the duplicate bitmap). */
-  int init(uint64_t expected, uint16_t burst, const EncapConfig& encap, FaultyPort& port);
+  int init(uint64_t expected, uint16_t burst, const dp::EncapConfig& encap, dp::FaultyPort& port);
   /** Lcore task. @return frames received in this call. */
   unsigned poll(uint64_t now_tsc);
   /** @return true once the sender's FIN said how many and that many arrived. */
@@ -131,16 +131,16 @@ class RawReceiver {
   const RawReceiverStats& stats() const { return stats_; }
 
  private:
-  void account(const DecodedFrame& f, uint64_t now_tsc);
+  void account(const dp::DecodedFrame& f, uint64_t now_tsc);
 
   uint64_t expected_ = 0;
   uint16_t burst_ = 32;
-  EncapConfig encap_;
-  FaultyPort* port_ = nullptr;
+  dp::EncapConfig encap_;
+  dp::FaultyPort* port_ = nullptr;
   std::vector<uint64_t> seen_;  // bitmap of delivered sequence numbers
   uint64_t max_seq_ = 0;
   bool any_ = false;
   RawReceiverStats stats_;
 };
 
-}  // namespace imago::dp
+}  // namespace imago::perf

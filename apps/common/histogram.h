@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace imago::dp {
+namespace imago::app {
 
 class Histogram {
  public:
@@ -71,4 +71,4 @@ class Histogram {
   uint64_t max_ = 0;
 };
 
-}  // namespace imago::dp
+}  // namespace imago::app

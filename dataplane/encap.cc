@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 
 #include <cstring>
 

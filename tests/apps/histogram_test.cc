@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "dataplane/histogram.h"
+#include "apps/common/histogram.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "reliability/rng.h"
 
-namespace imago::dp {
+namespace imago::app {
 namespace {
 
 TEST(Histogram, BucketsTileEveryValueWithoutGapsOrOverlap) {
@@ -79,4 +79,4 @@ TEST(Histogram, EmptyReportsZeros) {
 }
 
 }  // namespace
-}  // namespace imago::dp
+}  // namespace imago::app

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "dataplane/raw_pingpong.h"
+#include "apps/perf/raw_pingpong.h"
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -7,21 +7,21 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dataplane/raw_traffic.h"
+#include "apps/perf/raw_traffic.h"
 
-namespace imago::dp {
+namespace imago::perf {
 namespace {
 
 constexpr uint16_t kMaxBurst = 64;
 
 // Fill a fresh mbuf with raw frame @p seq. @return it, or nullptr when the pool is empty.
-rte_mbuf* make_frame(rte_mempool* pool, const EncapConfig& encap, uint16_t size, uint64_t seq,
+rte_mbuf* make_frame(rte_mempool* pool, const dp::EncapConfig& encap, uint16_t size, uint64_t seq,
                      uint16_t flags) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool);
   if (!m) return nullptr;
   auto* frame = rte_pktmbuf_mtod(m, uint8_t*);
-  raw_fill(frame + encap_header_len(encap.kind), size, seq, flags);
-  size_t len = encode_frame(encap, frame, LinkType::Raw, size);
+  raw_fill(frame + dp::encap_header_len(encap.kind), size, seq, flags);
+  size_t len = dp::encode_frame(encap, frame, dp::LinkType::Raw, size);
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   return m;
@@ -29,9 +29,9 @@ rte_mbuf* make_frame(rte_mempool* pool, const EncapConfig& encap, uint16_t size,
 
 }  // namespace
 
-int RawPinger::init(const PingerConfig& cfg, FaultyPort& port, rte_mempool* pool) {
+int RawPinger::init(const PingerConfig& cfg, dp::FaultyPort& port, rte_mempool* pool) {
   size_t room = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-  if (cfg.size < kRawMinSize || encap_header_len(cfg.encap.kind) + cfg.size + encap_trailer_len(cfg.encap) > room) {
+  if (cfg.size < kRawMinSize || dp::encap_header_len(cfg.encap.kind) + cfg.size + dp::encap_trailer_len(cfg.encap) > room) {
     return -EINVAL;
   }
   cfg_ = cfg;
@@ -60,12 +60,12 @@ unsigned RawPinger::receive(uint64_t now_tsc) {
   rte_mbuf* pkts[kMaxBurst];
   uint16_t n = port_->rx_burst(pkts, kMaxBurst, now_tsc);
   for (uint16_t i = 0; i < n; ++i) {
-    DecodedFrame f;
-    if (!decode_frame(cfg_.encap, rte_pktmbuf_mtod(pkts[i], const uint8_t*),
+    dp::DecodedFrame f;
+    if (!dp::decode_frame(cfg_.encap, rte_pktmbuf_mtod(pkts[i], const uint8_t*),
                       rte_pktmbuf_data_len(pkts[i]), f, stats_.decode)) {
       continue;
     }
-    if (f.type != LinkType::Raw || !raw_verify(f.payload, f.payload_len)) {
+    if (f.type != dp::LinkType::Raw || !raw_verify(f.payload, f.payload_len)) {
       ++stats_.corrupted;
       continue;
     }
@@ -109,7 +109,7 @@ unsigned RawPinger::poll(uint64_t now_tsc) {
   return work;
 }
 
-int RawEchoer::init(uint16_t burst, const EncapConfig& encap, FaultyPort& port) {
+int RawEchoer::init(uint16_t burst, const dp::EncapConfig& encap, dp::FaultyPort& port) {
   if (burst == 0 || burst > kMaxBurst) return -EINVAL;
   burst_ = burst;
   encap_ = encap;
@@ -124,10 +124,10 @@ unsigned RawEchoer::poll(uint64_t now_tsc) {
   port_->flush(now_tsc);
   uint16_t n = port_->rx_burst(pkts, burst_, now_tsc);
   for (uint16_t i = 0; i < n; ++i) {
-    DecodedFrame f;
+    dp::DecodedFrame f;
     auto* frame = rte_pktmbuf_mtod(pkts[i], uint8_t*);
-    bool raw = decode_frame(encap_, frame, rte_pktmbuf_data_len(pkts[i]), f, stats_.decode) &&
-               f.type == LinkType::Raw && f.payload_len >= kRawMinSize;
+    bool raw = dp::decode_frame(encap_, frame, rte_pktmbuf_data_len(pkts[i]), f, stats_.decode) &&
+               f.type == dp::LinkType::Raw && f.payload_len >= kRawMinSize;
     RawHdr h;
     if (raw) std::memcpy(&h, f.payload, sizeof h);
     if (!raw || (h.flags.get() & kRawFin)) {
@@ -136,10 +136,10 @@ unsigned RawEchoer::poll(uint64_t now_tsc) {
       continue;
     }
     // Answer to whoever asked: their addresses become ours to send to; payload untouched.
-    EncapConfig back = encap_;
+    dp::EncapConfig back = encap_;
     back.dst_mac = f.src_mac;
     back.dst_ip = f.src_ip;
-    size_t len = encode_frame(back, frame, LinkType::Raw, f.payload_len);
+    size_t len = dp::encode_frame(back, frame, dp::LinkType::Raw, f.payload_len);
     pkts[i]->data_len = static_cast<uint16_t>(len);
     pkts[i]->pkt_len = static_cast<uint32_t>(len);
     out[n_out++] = pkts[i];
@@ -152,4 +152,4 @@ unsigned RawEchoer::poll(uint64_t now_tsc) {
   return n;
 }
 
-}  // namespace imago::dp
+}  // namespace imago::perf

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Google Benchmark for dataplane/codec.h: encode and decode of one frame per encapsulation,
+// Google Benchmark for dataplane/encap.h: encode and decode of one frame per encapsulation,
 // by payload size (16 .. 8192 bytes, capped to what fits a 9000-byte jumbo MTU).
 #include <benchmark/benchmark.h>
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 
 namespace {
 

@@ -12,17 +12,17 @@
 
 #include <cstdint>
 
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 #include "dataplane/fault.h"
-#include "dataplane/histogram.h"
+#include "apps/common/histogram.h"
 
-namespace imago::dp {
+namespace imago::perf {
 
 struct PingerConfig {
   uint64_t pings = 100'000;
   uint16_t size = 64;           ///< payload bytes, >= kRawMinSize
   uint64_t timeout_us = 10'000; ///< a reply later than this is lost
-  EncapConfig encap;
+  dp::EncapConfig encap;
   unsigned fin_count = 5;
 };
 
@@ -33,15 +33,15 @@ struct PingerStats {
   uint64_t late = 0;       ///< a reply to an earlier ping, after its timeout
   uint64_t corrupted = 0;
   uint64_t first_tsc = 0, last_tsc = 0;
-  DecodeCounters decode;
-  Histogram rtt_ns;
+  dp::DecodeCounters decode;
+  app::Histogram rtt_ns;
 };
 
 /** Sends pings and measures round trips; poll() from one lcore. */
 class RawPinger {
  public:
   /** @return 0 or -EINVAL (size does not fit the pool's mbufs). */
-  int init(const PingerConfig& cfg, FaultyPort& port, rte_mempool* pool);
+  int init(const PingerConfig& cfg, dp::FaultyPort& port, rte_mempool* pool);
   /** Lcore task. @return frames handled. */
   unsigned poll(uint64_t now_tsc);
   /** @return true after the last ping was answered or timed out and the FINs were tried. */
@@ -54,7 +54,7 @@ class RawPinger {
   void send_fin(uint64_t now_tsc);
 
   PingerConfig cfg_;
-  FaultyPort* port_ = nullptr;
+  dp::FaultyPort* port_ = nullptr;
   rte_mempool* pool_ = nullptr;
   uint64_t tsc_hz_ = 0, timeout_tsc_ = 0;
   bool outstanding_ = false;
@@ -68,13 +68,13 @@ struct EchoerStats {
   uint64_t tx_failed = 0;  ///< replies the port refused (freed)
   uint64_t fins = 0;
   uint64_t last_frame_tsc = 0;
-  DecodeCounters decode;
+  dp::DecodeCounters decode;
 };
 
 /** Answers pings; poll() from one lcore. */
 class RawEchoer {
  public:
-  int init(uint16_t burst, const EncapConfig& encap, FaultyPort& port);
+  int init(uint16_t burst, const dp::EncapConfig& encap, dp::FaultyPort& port);
   /** Lcore task. @return frames handled. */
   unsigned poll(uint64_t now_tsc);
   /** @return true once a FIN arrived. */
@@ -83,9 +83,9 @@ class RawEchoer {
 
  private:
   uint16_t burst_ = 32;
-  EncapConfig encap_;
-  FaultyPort* port_ = nullptr;
+  dp::EncapConfig encap_;
+  dp::FaultyPort* port_ = nullptr;
   EchoerStats stats_;
 };
 
-}  // namespace imago::dp
+}  // namespace imago::perf

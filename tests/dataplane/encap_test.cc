@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Unit tests for dataplane/codec.h, dataplane/wire.h and dataplane/inet_csum.h: encode/decode
+// Unit tests for dataplane/encap.h, dataplane/encap_headers.h and dataplane/inet_csum.h: encode/decode
 // of both encapsulations, one crafted frame per rejection reason, checksums against reference
 // values, and a robustness run over random and mutated frames.
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "dataplane/inet_csum.h"
-#include "dataplane/wire.h"
+#include "dataplane/encap_headers.h"
 #include "reliability/rng.h"
 
 namespace imago::dp {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Unit tests for dataplane/auth.h and the tagged frames of dataplane/codec.h: the tag against
+// Unit tests for dataplane/auth.h and the tagged frames of dataplane/encap.h: the tag against
 // an independent implementation, every changed byte rejected, another key rejected, tags
 // missing or unexpected rejected, the MTU accounting, and the key file formats. No EAL.
 #include "dataplane/auth.h"
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/codec.h"
+#include "dataplane/encap.h"
 
 namespace imago::dp {
 namespace {

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace imago::dp {
+namespace imago::app {
 
 class Pacer {
  public:
@@ -39,4 +39,4 @@ class Pacer {
   bool started_ = false;
 };
 
-}  // namespace imago::dp
+}  // namespace imago::app

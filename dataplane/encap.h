@@ -17,7 +17,7 @@
 #include <optional>
 
 #include "dataplane/auth.h"
-#include "dataplane/wire.h"
+#include "dataplane/encap_headers.h"
 
 namespace imago::dp {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "dataplane/pacer.h"
+#include "apps/common/pacer.h"
 
 #include <gtest/gtest.h>
 
-namespace imago::dp {
+namespace imago::app {
 namespace {
 
 TEST(Pacer, SmallStepsGiveExactlyTheRate) {
@@ -44,4 +44,4 @@ TEST(Pacer, PeriodZeroIsUnpaced) {
 }
 
 }  // namespace
-}  // namespace imago::dp
+}  // namespace imago::app

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "dataplane/histogram.h"
+#include "apps/common/histogram.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace imago::dp {
+namespace imago::app {
 
 uint64_t Histogram::percentile(double p) const {
   if (count_ == 0) return 0;
@@ -46,4 +46,4 @@ std::string Histogram::csv() const {
   return out;
 }
 
-}  // namespace imago::dp
+}  // namespace imago::app
