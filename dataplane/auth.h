@@ -5,7 +5,7 @@
  * a holder of it. The tag is keyed BLAKE2b (RFC 7693) with a 16-byte output, computed by
  * libsodium's crypto_generichash_blake2b (no home-made cryptography), personalised with
  * "imago-link-v1" so the key's tags mean nothing to any other protocol. docs/PROTOCOL.md
- * ("Frame authentication tag") gives the exact bytes covered; codec.h places the tag.
+ * ("Frame authentication tag") gives the exact bytes covered; encap.h places the tag.
  *
  * Why keyed BLAKE2b: it is a MAC by construction (a PRF when keyed, no HMAC nesting needed),
  * one pass over the frame, faster than HMAC-SHA-256/512 on every frame size we send (see

@@ -5,7 +5,7 @@
  * (link header + reliability frame) sent through the fault layer, received frames are
  * decoded and handed to Engine::on_frame(), and TSC cycles become the engine's nanoseconds.
  * Received frames are admitted only from the configured peers, each from its own address
- * (allow_list.h), and with a cluster key only with a valid tag (codec.h, auth.h).
+ * (allow_list.h), and with a cluster key only with a valid tag (encap.h, auth.h).
  *
  * One EngineLink per engine and port, polled from one lcore. No allocation after init():
  * mbufs come from the pool, the pending burst is a fixed array.
