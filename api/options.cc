@@ -1,39 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api/options.h"
 
-#include <arpa/inet.h>
-
 #include <cerrno>
-#include <charconv>
-#include <functional>
+
+#include "dataplane/option_table.h"
+#include "dataplane/protocol_options.h"
 
 namespace imago::api {
 
 namespace {
-
-template <typename T>
-bool number(const std::string& s, T& v) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-bool ipv4(const std::string& s, uint32_t& ip) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  ip = ntohl(a.s_addr);
-  return true;
-}
-
-bool mac(const std::string& s, dp::MacAddr& m) {
-  unsigned b[6];
-  char tail;
-  if (std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6) return false;
-  for (int i = 0; i < 6; ++i) {
-    if (b[i] > 255) return false;
-    m.b[i] = static_cast<uint8_t>(b[i]);
-  }
-  return true;
-}
 
 // The cluster key from a file (never from the command line, where ps would show it).
 bool auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
@@ -48,7 +23,7 @@ bool auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
 }
 
 // A node id: 1 .. 2^32 - 1, what the wire's node fields hold (never narrowed silently).
-bool node_id(const std::string& s, uint64_t& id) { return number(s, id) && id != 0 && id <= UINT32_MAX; }
+bool node_id(const std::string& s, uint64_t& id) { return dp::parse_num<uint64_t>(s, id, 1, UINT32_MAX); }
 
 // ID, ID@MAC or ID@IPv4.
 bool peer(const std::string& s, PeerAddr& p) {
@@ -56,103 +31,71 @@ bool peer(const std::string& s, PeerAddr& p) {
   if (!node_id(s.substr(0, at), p.id)) return false;
   if (at == std::string::npos) return true;
   std::string addr = s.substr(at + 1);
-  return addr.find(':') != std::string::npos ? mac(addr, p.mac) : ipv4(addr, p.ip);
+  return addr.find(':') != std::string::npos ? dp::parse_mac(addr, p.mac) : dp::parse_ipv4(addr, p.ip);
 }
 
-struct Opt {
-  const char* name;
-  const char* arg;  // nullptr: a flag
-  const char* help;
-  std::function<bool(RuntimeOptions&, const std::string&)> set;
-};
-
-const std::vector<Opt>& table() {
-  static const std::vector<Opt> t = {
-      {"--pair", nullptr, "two nodes, 1 and 2, over a crossed net_ring pair in this process",
+dp::OptionTable<RuntimeOptions> make_table() {
+  dp::OptionTable<RuntimeOptions> t = {
+      {"pair", nullptr, "two nodes, 1 and 2, over a crossed net_ring pair in this process",
        [](RuntimeOptions& o, const std::string&) { return o.pair = true; }},
-      {"--node-id", "ID", "this node's id, 1..4294967295 [1]",
+      {"node-id", "ID", "this node's id, 1..4294967295 [1]",
        [](RuntimeOptions& o, const std::string& v) { return node_id(v, o.node_id); }},
-      {"--peer", "ID[@MAC|@IP]", "a peer node and its address (repeatable) [broadcast]",
+      {"peer", "ID[@MAC|@IP]", "a peer node and its address (repeatable) [broadcast]",
        [](RuntimeOptions& o, const std::string& v) { PeerAddr p; return peer(v, p) && (o.peers.push_back(p), true); }},
-      {"--iface", "NAME", "a net_af_packet port on interface NAME (default EAL args only)",
+      {"iface", "NAME", "a net_af_packet port on interface NAME (default EAL args only)",
        [](RuntimeOptions& o, const std::string& v) { o.iface = v; return !v.empty(); }},
-      {"--vdev", "DEV", "an EAL --vdev (repeatable; default EAL args only)",
+      {"vdev", "DEV", "an EAL --vdev (repeatable; default EAL args only)",
        [](RuntimeOptions& o, const std::string& v) { o.vdevs.push_back(v); return true; }},
-      {"--src-ip", "IP", "UDP/IPv4 encapsulation from this address [plain Ethernet]",
-       [](RuntimeOptions& o, const std::string& v) { return ipv4(v, o.src_ip); }},
-      {"--auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
+      {"src-ip", "IP", "UDP/IPv4 encapsulation from this address [plain Ethernet]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_ipv4(v, o.src_ip); }},
+      {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                              "without a valid tag [none]",
        [](RuntimeOptions& o, const std::string& v) { return auth_key(v, o.auth_key); }},
-      {"--engine-lcore", "N", "lcore running the engines [first worker]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.engine_lcore); }},
-      {"--pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.pool_max) && o.pool_max > IMAGO_MSG_INLINE_MAX && o.pool_max <= kFrameClass; }},
-      {"--max-message", "BYTES", "largest message [65536]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.max_message) && o.max_message >= 1024; }},
-      {"--pool-buffers", "N", "buffers in the pool tier [4096]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.pool_buffers) && o.pool_buffers >= 64; }},
-      {"--loss", "P", "drop this fraction of received frames (testing) [0]",
+      {"engine-lcore", "N", "lcore running the engines [first worker]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},
+      {"pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_max) && o.pool_max > IMAGO_MSG_INLINE_MAX && o.pool_max <= kFrameClass; }},
+      {"max-message", "BYTES", "largest message [65536]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.max_message) && o.max_message >= 1024; }},
+      {"pool-buffers", "N", "buffers in the pool tier [4096]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_buffers) && o.pool_buffers >= 64; }},
+      {"loss", "P", "drop this fraction of received frames (testing) [0]",
        [](RuntimeOptions& o, const std::string& v) {
-         return number(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop < 1;
+         return dp::parse_num(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop < 1;
        }},
-      {"--fault-rx", "SPEC", "receive faults (testing): loss=P,burst=P,dup=P,corrupt=P,reorder=P,reorder-us=N,delay-us=N,"
+      {"fault-rx", "SPEC", "receive faults (testing): loss=P,burst=P,dup=P,corrupt=P,reorder=P,reorder-us=N,delay-us=N,"
                              "jitter-us=N,seed=N [none]",
        [](RuntimeOptions& o, const std::string& v) {
          std::string e;
          return dp::parse_fault_spec(v, o.fault_rx, e) == 0;
        }},
-      {"--seed", "N", "seed of the injected faults (each port adds its id) [1]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.fault_rx.seed); }},
-      {"--dead-after-ms", "MS", "declare a peer dead after this much silence, 10..3600000 [3000]",
-       [](RuntimeOptions& o, const std::string& v) {
-         return number(v, o.dead_after_ms) && o.dead_after_ms >= 10 && o.dead_after_ms <= 3'600'000;
-       }},
-      {"--file-prefix", "NAME", "imagod: EAL prefix applications attach with [imago]",
+      {"seed", "N", "seed of the injected faults (each port adds its id) [1]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.fault_rx.seed); }},
+      {"file-prefix", "NAME", "imagod: EAL prefix applications attach with [imago]",
        [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
-      {"--no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",
+      {"no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",
        [](RuntimeOptions& o, const std::string&) { return o.no_huge = true; }},
-      {"--stats-period", "SECONDS", "imagod: print counters this often, 0 never [10]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.stats_period_s) && o.stats_period_s >= 0; }},
-      {"--duration", "SECONDS", "imagod: exit after this long, 0 never [0]",
-       [](RuntimeOptions& o, const std::string& v) { return number(v, o.duration_s) && o.duration_s >= 0; }},
+      {"stats-period", "SECONDS", "imagod: print counters this often, 0 never [10]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.stats_period_s) && o.stats_period_s >= 0; }},
+      {"duration", "SECONDS", "imagod: exit after this long, 0 never [0]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.duration_s) && o.duration_s >= 0; }},
   };
+  dp::add_protocol_rows(t, &RuntimeOptions::protocol);
+  return t;
+}
+
+const dp::OptionTable<RuntimeOptions>& table() {
+  static const dp::OptionTable<RuntimeOptions> t = make_table();
   return t;
 }
 
 }  // namespace
 
 int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") return 1;
-    const Opt* opt = nullptr;
-    for (const Opt& t : table())
-      if (args[i] == t.name) opt = &t;
-    if (opt == nullptr) {
-      *err = "unknown option '" + args[i] + "' (see --help)";
-      return -EINVAL;
-    }
-    std::string value;
-    if (opt->arg != nullptr) {
-      if (i + 1 == args.size()) {
-        *err = std::string(opt->name) + " needs " + opt->arg;
-        return -EINVAL;
-      }
-      value = args[++i];
-    }
-    if (!opt->set(o, value)) {
-      *err = "bad value '" + value + "' for " + opt->name + " " + (opt->arg ? opt->arg : "");
-      return -EINVAL;
-    }
-  }
-  return 0;
+  if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
+  return dp::check_protocol(o.protocol, err);
 }
 
-void print_runtime_options(FILE* f) {
-  for (const Opt& t : table()) {
-    std::string lhs = std::string(t.name) + (t.arg ? std::string(" ") + t.arg : "");
-    std::fprintf(f, "  %-28s %s\n", lhs.c_str(), t.help);
-  }
-  std::fprintf(f, "  %-28s %s\n", "--help", "this text");
-}
+void print_runtime_options(FILE* f) { dp::print_option_table(f, table(), RuntimeOptions{}); }
 
 }  // namespace imago::api

@@ -15,6 +15,7 @@
 #include "api/node.h"
 #include "dataplane/auth.h"
 #include "dataplane/fault_model.h"
+#include "dataplane/protocol_options.h"
 
 namespace imago::api {
 
@@ -31,7 +32,7 @@ struct RuntimeOptions {
   uint32_t max_message = 65536;
   uint32_t pool_buffers = 4096;     ///< in each of the small and frame-sized pools
   uint32_t big_buffers = 64;
-  uint32_t dead_after_ms = 3000;    ///< a peer silent this long is declared dead
+  dp::ProtocolOptions protocol;     ///< MTU, modes, timers (fast-link preset), --dead-after-ms
   dp::FaultConfig fault_rx;         ///< injected on every port's receive side, for tests
   std::string file_prefix;          ///< daemon: the shared EAL prefix ["imago"]
   bool no_huge = false;             ///< daemon without hugepages (no secondaries then)
@@ -40,7 +41,8 @@ struct RuntimeOptions {
 };
 
 /**
- * Parse @p args (the part after `--`, or the whole command line without one).
+ * Parse @p args (the part after `--`, or the whole command line without one): "--name value",
+ * "--name=value" or "--flag".
  * @return 0; 1 for --help; -EINVAL after writing the reason to @p err.
  */
 int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err);

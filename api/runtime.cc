@@ -139,10 +139,16 @@ int Runtime::create_shared() {
 int Runtime::open_port(PortBits& pb, uint16_t port_id) {
   dp::PortConfig pc;
   unsigned n = dp::mbufs_needed(pc, rte_lcore_count(), 32, 256, kHeldMbufs + 4 * kFaultCapacity);
-  pb.pool = dp::create_mbuf_pool("imago_mbuf_" + std::to_string(port_id), n, RTE_MBUF_DEFAULT_DATAROOM,
+  const size_t frame = o_.protocol.mtu + sizeof(dp::EthHdr);
+  pb.pool = dp::create_mbuf_pool("imago_mbuf_" + std::to_string(port_id), n, dp::mbuf_room_for(frame),
                                  rte_socket_id());
   if (pb.pool == nullptr) return -ENOMEM;
   if (int rc = pb.port.open(port_id, pc, pb.pool); rc < 0) return rc;
+  // Only a device with a real MTU (not net_ring) limits the frames.
+  if (const uint32_t link = pb.port.link_mtu(); link != 0 && o_.protocol.mtu > link) {
+    std::fprintf(stderr, "imago: --mtu %u exceeds port %u's MTU %u\n", o_.protocol.mtu, port_id, link);
+    return -EMSGSIZE;
+  }
   if (int rc = pb.port.start(); rc < 0) return rc;
   dp::FaultConfig none{}, rx{};
   rx = o_.fault_rx;
@@ -187,10 +193,9 @@ int Runtime::add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& pe
   s.encap.src_mac = pb.port.mac();
   s.encap.src_ip = o_.src_ip;
   s.encap.auth = o_.auth_key;  // every frame tagged; the tag's room comes off the MTU
-  s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap, 1500));
+  s.engine = o_.protocol.engine;  // modes and timers: the fast-link preset and the options
+  s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap, o_.protocol.mtu));
   s.engine.max_message_size = o_.max_message + 4;  // the endpoint tag
-  dp::tune_for_fast_links(s.engine);
-  s.engine.dead_after_ns = uint64_t{o_.dead_after_ms} * rel::kMs;
   auto node = std::make_unique<Node>();
   if (int rc = node->init(s, shm_); rc < 0) return rc;
   for (const PeerAddr& p : peers) {

@@ -73,18 +73,6 @@ unsigned EngineLink::flush(uint64_t now_tsc) {
   return sent + k;
 }
 
-void tune_for_fast_links(rel::Config& c) {
-  // As many receive slots as the sender may have in flight: with fewer, every gap makes the
-  // receiver drop what arrives beyond its slots, and each dropped unit is sent again.
-  c.recv_window = c.send_window;
-  // Round trips of microseconds, not Pupa's milliseconds: a 20 ms minimum RTO makes every
-  // tail loss (a lost ping, say) cost 20 ms. Keep the RTO above the ACK delay so a delayed
-  // ACK never looks like a loss.
-  c.ack_delay_ns = 500 * rel::kUs;
-  c.rto_min_ns = 2 * rel::kMs;
-  c.rto_initial_ns = 10 * rel::kMs;
-}
-
 unsigned EngineLink::poll(uint64_t now_tsc) {
   now_tsc_ = now_tsc;
   uint64_t now = clock_.ns(now_tsc);

@@ -64,12 +64,6 @@ void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
     fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
 }
 
-/**
- * Engine timers and windows for links with microsecond round trips (DPDK links in one host
- * or one rack), instead of Pupa's millisecond defaults.
- */
-void tune_for_fast_links(rel::Config& c);
-
 class EngineLink final : public rel::FrameSink {
  public:
   static constexpr uint16_t kMaxBurst = 64;

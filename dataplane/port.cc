@@ -136,6 +136,11 @@ unsigned mbufs_needed(const PortConfig& cfg, unsigned nb_lcores, unsigned burst,
   return descs + nb_lcores * (burst + cache) + extra;
 }
 
+uint16_t mbuf_room_for(size_t frame) {
+  constexpr size_t kAfPacketSlack = 256;
+  return static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame + kAfPacketSlack));
+}
+
 rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket) {
   unsigned cache = std::min(256u, n / 8);  // mempool cache must stay below n / 1.5
   rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), n, cache, 0,

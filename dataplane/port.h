@@ -45,6 +45,13 @@ unsigned mbufs_needed(const PortConfig& cfg, unsigned nb_lcores, unsigned burst,
                       unsigned extra);
 
 /**
+ * @return the mbuf data room for frames of up to @p frame bytes: DPDK's default, or more for
+ * jumbo frames. net_af_packet wants room for its whole ring frame (framesz less its header), a
+ * little more than the frame the kernel fills in.
+ */
+uint16_t mbuf_room_for(size_t frame);
+
+/**
  * Create a packet mbuf pool of @p n mbufs of @p data_room bytes on @p socket.
  * @return the pool, or nullptr with rte_errno set (ENOMEM, EEXIST, EINVAL) after logging.
  */

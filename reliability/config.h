@@ -65,6 +65,23 @@ struct Config {
 };
 
 /**
+ * The fast-link preset (docs/PROTOCOL.md 3.5). Config's defaults are Pupa's, for round trips of
+ * milliseconds; on DPDK ports they take microseconds, and a 20 ms minimum RTO makes every tail
+ * loss (a lost ping, say) cost 20 ms. The RTO stays above the ACK delay, so a delayed ACK never
+ * looks like a loss. As many receive slots as the sender may have in flight: with fewer, every
+ * gap makes the receiver drop what arrives beyond its slots, and each dropped unit is sent
+ * again. Every node imagod, the library and imago-perf run on a port starts from it.
+ * @return @p c with the preset applied.
+ */
+constexpr Config fast_link_preset(Config c = {}) {
+  c.recv_window = c.send_window;
+  c.ack_delay_ns = 500 * kUs;
+  c.rto_min_ns = 2 * kMs;
+  c.rto_initial_ns = 10 * kMs;
+  return c;
+}
+
+/**
  * Check @p c for consistency.
  * @return 0, or -EINVAL (zero sizes, mtu too small for a header, water marks out of order,
  *         send buffer smaller than max_message_size, windows of 2^30 units or more).

@@ -11,13 +11,8 @@
 namespace imago::perf {
 
 rel::Config engine_config(const Options& o) {
-  rel::Config c;
-  c.mtu = static_cast<uint32_t>(dp::max_payload(o.encap, o.mtu));  // less the tag, with a key
-  c.selective_repeat = !o.go_back_n;
-  c.flow_control = !o.no_flow_control;
-  c.crc = !o.no_crc;
-  dp::tune_for_fast_links(c);
-  c.dead_after_ns = uint64_t{o.dead_after_ms} * rel::kMs;
+  rel::Config c = o.protocol.engine;  // the fast-link preset and the protocol options
+  c.mtu = static_cast<uint32_t>(dp::max_payload(o.encap, o.protocol.mtu));  // less the tag, with a key
   return c;
 }
 

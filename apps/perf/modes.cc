@@ -53,7 +53,7 @@ void write_hist_csv(const Options& o, const app::Histogram& ns) {
 size_t max_frame_bytes(const Options& o) {
   const Mode* m = find_mode(o.mode);
   size_t hdr = dp::encap_header_len(o.encap.kind);
-  return m && m->message_is_frame ? hdr + o.size + dp::encap_trailer_len(o.encap) : o.mtu + sizeof(dp::EthHdr);
+  return m && m->message_is_frame ? hdr + o.size + dp::encap_trailer_len(o.encap) : o.protocol.mtu + sizeof(dp::EthHdr);
 }
 
 void pick_lcores(const Context& ctx, unsigned& tx_lcore, unsigned& rx_lcore) {

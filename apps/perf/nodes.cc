@@ -12,7 +12,6 @@ namespace imago::perf {
 namespace {
 
 constexpr size_t kMaxFrame = 9000 + sizeof(dp::EthHdr);  // a 9000-byte jumbo MTU
-constexpr size_t kAfPacketSlack = 256;
 
 int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;
@@ -25,9 +24,7 @@ int open_node(Context& ctx, Node& n, uint16_t port_id) {
                  o.mode.c_str(), o.size, frame, kMaxFrame);
     return -EMSGSIZE;
   }
-  // Slack above the largest frame: net_af_packet wants room for its whole ring frame
-  // (framesz less its header), a little more than the frame the kernel fills in.
-  auto room = static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame + kAfPacketSlack));
+  const uint16_t room = dp::mbuf_room_for(frame);
   // Held elsewhere besides the descriptors: the fault layer's two stages, the ring of a pair.
   unsigned extra = 4 * o.fault_capacity + o.ring_size + 4 * o.burst;
   unsigned count = dp::mbufs_needed(pc, rte_lcore_count(), o.burst, 256, extra);
@@ -38,7 +35,7 @@ int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const uint32_t mtu = n.port.link_mtu();
   if (mtu != 0 && frame > size_t{mtu} + sizeof(dp::EthHdr)) {
     std::fprintf(stderr, "imago-perf: a %zu-byte frame (--size %u, --mtu %u) exceeds port %u's MTU %u\n",
-                 frame, o.size, o.mtu, port_id, mtu);
+                 frame, o.size, o.protocol.mtu, port_id, mtu);
     return -EMSGSIZE;
   }
   return n.port.start();

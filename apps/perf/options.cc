@@ -11,71 +11,12 @@
 #include <optional>
 
 #include "dataplane/auth.h"
+#include "dataplane/option_table.h"
 
 namespace imago::perf {
 namespace {
 
-using Setter = std::function<bool(Options&, const std::string&)>;
-using Shower = std::function<std::string(const Options&)>;
-
-struct Opt {
-  const char* name;
-  const char* arg;  // nullptr: a flag
-  const char* help;
-  Setter set;
-  Shower show;
-};
-
-template <typename T>
-bool to_num(const std::string& s, T& out, T lo = std::numeric_limits<T>::min(),
-            T hi = std::numeric_limits<T>::max()) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return false;
-  out = v;
-  return true;
-}
-
-// The shortest text that reads back as the same double ("0.1", not "0.100000").
-std::string shortest(double v) {
-  char b[32];
-  auto [end, ec] = std::to_chars(b, b + sizeof b, v);
-  return ec == std::errc() ? std::string(b, end) : "?";
-}
-
-bool to_ip(const std::string& s, uint32_t& out) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  out = ntohl(a.s_addr);
-  return true;
-}
-
-std::string ip_str(uint32_t ip) {
-  char b[INET_ADDRSTRLEN];
-  in_addr a{htonl(ip)};
-  return inet_ntop(AF_INET, &a, b, sizeof b) ? b : "?";
-}
-
-bool to_mac(const std::string& s, dp::MacAddr& out) {
-  unsigned v[6];
-  char tail;
-  if (std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &tail) != 6) {
-    return false;
-  }
-  for (int i = 0; i < 6; ++i) {
-    if (v[i] > 0xFF) return false;
-    out.b[i] = static_cast<uint8_t>(v[i]);
-  }
-  return true;
-}
-
-std::string mac_str(const dp::MacAddr& m) {
-  char b[18];
-  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m.b[0], m.b[1], m.b[2], m.b[3],
-                m.b[4], m.b[5]);
-  return b;
-}
+using Opt = dp::OptionRow<Options>;
 
 // The cluster key from a file (never from the command line, where ps would show it).
 bool to_auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
@@ -94,11 +35,11 @@ Opt fault_prob(const char* name, const char* help, double dp::FaultConfig::*fiel
   return {name, "P", help,
           [field](Options& o, const std::string& v) {
             double p;
-            if (!to_num(v, p) || p < 0 || p > 1) return false;
+            if (!dp::parse_num(v, p) || p < 0 || p > 1) return false;
             o.fault_tx.*field = p;
             return true;
           },
-          [field](const Options& o) { return shortest(o.fault_tx.*field); }};
+          [field](const Options& o) { return dp::format_num(o.fault_tx.*field); }};
 }
 
 Opt fault_spec(const char* name, const char* help, dp::FaultConfig Options::*stage) {
@@ -112,8 +53,8 @@ Opt fault_spec(const char* name, const char* help, dp::FaultConfig Options::*sta
           [stage](const Options& o) { return dp::format_fault_spec(o.*stage); }};
 }
 
-const std::vector<Opt>& table() {
-  static const std::vector<Opt> t = {
+dp::OptionTable<Options> make_table() {
+  dp::OptionTable<Options> t = {
       {"mode", "NAME", "perf mode (see the list of modes below)",
        [](Options& o, const std::string& v) { return find_mode(v) != nullptr && (o.mode = v, true); },
        [](const Options& o) { return o.mode; }},
@@ -133,16 +74,16 @@ const std::vector<Opt>& table() {
        [](Options& o, const std::string& v) { return o.lcores = v, true; },
        [](const Options& o) { return o.lcores.empty() ? "auto" : o.lcores; }},
       {"msgs", "N", "messages to send",
-       [](Options& o, const std::string& v) { return to_num<uint64_t>(v, o.msgs, 1); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.msgs, 1); },
        [](const Options& o) { return std::to_string(o.msgs); }},
       {"size", "BYTES", "message size in bytes, 16-65535 (raw modes: what fits one frame)",
-       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.size, 16, 65535); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.size, 16, 65535); },
        [](const Options& o) { return std::to_string(o.size); }},
       {"burst", "N", "frames per rx/tx burst (1-512)",
-       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.burst, 1, 512); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.burst, 1, 512); },
        [](const Options& o) { return std::to_string(o.burst); }},
       {"rate", "PPS", "pace the sender to PPS messages per second (0: as fast as possible)",
-       [](Options& o, const std::string& v) { return to_num<uint64_t>(v, o.rate_pps); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.rate_pps); },
        [](const Options& o) { return std::to_string(o.rate_pps); }},
       {"encap", "l2|udp", "link encapsulation: Ethernet 0x88B5, or UDP/IPv4",
        [](Options& o, const std::string& v) {
@@ -152,40 +93,40 @@ const std::vector<Opt>& table() {
        },
        [](const Options& o) { return o.encap.kind == dp::Encap::L2 ? "l2" : "udp"; }},
       {"udp-port", "PORT", "UDP port of the UDP encapsulation",
-       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.encap.udp_port, 1); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.encap.udp_port, 1); },
        [](const Options& o) { return std::to_string(o.encap.udp_port); }},
       {"no-udp-csum", nullptr, "send UDP checksums as 0 (not computed)",
        [](Options& o, const std::string&) { return o.encap.udp_checksum = false, true; },
        [](const Options& o) { return o.encap.udp_checksum ? "computed" : "off"; }},
       {"src-ip", "A.B.C.D", "source IPv4 address (UDP encapsulation)",
-       [](Options& o, const std::string& v) { return to_ip(v, o.encap.src_ip); },
-       [](const Options& o) { return ip_str(o.encap.src_ip); }},
+       [](Options& o, const std::string& v) { return dp::parse_ipv4(v, o.encap.src_ip); },
+       [](const Options& o) { return dp::format_ipv4(o.encap.src_ip); }},
       {"dst-ip", "A.B.C.D", "destination IPv4 address or multicast group (UDP encapsulation); reliable modes "
                             "take frames only from a unicast one",
-       [](Options& o, const std::string& v) { return to_ip(v, o.encap.dst_ip); },
-       [](const Options& o) { return ip_str(o.encap.dst_ip); }},
+       [](Options& o, const std::string& v) { return dp::parse_ipv4(v, o.encap.dst_ip); },
+       [](const Options& o) { return dp::format_ipv4(o.encap.dst_ip); }},
       {"peer-mac", "MAC", "destination MAC address; reliable modes take frames only from it (unless broadcast)",
-       [](Options& o, const std::string& v) { return to_mac(v, o.encap.dst_mac); },
-       [](const Options& o) { return mac_str(o.encap.dst_mac); }},
+       [](Options& o, const std::string& v) { return dp::parse_mac(v, o.encap.dst_mac); },
+       [](const Options& o) { return dp::format_mac(o.encap.dst_mac); }},
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                            "without a valid tag",
        [](Options& o, const std::string& v) { return to_auth_key(v, o.encap.auth); },
        [](const Options& o) { return o.encap.auth ? "set" : "-"; }},
       {"duration", "SECONDS", "stop after this long whatever happened",
-       [](Options& o, const std::string& v) { return to_num(v, o.duration_s) && o.duration_s > 0; },
-       [](const Options& o) { return shortest(o.duration_s); }},
+       [](Options& o, const std::string& v) { return dp::parse_num(v, o.duration_s) && o.duration_s > 0; },
+       [](const Options& o) { return dp::format_num(o.duration_s); }},
       {"idle-timeout-ms", "MS", "receiver: finish after this much silence once traffic began",
-       [](Options& o, const std::string& v) { return to_num<unsigned>(v, o.idle_timeout_ms, 1); },
+       [](Options& o, const std::string& v) { return dp::parse_num<unsigned>(v, o.idle_timeout_ms, 1); },
        [](const Options& o) { return std::to_string(o.idle_timeout_ms); }},
       {"ping-timeout-us", "US", "ping-pong: a reply later than this counts as lost",
-       [](Options& o, const std::string& v) { return to_num<uint64_t>(v, o.ping_timeout_us, 1); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.ping_timeout_us, 1); },
        [](const Options& o) { return std::to_string(o.ping_timeout_us); }},
       {"hist-csv", "FILE", "ping-pong: write the round-trip histogram (ns buckets) as CSV",
        [](Options& o, const std::string& v) { return !v.empty() && (o.hist_csv = v, true); },
        [](const Options& o) { return o.hist_csv.empty() ? "-" : o.hist_csv; }},
       {"stats-period", "SECONDS", "print a stats line this often (0: off)",
-       [](Options& o, const std::string& v) { return to_num(v, o.stats_period_s) && o.stats_period_s >= 0; },
-       [](const Options& o) { return shortest(o.stats_period_s); }},
+       [](Options& o, const std::string& v) { return dp::parse_num(v, o.stats_period_s) && o.stats_period_s >= 0; },
+       [](const Options& o) { return dp::format_num(o.stats_period_s); }},
       fault_prob("loss", "tx fault: drop each frame with probability P", &dp::FaultConfig::drop),
       fault_prob("burst-loss", "tx fault: Gilbert-Elliott P(good->bad); bursts of ~4 frames",
                  &dp::FaultConfig::burst_enter),
@@ -194,38 +135,23 @@ const std::vector<Opt>& table() {
       fault_prob("dup", "tx fault: send a frame twice", &dp::FaultConfig::dup),
       fault_prob("corrupt", "tx fault: flip one payload bit", &dp::FaultConfig::corrupt),
       {"delay-us", "US", "tx fault: delay every frame",
-       [](Options& o, const std::string& v) { return to_num<uint32_t>(v, o.fault_tx.delay_us, 0, 10'000'000); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint32_t>(v, o.fault_tx.delay_us, 0, 10'000'000); },
        [](const Options& o) { return std::to_string(o.fault_tx.delay_us); }},
       {"seed", "N", "seed of the fault layer (both directions)",
        [](Options& o, const std::string& v) {
-         return to_num(v, o.fault_tx.seed) && (o.fault_rx.seed = o.fault_tx.seed + 1, true);
+         return dp::parse_num(v, o.fault_tx.seed) && (o.fault_rx.seed = o.fault_tx.seed + 1, true);
        },
        [](const Options& o) { return std::to_string(o.fault_tx.seed); }},
       fault_spec("fault-tx", "tx faults as key=value,... (loss burst dup corrupt reorder delay-us "
                  "jitter-us seed ...)", &Options::fault_tx),
       fault_spec("fault-rx", "rx faults, same keys as --fault-tx", &Options::fault_rx),
-      {"mtu", "BYTES", "reliable modes: IP MTU the frames are sized for",
-       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.mtu, 576, 9000); },
-       [](const Options& o) { return std::to_string(o.mtu); }},
-      {"go-back-n", nullptr, "reliable modes: Pupa's go-back-N instead of selective repeat",
-       [](Options& o, const std::string&) { return o.go_back_n = true; },
-       [](const Options& o) { return o.go_back_n ? "on" : "off"; }},
-      {"no-flow-control", nullptr, "reliable modes: switch the optimistic credits off",
-       [](Options& o, const std::string&) { return o.no_flow_control = true; },
-       [](const Options& o) { return o.no_flow_control ? "on" : "off"; }},
-      {"no-crc", nullptr, "reliable modes: no CRC32C on frames (corruption then goes unseen)",
-       [](Options& o, const std::string&) { return o.no_crc = true; },
-       [](const Options& o) { return o.no_crc ? "on" : "off"; }},
-      {"dead-after-ms", "MS", "reliable modes: declare a peer dead after this much silence (10-3600000)",
-       [](Options& o, const std::string& v) { return to_num<uint32_t>(v, o.dead_after_ms, 10, 3'600'000); },
-       [](const Options& o) { return std::to_string(o.dead_after_ms); }},
       {"ring-size", "N", "slots per net_ring direction of --pair (power of two)",
        [](Options& o, const std::string& v) {
-         return to_num<unsigned>(v, o.ring_size, 64, 1u << 20) && (o.ring_size & (o.ring_size - 1)) == 0;
+         return dp::parse_num<unsigned>(v, o.ring_size, 64, 1u << 20) && (o.ring_size & (o.ring_size - 1)) == 0;
        },
        [](const Options& o) { return std::to_string(o.ring_size); }},
       {"nb-desc", "N", "rx and tx descriptors per port queue",
-       [](Options& o, const std::string& v) { return to_num<uint16_t>(v, o.nb_desc, 64, 8192); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.nb_desc, 64, 8192); },
        [](const Options& o) { return std::to_string(o.nb_desc); }},
       {"interactive", nullptr, "a prompt (start, stop, show stats|peers|config, set, clear stats, quit); also -i",
        [](Options& o, const std::string&) { return o.interactive = true; },
@@ -234,51 +160,28 @@ const std::vector<Opt>& table() {
        [](Options& o, const std::string&) { return o.verbose_summary = false, true; },
        [](const Options&) { return std::string("off"); }},
   };
+  dp::add_protocol_rows(t, &Options::protocol);  // the reliable modes'
   return t;
 }
 
-const Opt* lookup(const std::string& name) {
-  for (const Opt& o : table()) {
-    if (name == o.name) return &o;
-  }
-  return nullptr;
+const dp::OptionTable<Options>& table() {
+  static const dp::OptionTable<Options> t = make_table();
+  return t;
 }
 
 }  // namespace
 
 int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") return 1;
+  std::vector<std::string> rest;
+  for (const std::string& a : args) {
     if (a == "-i") {
-      opt.interactive = true;
-      continue;
-    }
-    std::string name = a.rfind("--", 0) == 0 ? a.substr(2) : a;
-    std::string value;
-    bool inline_value = false;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-      inline_value = true;
-    }
-    const Opt* o = a.rfind("--", 0) == 0 ? lookup(name) : nullptr;
-    if (!o) {
-      err = "unknown option '" + a + "' (see --help)";
-      return -EINVAL;
-    }
-    if (o->arg && !inline_value) {
-      if (i + 1 >= args.size()) {
-        err = "option --" + name + " needs a value " + o->arg;
-        return -EINVAL;
-      }
-      value = args[++i];
-    }
-    if (!o->set(opt, value)) {
-      err = "bad value '" + value + "' for --" + name + (o->arg ? std::string(" ") + o->arg : "");
-      return -EINVAL;
+      opt.interactive = true;  // testpmd's short form
+    } else {
+      rest.push_back(a);
     }
   }
+  if (int rc = dp::parse_option_table(table(), rest, opt, &err); rc != 0) return rc;
+  if (int rc = dp::check_protocol(opt.protocol, &err); rc < 0) return rc;
   if (opt.pair && !opt.role.empty()) {
     err = "--pair and --role exclude each other";
     return -EINVAL;
@@ -296,11 +199,7 @@ void print_usage(const char* prog) {
       "net_af_packet vdev on a veth (--iface NAME) or net_memif.\n\n"
       "Options (default in brackets):\n",
       prog);
-  Options defaults;
-  for (const Opt& o : table()) {
-    std::string lhs = std::string("--") + o.name + (o.arg ? std::string(" ") + o.arg : "");
-    std::printf("  %-26s %s [%s]\n", lhs.c_str(), o.help, o.show(defaults).c_str());
-  }
+  dp::print_option_table(stdout, table(), Options{});
   std::printf("\nModes:\n");
   for (const Mode* m = modes(); m->name; ++m) std::printf("  %-10s %s\n", m->name, m->help);
   std::printf(

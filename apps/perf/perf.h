@@ -16,6 +16,7 @@
 #include "apps/common/histogram.h"
 #include "dataplane/lcore.h"
 #include "dataplane/port.h"
+#include "dataplane/protocol_options.h"
 
 namespace imago::perf {
 
@@ -42,11 +43,7 @@ struct Options {
   unsigned ring_size = 1024;
   unsigned fault_capacity = 1024;
   uint16_t nb_desc = 1024;
-  uint16_t mtu = 1500;        ///< IP MTU the reliable modes size their frames for
-  bool go_back_n = false;     ///< Pupa's go-back-N instead of selective repeat
-  bool no_flow_control = false;
-  bool no_crc = false;
-  uint32_t dead_after_ms = 3000;  ///< reliable modes: a peer silent this long is dead
+  dp::ProtocolOptions protocol;  ///< reliable modes: MTU, modes, timers (fast-link preset)
   bool verbose_summary = true;
   bool interactive = false;
 };

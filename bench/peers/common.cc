@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dataplane/option_table.h"
 #include "reliability/crc32c.h"
 
 namespace imago::peers {
@@ -19,25 +20,10 @@ namespace imago::peers {
 // ------------------------------------------------------------------ options
 namespace {
 
-struct Opt {
-  const char* name;
-  const char* arg;  // nullptr: a flag
-  const char* help;
-  bool (*set)(Options&, const std::string&);
-  std::string (*show)(const Options&);
-};
+using Opt = dp::OptionRow<Options>;
 
-template <typename T>
-bool to_num(const std::string& s, T& out, T lo, T hi) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi) return false;
-  out = v;
-  return true;
-}
-
-const std::vector<Opt>& table() {
-  static const std::vector<Opt> t = {
+const dp::OptionTable<Options>& table() {
+  static const dp::OptionTable<Options> t = {
       {"role", "server|client", "server receives (stream) or echoes (pingpong); client sends",
        [](Options& o, const std::string& v) {
          if (v != "server" && v != "client") return false;
@@ -46,11 +32,11 @@ const std::vector<Opt>& table() {
        },
        [](const Options& o) { return std::string(role_name(o.role)); }},
       {"bind", "EP", "server: where to listen", [](Options& o, const std::string& v) {
-         return !v.empty() && (o.endpoint = v, true);
+         return !v.empty() && (o.endpoint = v, o.bind = true);
        },
        [](const Options&) { return std::string("-"); }},
       {"connect", "EP", "client: where the server listens", [](Options& o, const std::string& v) {
-         return !v.empty() && (o.endpoint = v, true);
+         return !v.empty() && (o.endpoint = v, o.connect = true);
        },
        [](const Options&) { return std::string("-"); }},
       {"mode", "stream|pingpong", "one-way throughput, or one message in flight and round trips",
@@ -61,22 +47,14 @@ const std::vector<Opt>& table() {
        },
        [](const Options& o) { return std::string(mode_name(o.mode)); }},
       {"msgs", "N", "client: messages (stream) or round trips (pingpong) to run",
-       [](Options& o, const std::string& v) { return to_num<uint64_t>(v, o.msgs, 1, uint64_t{1} << 40); },
+       [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.msgs, 1, uint64_t{1} << 40); },
        [](const Options& o) { return std::to_string(o.msgs); }},
       {"size", "BYTES", "message size, 16 .. 65536; the server must be given the same",
-       [](Options& o, const std::string& v) { return to_num<size_t>(v, o.size, kMinSize, kMaxSize); },
+       [](Options& o, const std::string& v) { return dp::parse_num<size_t>(v, o.size, kMinSize, kMaxSize); },
        [](const Options& o) { return std::to_string(o.size); }},
       {"duration", "S", "client: stop sending after S s; server: give up S + 30 s after start (0: never)",
-       [](Options& o, const std::string& v) {
-         char* end = nullptr;
-         double d = std::strtod(v.c_str(), &end);
-         return !v.empty() && *end == '\0' && d >= 0 && d < 1e7 && (o.duration_s = d, true);
-       },
-       [](const Options& o) {
-         char b[32];
-         std::snprintf(b, sizeof b, "%g", o.duration_s);
-         return std::string(b);
-       }},
+       [](Options& o, const std::string& v) { return dp::parse_num(v, o.duration_s, 0.0, 1e7); },
+       [](const Options& o) { return dp::format_num(o.duration_s); }},
       {"busy-poll", nullptr, "non-blocking calls spun on (RESULT wait=spin) instead of blocking (sleep)",
        [](Options& o, const std::string&) { return o.busy_poll = true, true; },
        [](const Options&) { return std::string("off"); }},
@@ -84,22 +62,10 @@ const std::vector<Opt>& table() {
   return t;
 }
 
-const Opt* lookup(const std::string& name) {
-  for (const Opt& o : table()) {
-    if (name == o.name) return &o;
-  }
-  return nullptr;
-}
-
 void print_usage(const ProgramInfo& info) {
   std::printf("Usage: %s --role server|client --bind|--connect %s [options]\n\n%s\nOptions (default in brackets):\n",
               info.name, info.endpoint, info.summary);
-  Options defaults;
-  for (const Opt& o : table()) {
-    std::string lhs = std::string("--") + o.name + (o.arg ? std::string(" ") + o.arg : "");
-    std::printf("  %-26s %s [%s]\n", lhs.c_str(), o.help, o.show(defaults).c_str());
-  }
-  std::printf("  %-26s %s\n", "-h, --help", "this text");
+  dp::print_option_table(stdout, table(), Options{});
   std::printf(
       "\nEvery message carries a sequence number and a CRC32C; the receiver checks each one.\n"
       "The server prints READY once it listens. The last line of output is RESULT {json}:\n"
@@ -111,24 +77,11 @@ void print_usage(const ProgramInfo& info) {
       info.name, info.example);
 }
 
-// @return 0 or -EINVAL with @p err set.
+// @return 0, 1 for --help, or -EINVAL with @p err set.
 int parse_args(int argc, char** argv, Options& opt, std::string& err) {
-  bool bind = false, connect = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") return 1;
-    const Opt* o = a.rfind("--", 0) == 0 ? lookup(a.substr(2)) : nullptr;
-    if (!o) return err = "unknown option '" + a + "' (see --help)", -EINVAL;
-    std::string value;
-    if (o->arg) {
-      if (i + 1 >= argc) return err = a + " needs a value " + o->arg, -EINVAL;
-      value = argv[++i];
-    }
-    if (!o->set(opt, value)) return err = "bad value '" + value + "' for " + a, -EINVAL;
-    bind |= a == "--bind";
-    connect |= a == "--connect";
-  }
-  if (bind == connect || bind != (opt.role == Role::kServer)) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (int rc = dp::parse_option_table(table(), args, opt, &err); rc != 0) return rc;
+  if (opt.bind == opt.connect || opt.bind != (opt.role == Role::kServer)) {
     return err = "give --role server with --bind, or --role client with --connect", -EINVAL;
   }
   return 0;

@@ -34,6 +34,8 @@ struct Options {
   Role role = Role::kServer;
   Mode mode = Mode::kStream;
   std::string endpoint;  ///< --bind (server) or --connect (client)
+  bool bind = false;     ///< --bind was given
+  bool connect = false;  ///< --connect was given
   uint64_t msgs = 100000;
   size_t size = 64;
   double duration_s = 30;  ///< client: stop sending; server: give up (see --help)

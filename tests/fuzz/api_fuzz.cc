@@ -92,7 +92,10 @@ void args(Reader& in) {
   for (const auto& p : o.peers) FUZZ_CHECK(p.id >= 1 && p.id <= UINT32_MAX);
   FUZZ_CHECK(o.pool_max > IMAGO_MSG_INLINE_MAX && o.pool_max <= api::kFrameClass);
   FUZZ_CHECK(o.max_message >= 1024 && o.pool_buffers >= 64);
-  FUZZ_CHECK(o.dead_after_ms >= 10 && o.dead_after_ms <= 3'600'000);
+  const rel::Config& c = o.protocol.engine;
+  FUZZ_CHECK(c.dead_after_ns >= 10 * rel::kMs && c.dead_after_ns <= 3'600'000 * rel::kMs);
+  FUZZ_CHECK(o.protocol.mtu >= 576 && o.protocol.mtu <= 9000);
+  FUZZ_CHECK(c.rto_min_ns > c.ack_delay_ns && c.rto_min_ns <= c.rto_max_ns);
   FUZZ_CHECK(o.fault_rx.drop >= 0 && o.fault_rx.drop < 1);
   FUZZ_CHECK(o.stats_period_s >= 0 && o.duration_s >= 0);
   if (o.auth_key) {
@@ -358,6 +361,8 @@ void seeds(const SeedFn& put) {
   put("argv_eal", argv_seed({"imagod", "-l", "0-1", "--vdev", "net_null0", "--", "--node-id", "2", "--peer", "1@02:00:00:00:00:01"}));
   put("argv_udp", argv_seed({"app", "--iface", "veth0", "--node-id", "7", "--peer", "8@10.0.0.8", "--src-ip", "10.0.0.7",
                              "--dead-after-ms", "500", "--max-message", "1048576", "--pool-max", "2048"}));
+  put("argv_protocol", argv_seed({"imagod", "--pair", "--mtu", "9000", "--go-back-n", "--no-flow-control", "--no-crc",
+                                  "--ack-delay-us", "100", "--rto-min-us", "500", "--rto-max-ms=100", "--dead-after-ms=500"}));
   put("argv_faults", argv_seed({"imagod", "--pair", "--fault-rx", "loss=0.05,burst=0.01,dup=0.01,corrupt=0.001,reorder=0.1,reorder-us=50,delay-us=10,jitter-us=5,seed=3",
                                 "--loss", "0.5", "--seed", "9", "--stats-period", "1.5", "--duration", "10"}));
   put("argv_key_hex", argv_seed({"imagod", "--pair", "--auth-key", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"}));

@@ -17,17 +17,13 @@
 namespace imago::sim {
 namespace {
 
-// dataplane/engine_link.cc tune_for_fast_links(): what real nodes run with.
+// What real nodes run with (rel::fast_link_preset), with smaller buffers for the simulator.
 rel::Config fast_link_config() {
   rel::Config c;
   c.send_window = 1024;
-  c.recv_window = c.send_window;
   c.max_message_size = 64 * 1024;
   c.send_buffer_bytes = 256 * 1024;
-  c.ack_delay_ns = 500 * rel::kUs;
-  c.rto_min_ns = 2 * rel::kMs;
-  c.rto_initial_ns = 10 * rel::kMs;
-  return c;
+  return rel::fast_link_preset(c);
 }
 
 // Two nodes streaming both ways for about 1.6 s, so every restart time hits live traffic.

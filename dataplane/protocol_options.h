@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The protocol settings a node runs with, in one place for every program that starts nodes
+ * (imagod, the library through imago_attach_embedded(), imago-perf): the link MTU frames are
+ * sized for, and the engine's modes and timers, starting from the fast-link preset
+ * (reliability/config.h). The rows below are added to each program's option table, so the
+ * options are spelled, checked and documented the same everywhere.
+ */
+#pragma once
+
+#include <string>
+
+#include "dataplane/option_table.h"
+#include "reliability/config.h"
+
+namespace imago::dp {
+
+struct ProtocolOptions {
+  uint32_t mtu = 1500;                           ///< IP MTU the frames are sized for
+  rel::Config engine = rel::fast_link_preset();  ///< modes and timers; identity and sizes are the node's
+};
+
+/** Check what single options cannot: the RTO bounds in order and above the ACK delay (a
+ *  delayed ACK must not look like a loss). @return 0, or -EINVAL with the reason in @p err. */
+int check_protocol(const ProtocolOptions& p, std::string* err);
+
+/** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,
+ *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms. */
+template <typename T>
+void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
+  using rel::kMs;
+  using rel::kUs;
+  auto flag = [m](const char* name, const char* help, bool rel::Config::*f, bool when_set) {
+    return OptionRow<T>{name, nullptr, help, [=](T& o, const std::string&) { return (o.*m).engine.*f = when_set, true; },
+                        [=](const T& o) { return std::string((o.*m).engine.*f == when_set ? "on" : "off"); }};
+  };
+  // A time option in @p unit (kUs or kMs) over a nanosecond field, within [lo, hi] units.
+  auto time = [m](const char* name, const char* arg, const char* help, uint64_t rel::Config::*f, uint64_t unit,
+                  uint64_t lo, uint64_t hi) {
+    return OptionRow<T>{name, arg, help,
+                        [=](T& o, const std::string& v) {
+                          uint64_t n;
+                          return parse_num<uint64_t>(v, n, lo, hi) && ((o.*m).engine.*f = n * unit, true);
+                        },
+                        [=](const T& o) { return std::to_string((o.*m).engine.*f / unit); }};
+  };
+  t.push_back({"mtu", "BYTES", "IP MTU the frames are sized for, 576..9000 (net_af_packet: at most the interface's)",
+               [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).mtu, 576, 9000); },
+               [m](const T& o) { return std::to_string((o.*m).mtu); }});
+  t.push_back(flag("go-back-n", "Pupa's go-back-N instead of selective repeat", &rel::Config::selective_repeat, false));
+  t.push_back(flag("no-flow-control", "switch the optimistic credits off", &rel::Config::flow_control, false));
+  t.push_back(flag("no-crc", "no CRC32C on frames (corruption then goes unseen)", &rel::Config::crc, false));
+  t.push_back(time("dead-after-ms", "MS", "declare a peer dead after this much silence, 10..3600000",
+                   &rel::Config::dead_after_ns, kMs, 10, 3'600'000));
+  t.push_back(time("ack-delay-us", "US", "ACK timer: acknowledge this long after the first unacknowledged unit",
+                   &rel::Config::ack_delay_ns, kUs, 1, 10'000'000));
+  t.push_back(time("rto-min-us", "US", "lower bound of the retransmission timeout (above --ack-delay-us)",
+                   &rel::Config::rto_min_ns, kUs, 1, 60'000'000));
+  t.push_back(time("rto-max-ms", "MS", "upper bound of the retransmission timeout (and of HELLO retries)",
+                   &rel::Config::rto_max_ns, kMs, 1, 600'000));
+}
+
+}  // namespace imago::dp

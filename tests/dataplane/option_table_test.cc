@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The option-table machinery and the protocol rows every program shares.
+#include "dataplane/option_table.h"
+
+#include <gtest/gtest.h>
+
+#include "dataplane/protocol_options.h"
+
+namespace imago::dp {
+namespace {
+
+struct Opts {
+  uint32_t n = 7;
+  bool flag = false;
+  ProtocolOptions protocol;
+};
+
+OptionTable<Opts> table() {
+  OptionTable<Opts> t = {
+      {"n", "N", "a number, 1..100", [](Opts& o, const std::string& v) { return parse_num<uint32_t>(v, o.n, 1, 100); },
+       [](const Opts& o) { return std::to_string(o.n); }},
+      {"flag", nullptr, "a flag", [](Opts& o, const std::string&) { return o.flag = true; }},
+  };
+  add_protocol_rows(t, &Opts::protocol);
+  return t;
+}
+
+int parse(std::vector<std::string> args, Opts& o, std::string* err) { return parse_option_table(table(), args, o, err); }
+
+TEST(OptionTable, ValuesComeSpacedOrAfterAnEqualsSign) {
+  Opts o;
+  std::string err;
+  EXPECT_EQ(parse({"--n", "5", "--flag"}, o, &err), 0);
+  EXPECT_EQ(o.n, 5u);
+  EXPECT_TRUE(o.flag);
+  EXPECT_EQ(parse({"--n=9"}, o, &err), 0);
+  EXPECT_EQ(o.n, 9u);
+}
+
+TEST(OptionTable, BadInputIsRefusedWithAReason) {
+  Opts o;
+  std::string err;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--nope"}, {"n", "5"}, {"--n"}, {"--n", "0"}, {"--n", "101"}, {"--n", "5x"}, {"--flag=1"}, {"-"}}) {
+    err.clear();
+    EXPECT_EQ(parse(args, o, &err), -EINVAL) << args[0];
+    EXPECT_FALSE(err.empty()) << args[0];
+  }
+  EXPECT_EQ(o.n, 7u);  // nothing half-set
+  EXPECT_EQ(parse({"--n", "5", "-h"}, o, &err), 1);
+}
+
+TEST(OptionTable, ParsersTakeWholeValuesOnly) {
+  uint32_t ip = 0;
+  EXPECT_TRUE(parse_ipv4("10.0.0.7", ip));
+  EXPECT_EQ(ip, 0x0A000007u);
+  EXPECT_FALSE(parse_ipv4("10.0.0", ip));
+  EXPECT_EQ(format_ipv4(ip), "10.0.0.7");
+  MacAddr m{};
+  EXPECT_TRUE(parse_mac("02:00:00:00:00:0a", m));
+  EXPECT_EQ(format_mac(m), "02:00:00:00:00:0a");
+  EXPECT_FALSE(parse_mac("02:00:00:00:00:100", m));
+  EXPECT_FALSE(parse_mac("02:00:00:00:00:0a:", m));
+  double d = 0;
+  EXPECT_TRUE(parse_num(std::string("0.25"), d, 0.0, 1.0));
+  EXPECT_FALSE(parse_num(std::string("nan"), d, 0.0, 1.0));
+  EXPECT_EQ(format_num(0.1), "0.1");
+}
+
+TEST(ProtocolOptions, DefaultsAreTheFastLinkPresetAndRowsSetNanoseconds) {
+  Opts o;
+  std::string err;
+  const rel::Config preset = rel::fast_link_preset();
+  EXPECT_EQ(o.protocol.engine.ack_delay_ns, preset.ack_delay_ns);
+  EXPECT_EQ(o.protocol.engine.recv_window, o.protocol.engine.send_window);
+  ASSERT_EQ(parse({"--mtu", "9000", "--go-back-n", "--no-flow-control", "--no-crc", "--ack-delay-us", "100",
+                   "--rto-min-us", "300", "--rto-max-ms", "50", "--dead-after-ms", "700"},
+                  o, &err),
+            0)
+      << err;
+  const rel::Config& c = o.protocol.engine;
+  EXPECT_EQ(o.protocol.mtu, 9000u);
+  EXPECT_FALSE(c.selective_repeat);
+  EXPECT_FALSE(c.flow_control);
+  EXPECT_FALSE(c.crc);
+  EXPECT_EQ(c.ack_delay_ns, 100 * rel::kUs);
+  EXPECT_EQ(c.rto_min_ns, 300 * rel::kUs);
+  EXPECT_EQ(c.rto_max_ns, 50 * rel::kMs);
+  EXPECT_EQ(c.dead_after_ns, 700 * rel::kMs);
+  EXPECT_EQ(check_protocol(o.protocol, &err), 0);
+}
+
+TEST(ProtocolOptions, AnRtoAtOrBelowTheAckDelayIsRefused) {
+  Opts o;
+  std::string err;
+  ASSERT_EQ(parse({"--ack-delay-us", "5000"}, o, &err), 0);
+  EXPECT_EQ(check_protocol(o.protocol, &err), -EINVAL);  // the preset's 2 ms minimum RTO
+  ASSERT_EQ(parse({"--rto-min-us", "6000", "--rto-max-ms", "5"}, o, &err), 0);
+  EXPECT_EQ(check_protocol(o.protocol, &err), -EINVAL);  // min above max
+  EXPECT_EQ(parse({"--mtu", "575"}, o, &err), -EINVAL);
+}
+
+}  // namespace
+}  // namespace imago::dp
