@@ -8,13 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
 #include "api/buffers.h"
 #include "api/handoff.h"
 #include "api/tiers.h"
 #include "reliability/be.h"
-#include "reliability/epoch.h"
+#include "dataplane/node_port.h"
 
 namespace imago::api {
 
@@ -47,12 +46,7 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
   if (int rc = link_.init(*spec.port, spec.mbuf_pool, spec.encap, spec.burst); rc < 0) return rc;
   rel::Config c = spec.engine;
-  c.node_id = spec.id;
-  std::timespec wall{};  // a restarted node is a new session: epochs in milliseconds
-  std::timespec_get(&wall, TIME_UTC);
-  c.epoch = rel::make_epoch(uint64_t(wall.tv_sec) * 1'000'000'000u + uint64_t(wall.tv_nsec),
-                            rte_rdtsc());
-  c.seed = rte_rdtsc() ^ (spec.id << 56);
+  dp::stamp_incarnation(c, spec.id);
   if (int rc = rel::Engine::create(c, &link_, this, &engine_); rc < 0) return rc;
   link_.attach(engine_.get());
   return 0;

@@ -136,25 +136,16 @@ int Runtime::create_shared() {
   return 0;
 }
 
-int Runtime::open_port(PortBits& pb, uint16_t port_id) {
-  dp::PortConfig pc;
-  unsigned n = dp::mbufs_needed(pc, rte_lcore_count(), 32, 256, kHeldMbufs + 4 * kFaultCapacity);
-  const size_t frame = o_.protocol.mtu + sizeof(dp::EthHdr);
-  pb.pool = dp::create_mbuf_pool("imago_mbuf_" + std::to_string(port_id), n, dp::mbuf_room_for(frame),
-                                 rte_socket_id());
-  if (pb.pool == nullptr) return -ENOMEM;
-  if (int rc = pb.port.open(port_id, pc, pb.pool); rc < 0) return rc;
-  // Only a device with a real MTU (not net_ring) limits the frames.
-  if (const uint32_t link = pb.port.link_mtu(); link != 0 && o_.protocol.mtu > link) {
-    std::fprintf(stderr, "imago: --mtu %u exceeds port %u's MTU %u\n", o_.protocol.mtu, port_id, link);
-    return -EMSGSIZE;
-  }
-  if (int rc = pb.port.start(); rc < 0) return rc;
-  dp::FaultConfig none{}, rx{};
-  rx = o_.fault_rx;
-  rx.seed = o_.fault_rx.seed + port_id;
-  auto offset = static_cast<uint32_t>(dp::encap_header_len(o_.src_ip ? dp::Encap::Udp : dp::Encap::L2));
-  return pb.faulty.init(port_id, 0, none, rx, pb.pool, offset, kFaultCapacity);
+int Runtime::open_port(dp::NodePort& np, uint16_t port_id) {
+  dp::NodePortConfig c;
+  c.pool_name = "imago_mbuf_" + std::to_string(port_id);
+  c.max_frame = o_.protocol.mtu + sizeof(dp::EthHdr);
+  c.extra_mbufs = kHeldMbufs;
+  c.fault_rx = o_.fault_rx;
+  c.fault_rx.seed = o_.fault_rx.seed + port_id;
+  c.fault_capacity = kFaultCapacity;
+  c.fault_offset = static_cast<uint32_t>(dp::encap_header_len(o_.src_ip ? dp::Encap::Udp : dp::Encap::L2));
+  return dp::node_port_open(np, port_id, c);
 }
 
 int Runtime::open_nodes() {
@@ -162,7 +153,7 @@ int Runtime::open_nodes() {
     if (int rc = dp::create_ring_pair("imago_pair", kPairRing, ring_); rc < 0) return rc;
     has_ring_ = true;
     for (uint16_t id : {ring_.port_a, ring_.port_b}) {
-      ports_.push_back(std::make_unique<PortBits>());
+      ports_.push_back(std::make_unique<dp::NodePort>());
       if (int rc = open_port(*ports_.back(), id); rc < 0) return rc;
     }
     if (int rc = add_node(*ports_[0], 1, {PeerAddr{.id = 2}}); rc < 0) return rc;
@@ -178,12 +169,12 @@ int Runtime::open_nodes() {
     std::fprintf(stderr, "imago: node %" PRIu64 " needs at least one --peer\n", o_.node_id);
     return -EINVAL;
   }
-  ports_.push_back(std::make_unique<PortBits>());
+  ports_.push_back(std::make_unique<dp::NodePort>());
   if (int rc = open_port(*ports_.back(), port_id); rc < 0) return rc;
   return add_node(*ports_.back(), o_.node_id, o_.peers);
 }
 
-int Runtime::add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& peers) {
+int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers) {
   NodeSpec s;
   s.id = id;
   s.index = static_cast<unsigned>(nodes_.size());
@@ -241,13 +232,9 @@ void Runtime::stop() {
   if (shm_ != nullptr)
     for (PoolCaches& pc : shm_->engine_caches) pool_caches_free(pc);  // the engines are stopped
   nodes_.clear();
-  for (auto& pb : ports_) {
-    pb->faulty.release();
-    pb->port.close();
-  }
-  if (has_ring_) dp::destroy_ring_pair(ring_);
-  for (auto& pb : ports_) rte_mempool_free(pb->pool);
+  for (auto& pb : ports_) dp::node_port_close(*pb);
   ports_.clear();
+  if (has_ring_) dp::destroy_ring_pair(ring_);
   if (shm_ != nullptr) {
     rte_mempool_free(shm_->msg_pool);
     rte_mempool_free(shm_->frame_pool);

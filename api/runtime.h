@@ -18,6 +18,7 @@
 #include "dataplane/eal_args.h"
 #include "dataplane/fault.h"
 #include "dataplane/lcore.h"
+#include "dataplane/node_port.h"
 #include "dataplane/port.h"
 #include "dataplane/ring_pair.h"
 
@@ -52,17 +53,11 @@ class Runtime {
   size_t node_count() const { return nodes_.size(); }
 
  private:
-  struct PortBits {
-    dp::Port port;
-    dp::FaultyPort faulty;
-    rte_mempool* pool = nullptr;
-  };
-
   int start_eal(const dp::ArgSplit& args, bool daemon);
   int create_shared();
-  int open_port(PortBits& pb, uint16_t port_id);
+  int open_port(dp::NodePort& np, uint16_t port_id);
   int open_nodes();
-  int add_node(PortBits& pb, uint64_t id, const std::vector<PeerAddr>& peers);
+  int add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers);
   int start_engines();
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
   unsigned reclaim(uint32_t slot);
@@ -74,7 +69,7 @@ class Runtime {
   bool eal_up_ = false;
   const rte_memzone* mz_ = nullptr;
   ShmRoot* shm_ = nullptr;
-  std::vector<std::unique_ptr<PortBits>> ports_;
+  std::vector<std::unique_ptr<dp::NodePort>> ports_;
   dp::RingPair ring_{};
   bool has_ring_ = false;
   std::vector<std::unique_ptr<Node>> nodes_;

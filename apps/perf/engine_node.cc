@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <ctime>
 
-#include "reliability/epoch.h"
 
 namespace imago::perf {
 
@@ -29,12 +28,7 @@ int engine_node_open(Context& ctx, EngineNode& en, Node* node, rel::NodeId self,
   // The peer's addresses: --peer-mac / --dst-ip, or broadcast on a private link.
   if (int rc = en.link.add_peer_addr(peer, ctx.opt.encap.dst_mac, ctx.opt.encap.dst_ip); rc < 0) return rc;
   rel::Config c = engine_config(ctx.opt);
-  c.node_id = self;
-  std::timespec wall{};  // a restarted node is a new session: epochs in milliseconds
-  std::timespec_get(&wall, TIME_UTC);
-  c.epoch = rel::make_epoch(uint64_t(wall.tv_sec) * 1'000'000'000u + uint64_t(wall.tv_nsec),
-                            rte_rdtsc());
-  c.seed = rte_rdtsc() ^ (uint64_t{self} << 56);
+  dp::stamp_incarnation(c, self);
   if (int rc = rel::Engine::create(c, &en.link, app, &en.engine); rc < 0) {
     std::fprintf(stderr, "imago-perf: engine configuration refused (mtu %u)\n", c.mtu);
     return rc;

@@ -15,30 +15,22 @@ constexpr size_t kMaxFrame = 9000 + sizeof(dp::EthHdr);  // a 9000-byte jumbo MT
 
 int open_node(Context& ctx, Node& n, uint16_t port_id) {
   const Options& o = ctx.opt;
-  dp::PortConfig pc{.nb_rxd = o.nb_desc, .nb_txd = o.nb_desc};
-  size_t frame = max_frame_bytes(o);
+  dp::NodePortConfig c;
+  c.pool_name = std::string("perf_") + n.name;
+  c.port = {.nb_rxd = o.nb_desc, .nb_txd = o.nb_desc};
+  c.max_frame = max_frame_bytes(o);
   // Raw modes put each message in one frame: no link carries more than a jumbo frame.
-  if (frame > kMaxFrame) {
+  if (c.max_frame > kMaxFrame) {
     std::fprintf(stderr, "imago-perf: %s sends each message as one frame: --size %u makes a %zu-byte "
                  "frame, above %zu (use a reliable mode, which fragments)\n",
-                 o.mode.c_str(), o.size, frame, kMaxFrame);
+                 o.mode.c_str(), o.size, c.max_frame, kMaxFrame);
     return -EMSGSIZE;
   }
-  const uint16_t room = dp::mbuf_room_for(frame);
-  // Held elsewhere besides the descriptors: the fault layer's two stages, the ring of a pair.
-  unsigned extra = 4 * o.fault_capacity + o.ring_size + 4 * o.burst;
-  unsigned count = dp::mbufs_needed(pc, rte_lcore_count(), o.burst, 256, extra);
-  n.pool = dp::create_mbuf_pool(std::string("perf_") + n.name, count, room, rte_socket_id());
-  if (!n.pool) return -ENOMEM;
-  if (int rc = n.port.open(port_id, pc, n.pool); rc < 0) return rc;
-  // Only a device with a real MTU (not net_ring) limits the frame size.
-  const uint32_t mtu = n.port.link_mtu();
-  if (mtu != 0 && frame > size_t{mtu} + sizeof(dp::EthHdr)) {
-    std::fprintf(stderr, "imago-perf: a %zu-byte frame (--size %u, --mtu %u) exceeds port %u's MTU %u\n",
-                 frame, o.size, o.protocol.mtu, port_id, mtu);
-    return -EMSGSIZE;
-  }
-  return n.port.start();
+  c.burst = o.burst;
+  c.extra_mbufs = o.ring_size;  // the ring of a pair
+  c.fault_capacity = o.fault_capacity;
+  // Faults come after opening (apply_faults), where the pair's roles decide them.
+  return dp::node_port_open(n, port_id, c);
 }
 
 }  // namespace
@@ -76,26 +68,18 @@ int apply_faults(Context& ctx) {
     // In a pair, faults sit on the sender's transmit side and the receiver's receive side.
     bool sender = !o.pair || n == ctx.nodes.front();
     bool receiver = !o.pair || n == ctx.nodes.back();
-    n->faulty.release();
-    int rc = n->faulty.init(n->port.id(), 0, sender ? o.fault_tx : none, receiver ? o.fault_rx : none,
-                            n->pool, offset, o.fault_capacity);
+    int rc = dp::node_port_faults(*n, sender ? o.fault_tx : none, receiver ? o.fault_rx : none, offset,
+                                  o.fault_capacity);
     if (rc < 0) return rc;
   }
   return 0;
 }
 
 void close_topology(Context& ctx, Topology& topo) {
-  for (Node* n : ctx.nodes) {
-    n->faulty.release();
-    n->port.close();
-  }
+  for (Node* n : {&topo.a, &topo.b}) dp::node_port_close(*n);
   ctx.nodes.clear();
   if (topo.has_ring) dp::destroy_ring_pair(topo.ring);
   topo.has_ring = false;
-  for (Node* n : {&topo.a, &topo.b}) {
-    rte_mempool_free(n->pool);
-    n->pool = nullptr;
-  }
 }
 
 }  // namespace imago::perf

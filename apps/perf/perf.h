@@ -15,6 +15,7 @@
 #include "dataplane/fault.h"
 #include "apps/common/histogram.h"
 #include "dataplane/lcore.h"
+#include "dataplane/node_port.h"
 #include "dataplane/port.h"
 #include "dataplane/protocol_options.h"
 
@@ -48,12 +49,9 @@ struct Options {
   bool interactive = false;
 };
 
-/** One node: a port seen through the fault layer, with its mempool. */
-struct Node {
+/** One node of this process: the library's node port (dp::NodePort), named A or B. */
+struct Node : dp::NodePort {
   const char* name = "";
-  dp::Port port;
-  dp::FaultyPort faulty;
-  rte_mempool* pool = nullptr;
 };
 
 /** The run: options, nodes, lcore runner and clock. */
