@@ -10,18 +10,6 @@ namespace imago::api {
 
 namespace {
 
-// The cluster key from a file (never from the command line, where ps would show it).
-bool auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
-  dp::AuthKey k;
-  std::string err;
-  if (dp::auth_key_load(path, k, &err) < 0) {
-    std::fprintf(stderr, "imago: %s\n", err.c_str());
-    return false;
-  }
-  key = k;
-  return true;
-}
-
 // A node id: 1 .. 2^32 - 1, what the wire's node fields hold (never narrowed silently).
 bool node_id(const std::string& s, uint64_t& id) { return dp::parse_num<uint64_t>(s, id, 1, UINT32_MAX); }
 
@@ -50,7 +38,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_ipv4(v, o.src_ip); }},
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                              "without a valid tag [none]",
-       [](RuntimeOptions& o, const std::string& v) { return auth_key(v, o.auth_key); }},
+       [](RuntimeOptions& o, const std::string& v) { return dp::auth_key_option(v, o.auth_key, "imago"); }},
       {"engine-lcore", "N", "lcore running the engines [first worker]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},
       {"pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",

@@ -78,6 +78,17 @@ int auth_key_load(const std::string& path, AuthKey& key, std::string* err) {
   return rc;
 }
 
+bool auth_key_option(const std::string& path, std::optional<AuthKey>& key, const char* prog) {
+  AuthKey k;
+  std::string err;
+  if (auth_key_load(path, k, &err) < 0) {
+    std::fprintf(stderr, "%s: %s\n", prog, err.c_str());
+    return false;
+  }
+  key = k;
+  return true;
+}
+
 void auth_tag(const AuthKey& key, const uint8_t* data, size_t len, uint8_t* tag) {
   crypto_generichash_blake2b_salt_personal(tag, kAuthTagBytes, data, len, key.bytes.data(), kAuthKeyBytes,
                                            nullptr, kPersonal);

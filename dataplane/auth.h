@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -54,6 +55,13 @@ int auth_key_from_bytes(std::span<const uint8_t> raw, AuthKey& key);
  *         or all zero); -EIO (libsodium failed to start). On error @p err says why.
  */
 int auth_key_load(const std::string& path, AuthKey& key, std::string* err);
+
+/**
+ * The value of an `--auth-key FILE` option: load the key from @p path (never from the command
+ * line, where ps would show it) into @p key, or print why not to stderr after "@p prog: ".
+ * @return true when loaded.
+ */
+bool auth_key_option(const std::string& path, std::optional<AuthKey>& key, const char* prog);
 
 /** Write the tag of the @p len bytes at @p data under @p key to @p tag (kAuthTagBytes). */
 void auth_tag(const AuthKey& key, const uint8_t* data, size_t len, uint8_t* tag);

@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "apps/perf/options.h"
 
-#include <arpa/inet.h>
-
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
-#include <functional>
-#include <limits>
-#include <optional>
 
 #include "dataplane/auth.h"
 #include "dataplane/option_table.h"
@@ -17,18 +11,6 @@ namespace imago::perf {
 namespace {
 
 using Opt = dp::OptionRow<Options>;
-
-// The cluster key from a file (never from the command line, where ps would show it).
-bool to_auth_key(const std::string& path, std::optional<dp::AuthKey>& key) {
-  dp::AuthKey k;
-  std::string err;
-  if (dp::auth_key_load(path, k, &err) < 0) {
-    std::fprintf(stderr, "imago-perf: %s\n", err.c_str());
-    return false;
-  }
-  key = k;
-  return true;
-}
 
 // A probability knob of the tx fault stage, e.g. --loss.
 Opt fault_prob(const char* name, const char* help, double dp::FaultConfig::*field) {
@@ -110,7 +92,7 @@ dp::OptionTable<Options> make_table() {
        [](const Options& o) { return dp::format_mac(o.encap.dst_mac); }},
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                            "without a valid tag",
-       [](Options& o, const std::string& v) { return to_auth_key(v, o.encap.auth); },
+       [](Options& o, const std::string& v) { return dp::auth_key_option(v, o.encap.auth, "imago-perf"); },
        [](const Options& o) { return o.encap.auth ? "set" : "-"; }},
       {"duration", "SECONDS", "stop after this long whatever happened",
        [](Options& o, const std::string& v) { return dp::parse_num(v, o.duration_s) && o.duration_s > 0; },
