@@ -28,21 +28,25 @@ void update_credit(Peer& p, Seq ack, uint32_t credit) {
 void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now) {
   SendWindow& tx = p.tx;
   const Seq ack = h.ack;
-  if (seq_gt(ack, tx.nxt())) return count(p, Reject::kBadAck);  // acks what we never sent
-  if (seq_lt(ack, tx.una())) {
-    // Older than what we know: reordered, nothing new (its NACK and SACK too). No honest
-    // frame can be 2^30 behind, as on the receive side: a lie, counted.
-    if (seq_diff(ack, tx.una()) > kFarAway) count(p, Reject::kBadAck);
+  // Only an ACK in [una, nxt] says something new. Checked by unsigned distance from una:
+  // serial comparison (seq.h) says nothing for numbers exactly 2^31 apart (RFC 1982), and an
+  // ACK there passed as an advance of 2^31 units (a loop of minutes, found by the fuzzer).
+  if (ack - tx.una() > tx.nxt() - tx.una()) {
+    // Older than what we know: reordered, nothing new (its NACK and SACK too). Beyond what we
+    // sent, or older than any honest frame can be (2^30, as on the receive side): a lie.
+    if (tx.una() - ack > uint32_t{kFarAway}) count(p, Reject::kBadAck);
     return;
   }
   if (ack != tx.una()) release_acked(p, ack, now);
   if (cfg_.flow_control) update_credit(p, ack, h.credit);
   Seq sack_max = ack;
   uint64_t sample_tx = 0;  // first transmission of the newest newly SACKed unit sent once
+  const uint32_t sent = tx.nxt() - ack;  // units sent beyond the ACK: where ranges may lie
   for (uint32_t i = 0; i < h.sack_count && cfg_.selective_repeat; ++i) {
     Seq a, b;
     decode_sack(frame, i, &a, &b);
-    if (!seq_lt(ack, a) || !seq_lt(a, b) || seq_gt(b, tx.nxt())) return count(p, Reject::kBadSack);
+    // ack < a < b <= nxt, by unsigned distance from the ACK (see above).
+    if (a - ack == 0 || a - ack >= b - ack || b - ack > sent) return count(p, Reject::kBadSack);
     mark_sacked(p, a, b, &sample_tx);
     if (seq_gt(b, sack_max)) sack_max = b;
   }

@@ -195,6 +195,27 @@ TEST_F(LyingPeerTest, SackRangesOutsideTheWindowAreCountedAndMarkNothing) {
   expect_legit_stream_intact();
 }
 
+TEST_F(LyingPeerTest, AckAndSackExactlyHalfTheSequenceSpaceAwayAreLiesNotAdvances) {
+  // Found by the engine fuzzer: at 2^31 apart serial comparison says neither "before" nor
+  // "after", so an ACK of una + 2^31 passed the window check and released 2^31 units (a loop
+  // of minutes on the engine lcore), and a SACK range ending there marked as many.
+  victim_sends_liar(2);
+  units_to_liar();
+  // Do: ACK una + 2^31; then SACK up to una + 2^31; then with nothing in flight at all.
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn + 0x80000000u)));
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn), {{v_isn + 1, v_isn + 0x80000000u}}));
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn + 2)));  // honest: both confirmed
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn + 2 + 0x80000000u)));
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn + 2), {{v_isn + 3, v_isn + 2 + 0x80000000u}}));
+  legit(10);
+  // Expect: both ACKs and both SACKs counted as lies; the honest ACK confirmed both messages.
+  EXPECT_EQ(liar_rejects(Reject::kBadAck), 2u);
+  EXPECT_EQ(liar_rejects(Reject::kBadSack), 2u);
+  EXPECT_EQ(v.e->unconfirmed_messages(kLiar), 0u);
+  EXPECT_EQ(v.e->state(kLiar), PeerState::kEstablished);
+  expect_legit_stream_intact();
+}
+
 TEST_F(LyingPeerTest, NacksForLongGoneSequencesRepairNothing) {
   victim_sends_liar(3);
   // Do: the liar honestly ACKs all three, then NACKs sequences long acknowledged.
