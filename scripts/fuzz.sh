@@ -79,7 +79,8 @@ for t in "${targets[@]}"; do
   execs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -1)
   rate=$(grep -E '^stat::average_exec_per_sec:' "$log" | awk '{print $2}' | tail -1)
   crashes=$(find "$work/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
-  if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi  # died without an artifact
+  # Died without an artifact: a crash too, unless someone stopped it (SIGINT: libFuzzer says so).
+  if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && ! grep -q 'libFuzzer: run interrupted' "$log"; then crashes=1; fi
   echo "fuzz: $t: ${execs:-0} executions (${rate:-0}/s), $crashes crashes"
   if [ "$crashes" -eq 0 ]; then
     passed=$((passed + 1))
