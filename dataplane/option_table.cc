@@ -48,6 +48,8 @@ std::string format_mac(const MacAddr& m) {
 int check_protocol(const ProtocolOptions& p, std::string* err) {
   const rel::Config& c = p.engine;
   if (c.rto_min_ns > c.rto_max_ns) return *err = "--rto-min-us is above --rto-max-ms", -EINVAL;
+  if (c.rto_initial_ns > c.rto_max_ns)
+    return *err = "--rto-max-ms is below the first RTO (" + std::to_string(c.rto_initial_ns / rel::kMs) + " ms)", -EINVAL;
   if (c.rto_min_ns <= c.ack_delay_ns) return *err = "--rto-min-us must be above --ack-delay-us (a delayed ACK is no loss)", -EINVAL;
   return 0;
 }

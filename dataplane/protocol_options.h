@@ -21,8 +21,9 @@ struct ProtocolOptions {
   rel::Config engine = rel::fast_link_preset();  ///< modes and timers; identity and sizes are the node's
 };
 
-/** Check what single options cannot: the RTO bounds in order and above the ACK delay (a
- *  delayed ACK must not look like a loss). @return 0, or -EINVAL with the reason in @p err. */
+/** Check what single options cannot: the RTO bounds in order, above the ACK delay (a
+ *  delayed ACK must not look like a loss), the first RTO within them. @return 0, or -EINVAL
+ *  with the reason in @p err. */
 int check_protocol(const ProtocolOptions& p, std::string* err);
 
 /** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,

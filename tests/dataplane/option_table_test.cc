@@ -97,6 +97,9 @@ TEST(ProtocolOptions, AnRtoAtOrBelowTheAckDelayIsRefused) {
   EXPECT_EQ(check_protocol(o.protocol, &err), -EINVAL);  // the preset's 2 ms minimum RTO
   ASSERT_EQ(parse({"--rto-min-us", "6000", "--rto-max-ms", "5"}, o, &err), 0);
   EXPECT_EQ(check_protocol(o.protocol, &err), -EINVAL);  // min above max
+  Opts fresh;
+  ASSERT_EQ(parse({"--rto-max-ms", "5"}, fresh, &err), 0);
+  EXPECT_EQ(check_protocol(fresh.protocol, &err), -EINVAL);  // below the preset's first RTO, 10 ms
   EXPECT_EQ(parse({"--mtu", "575"}, o, &err), -EINVAL);
 }
 
