@@ -210,6 +210,18 @@ uint64_t imago_node_id(const imago_t* h, unsigned index) {
   return im && index < im->shm->n_nodes ? im->shm->node_ids[index] : 0;
 }
 
+int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_stats* st) {
+  const Attachment* im = att_of(h);
+  if (im == nullptr || st == nullptr || index >= im->shm->n_nodes || index >= kMaxNodes) return -EINVAL;
+  const NodeStatsShm& n = im->shm->node_stats[index];
+  *st = imago_node_stats{im->shm->node_ids[index], n.msgs_sent.get(), n.msgs_received.get(),
+                         n.msgs_retransmitted.get(), n.frames_sent.get(), n.frames_received.get(),
+                         n.frames_rejected.get(), n.acks_sent.get(), n.nacks_sent.get(),
+                         n.losses_detected.get(), n.rto_expired.get(), n.peer_resets.get(),
+                         n.peer_deaths.get(), n.msgs_unconfirmed.get(), n.msgs_in_flight.get()};
+  return 0;
+}
+
 int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_ep_opts* opts,
                imago_ep_t** out) {
   if (name == nullptr || out == nullptr) return -EINVAL;

@@ -110,6 +110,34 @@ unsigned imago_node_count(const imago_t *im);
 /** @return the id of node @p index (0-based), or 0 for an index out of range. */
 uint64_t imago_node_id(const imago_t *im, unsigned index);
 
+/** A node's engine counters, summed over its peers: a snapshot its engine lcore publishes
+ *  about every millisecond, counted since the node started. */
+struct imago_node_stats {
+	uint64_t node;               /**< the node's id */
+	uint64_t msgs_sent;          /**< messages the engine accepted from endpoints (and its control channel) */
+	uint64_t msgs_received;      /**< messages the engine delivered */
+	uint64_t msgs_retransmitted; /**< retransmissions (of a message or a fragment of one) */
+	uint64_t frames_sent;        /**< frames handed to the port, ACKs and repairs included */
+	uint64_t frames_received;    /**< frames that passed every check */
+	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale) */
+	uint64_t acks_sent;          /**< frames that carried only an acknowledgement */
+	uint64_t nacks_sent;         /**< negative acknowledgements (gap reports) sent */
+	uint64_t losses_detected;    /**< frames found lost (timeouts and gap reports) */
+	uint64_t rto_expired;        /**< retransmission timeouts */
+	uint64_t peer_resets;        /**< restarts of a peer node */
+	uint64_t peer_deaths;        /**< peers declared dead */
+	uint64_t msgs_unconfirmed;   /**< messages dropped unconfirmed at those resets and deaths */
+	uint64_t msgs_in_flight;     /**< now: messages the engine took and its peers have not yet
+	                                  confirmed (a sender that detaches before this is 0 may
+	                                  lose them, should a frame be lost on the way) */
+};
+
+/**
+ * Fill @p st with the counters of node @p index (0-based, as imago_node_id()) of @p im.
+ * @return 0; -EINVAL @p im not live, @p index out of range, or NULL @p st.
+ */
+int imago_node_stats_get(const imago_t *im, unsigned index, struct imago_node_stats *st);
+
 /** Endpoint options. Zero fields take the default. */
 struct imago_ep_opts {
 	uint64_t local_node; /**< which node of this attachment (0: the first) */

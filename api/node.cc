@@ -13,7 +13,6 @@
 #include "api/handoff.h"
 #include "api/tiers.h"
 #include "reliability/be.h"
-#include "dataplane/node_port.h"
 
 namespace imago::api {
 
@@ -44,18 +43,15 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   // them (no memory) every buffer goes to the pool ring.
   caches_ = &shm->engine_caches[spec.index];
   if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
-  if (int rc = link_.init(*spec.port, spec.mbuf_pool, spec.encap, spec.burst); rc < 0) return rc;
-  rel::Config c = spec.engine;
-  dp::stamp_incarnation(c, spec.id);
-  if (int rc = rel::Engine::create(c, &link_, this, &engine_); rc < 0) return rc;
-  link_.attach(engine_.get());
+  dp::NodeEngineConfig c{.id = spec.id, .encap = spec.encap, .burst = spec.burst, .engine = spec.engine};
+  if (int rc = dp::node_engine_open(ne_, *spec.port, spec.mbuf_pool, c, this); rc < 0) return rc;
+  publish_period_ = rte_get_tsc_hz() / 1000;
   return 0;
 }
 
 int Node::add_peer(const PeerAddr& peer) {
   if (n_peers_ == kMaxEndpoints) return -ENOSPC;
-  if (int rc = link_.add_peer_addr(peer.id, peer.mac, peer.ip); rc < 0) return rc;
-  if (int rc = engine_->add_peer(peer.id, link_.now_ns(rte_rdtsc())); rc < 0) return rc;
+  if (int rc = dp::node_engine_add_peer(ne_, peer.id, peer.mac, peer.ip); rc < 0) return rc;
   // At most send_window messages (one unit each at least) can be unconfirmed at once.
   History& h = history_[n_peers_];
   h.mask = spec_.engine.send_window - 1;
@@ -75,14 +71,34 @@ int Node::peer_index(uint64_t id) const {
 unsigned Node::poll(uint64_t now_tsc) {
   uint32_t gen = shm_->generation.load(std::memory_order_acquire);
   if (gen != seen_gen_) refresh(gen);
-  now_ns_ = link_.now_ns(now_tsc);
-  link_.set_now(now_tsc);
+  now_ns_ = ne_.link.now_ns(now_tsc);
+  ne_.link.set_now(now_tsc);
   if (announce_n_ > 0) send_announces(now_ns_);
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) work += drain_tx(active_[i], now_ns_);
-  work += link_.poll(now_tsc);  // receive, deliver (staged), timers, send
+  work += ne_.link.poll(now_tsc);  // receive, deliver (staged), timers, send
   for (unsigned i = 0; i < n_active_; ++i) flush_staged(active_[i]);
+  if (now_tsc >= next_publish_) publish_stats(now_tsc);
   return work;
+}
+
+// Applications read the node's counters from shared memory; summing over the peers every
+// poll would cost more than the poll, so the engine lcore publishes them once a millisecond.
+void Node::publish_stats(uint64_t now_tsc) {
+  next_publish_ = now_tsc + publish_period_;
+  const rel::PeerCounters c = ne_.engine->total_counters();
+  NodeStatsShm& s = shm_->node_stats[spec_.index];
+  auto set = [](Counter& k, uint64_t v) { k.v.store(v, std::memory_order_relaxed); };
+  set(s.msgs_sent, c.msgs_sent), set(s.msgs_received, c.msgs_received);
+  set(s.msgs_retransmitted, c.msgs_retransmitted), set(s.frames_sent, c.pkts_sent);
+  set(s.frames_received, c.pkts_received);
+  set(s.frames_rejected, c.rejects() + ne_.link.counters().decode.total_rejected());
+  set(s.acks_sent, c.ack_only_sent), set(s.nacks_sent, c.nacks_sent), set(s.losses_detected, c.pkts_lost);
+  set(s.rto_expired, c.rto_expired), set(s.peer_resets, c.resets), set(s.peer_deaths, c.deaths);
+  set(s.msgs_unconfirmed, c.discarded_msgs);
+  uint64_t in_flight = 0;
+  for (unsigned i = 0; i < n_peers_; ++i) in_flight += ne_.engine->unconfirmed_messages(peers_[i]);
+  set(s.msgs_in_flight, in_flight);
 }
 
 // --- endpoints appearing and leaving (the control path changed the table) ---
@@ -164,7 +180,7 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       release_sent(side(s), d);
       continue;
     }
-    if (engine_->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
+    if (ne_.engine->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
     record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
     s.c.msgs_sent.add();
     s.c.bytes_sent.add(d.len);
@@ -220,7 +236,7 @@ bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) {
     s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
     return false;
   }
-  int rc = describe_received(side(s), peer, body, link_.current_frame(), kMbufLoanCap, a->staged[a->staged_n]);
+  int rc = describe_received(side(s), peer, body, ne_.link.current_frame(), kMbufLoanCap, a->staged[a->staged_n]);
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
     return true;
@@ -276,7 +292,7 @@ void Node::send_announces(uint64_t now_ns) {
     put_tag(m, 0);
     m[kTagBytes] = x.op;
     put_tag(m + kTagBytes + 1, x.hash);
-    int rc = engine_->send(x.peer, m, rel::send_flag::kFastpath, now_ns);
+    int rc = ne_.engine->send(x.peer, m, rel::send_flag::kFastpath, now_ns);
     if (rc == -EAGAIN) return;  // window full: next time
     if (rc == 0) {
       ++c_.announce_sent;

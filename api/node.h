@@ -20,7 +20,7 @@
 #include "api/imago_msg.h"
 #include "api/shm.h"
 #include "api/tiers.h"
-#include "dataplane/engine_link.h"
+#include "dataplane/node_engine.h"
 #include "reliability/engine.h"
 
 namespace imago::api {
@@ -72,8 +72,8 @@ class Node final : public rel::AppSink {
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
 
   uint64_t id() const { return spec_.id; }
-  const rel::Engine& engine() const { return *engine_; }
-  const dp::EngineLink& link() const { return link_; }
+  const rel::Engine& engine() const { return *ne_.engine; }
+  const dp::EngineLink& link() const { return ne_.link; }
   const NodeCounters& counters() const { return c_; }
 
  private:
@@ -126,12 +126,12 @@ class Node final : public rel::AppSink {
     h.slot[h.n++ & h.mask] = slot;
   }
   void charge_unconfirmed(uint64_t peer, uint64_t discarded, bool dead);
+  void publish_stats(uint64_t now_tsc);
 
   NodeSpec spec_;
   ShmRoot* shm_ = nullptr;
   PoolCaches* caches_ = nullptr;  ///< this engine lcore's, in shm_->engine_caches
-  dp::EngineLink link_;
-  std::unique_ptr<rel::Engine> engine_;
+  dp::NodeEngine ne_;  ///< the engine and its link to the port
   uint64_t peers_[kMaxEndpoints] = {};
   History history_[kMaxEndpoints];  // parallel to peers_
   unsigned n_peers_ = 0;
@@ -144,6 +144,7 @@ class Node final : public rel::AppSink {
   Remote remote_[4 * kMaxEndpoints] = {};
   unsigned n_remote_ = 0;
   uint64_t now_ns_ = 0;
+  uint64_t publish_period_ = 0, next_publish_ = 0;  // TSC cycles: shm_->node_stats
   NodeCounters c_;
 };
 

@@ -54,4 +54,34 @@ int check_protocol(const ProtocolOptions& p, std::string* err) {
   return 0;
 }
 
+namespace {
+
+struct ProtocolHolder {
+  ProtocolOptions p;
+};
+
+const OptionTable<ProtocolHolder>& protocol_table() {
+  static const OptionTable<ProtocolHolder> t = [] {
+    OptionTable<ProtocolHolder> rows;
+    add_protocol_rows(rows, &ProtocolHolder::p);
+    return rows;
+  }();
+  return t;
+}
+
+}  // namespace
+
+bool is_protocol_option(const std::string& name) { return find_option(protocol_table(), name) != nullptr; }
+
+std::vector<std::string> protocol_args(const ProtocolOptions& p) {
+  const ProtocolHolder now{p}, fresh{};
+  std::vector<std::string> args;
+  for (const OptionRow<ProtocolHolder>& r : protocol_table()) {
+    std::string v = r.show(now);
+    if (v == r.show(fresh)) continue;
+    args.push_back(std::string("--") + r.name + (r.arg ? "=" + v : ""));  // a flag shows "on" when given
+  }
+  return args;
+}
+
 }  // namespace imago::dp

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "dataplane/option_table.h"
 #include "reliability/config.h"
@@ -25,6 +26,12 @@ struct ProtocolOptions {
  *  delayed ACK must not look like a loss), the first RTO within them. @return 0, or -EINVAL
  *  with the reason in @p err. */
 int check_protocol(const ProtocolOptions& p, std::string* err);
+
+/** @return the options that turn the defaults into @p p ("--mtu=9000", "--go-back-n", ...),
+ *  to hand a node's settings to another program (imago-perf to the library). */
+std::vector<std::string> protocol_args(const ProtocolOptions& p);
+/** @return true when --@p name is one of the protocol rows. */
+bool is_protocol_option(const std::string& name);
 
 /** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,
  *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms. */

@@ -21,7 +21,7 @@ Session* g_session = nullptr;
 bool running() { return g_session->ctx.runner.active(); }
 
 void show_peers() {
-  for (const Node* n : g_session->ctx.nodes) {
+  for (const NodePort* n : g_session->ctx.nodes) {
     dp::LinkStatus l;
     n->port.link(l);
     dp::MacAddr m = n->port.mac();
@@ -35,7 +35,7 @@ void show_stats() {
   const char* state = running() ? "running" : g_session->prepared ? "finished (stop prints RESULT)" : "idle";
   std::printf("run: %s, mode %s\n", state, g_session->ctx.opt.mode.c_str());
   if (std::string line = session_stats_line(*g_session); !line.empty()) std::printf("%s\n", line.c_str());
-  for (const Node* n : g_session->ctx.nodes) {
+  for (const NodePort* n : g_session->ctx.nodes) {
     rte_eth_stats st{};
     rte_eth_stats_get(n->port.id(), &st);
     std::printf("port %u (node %s): rx %" PRIu64 " tx %" PRIu64 " missed %" PRIu64 " errors %" PRIu64 "\n",

@@ -9,6 +9,7 @@
 #include "apps/perf/cli.h"
 #include "apps/perf/options.h"
 #include "apps/perf/session.h"
+#include "apps/perf/via_api.h"
 #include "dataplane/eal.h"
 
 namespace imago::perf {
@@ -59,6 +60,13 @@ int main(int argc, char** argv) {
   if (rc < 0) {
     std::fprintf(stderr, "imago-perf: %s\n", err.c_str());
     return 2;
+  }
+  if (s.ctx.opt.via_api) {
+    if (std::string why = perf::via_api_refusal(s.ctx.opt, args); !why.empty()) {
+      std::fprintf(stderr, "imago-perf: %s\n", why.c_str());
+      return 2;
+    }
+    return perf::run_via_api(s.ctx.opt, args);
   }
   s.interactive = s.ctx.opt.interactive;
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "apps/perf/engine_node.h"
+#include "apps/perf/engine_end.h"
 #include "apps/common/histogram.h"
 #include "apps/perf/raw_traffic.h"
 
@@ -56,7 +56,7 @@ struct Echoer final : rel::AppSink {
 };
 
 struct PingState {
-  EngineNode a, b;
+  EngineEnd a, b;
   Pinger pinger;
   Echoer echoer;
   std::vector<uint8_t> msg;

@@ -17,8 +17,8 @@ namespace {
 struct RawState {
   RawSender sender;
   RawReceiver receiver;
-  Node* tx_node = nullptr;  // null when this process only receives
-  Node* rx_node = nullptr;  // null when this process only sends
+  NodePort* tx_node = nullptr;  // null when this process only receives
+  NodePort* rx_node = nullptr;  // null when this process only sends
   unsigned tx_lcore = 0, rx_lcore = 0;
   uint64_t last_line_tsc = 0, last_sent = 0, last_delivered = 0;
 };
@@ -163,7 +163,7 @@ void raw_report(Context& ctx, app::Json& r) {
     if (rs.decode.rejected[i]) dec.num(dp::decode_error_name(static_cast<dp::DecodeError>(i)), rs.decode.rejected[i]);
   }
   r.obj("decode", dec);
-  for (Node* n : ctx.nodes) r.obj(std::string("fault_") + n->name, fault_json(n->faulty));
+  for (NodePort* n : ctx.nodes) r.obj(std::string("fault_") + n->name, fault_json(n->faulty));
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ namespace {
 struct PingState {
   RawPinger pinger;
   RawEchoer echoer;
-  Node* ping_node = nullptr;  // null when this process only echoes
-  Node* echo_node = nullptr;  // null when this process only pings
+  NodePort* ping_node = nullptr;  // null when this process only echoes
+  NodePort* echo_node = nullptr;  // null when this process only pings
 };
 
 PingState& state(Context& ctx) { return *static_cast<PingState*>(ctx.mode_state); }

@@ -14,54 +14,22 @@
 #include <cstdio>
 #include <vector>
 
-#include "apps/perf/engine_node.h"
+#include "apps/perf/engine_end.h"
 #include "apps/common/histogram.h"
 #include "apps/common/pacer.h"
 #include "apps/perf/raw_traffic.h"
+#include "apps/perf/stream_check.h"
 
 namespace imago::perf {
 namespace {
 
 enum class Variant { kStream, kRate, kEcho };
 
-// B's messages waiting to go back to A (echo): a fixed ring allocated at set-up.
-class EchoQueue {
- public:
-  void init(unsigned slots, uint16_t size) {
-    buf_.assign(size_t{slots} * size, 0);
-    slots_ = slots;
-    size_ = size;
-  }
-  bool full() const { return tail_ - head_ == slots_; }
-  bool empty() const { return tail_ == head_; }
-  void push(std::span<const uint8_t> m) {
-    std::memcpy(&buf_[(tail_++ % slots_) * size_], m.data(), std::min<size_t>(m.size(), size_));
-  }
-  std::span<const uint8_t> front() const { return {&buf_[(head_ % slots_) * size_], size_}; }
-  void pop() { ++head_; }
-
- private:
-  std::vector<uint8_t> buf_;
-  uint64_t head_ = 0, tail_ = 0;
-  unsigned slots_ = 0;
-  uint16_t size_ = 0;
-};
-
-// @return the message's sequence number when it is intact, or UINT64_MAX.
-uint64_t checked_seq(std::span<const uint8_t> msg) {
-  auto len = static_cast<uint16_t>(msg.size());
-  if (msg.size() > UINT16_MAX || !raw_verify(msg.data(), len)) return UINT64_MAX;
-  RawHdr h;
-  std::memcpy(&h, msg.data(), sizeof h);
-  return h.seq.get();
-}
-
 // The receiving application: checks each message as it is delivered; in rate mode it times
 // the one-way delay, in echo mode it queues the message to go back.
 struct StreamReceiver final : rel::AppSink {
-  uint64_t expected = 0, delivered = 0, bytes = 0;
-  uint64_t duplicated = 0, reordered = 0, corrupted = 0, gaps = 0;
-  uint64_t first_tsc = 0, last_tsc = 0, tsc_hz = 1;
+  StreamCheck check;
+  uint64_t tsc_hz = 1;
   bool dead = false;
   Variant variant = Variant::kStream;
   app::Histogram delay_ns;
@@ -69,27 +37,11 @@ struct StreamReceiver final : rel::AppSink {
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
     if (variant == Variant::kEcho && echo->full()) return false;  // back-pressure via credits
-    uint64_t seq = checked_seq(msg);
-    if (seq == UINT64_MAX) {
-      ++corrupted;
-      return true;
-    }
-    if (seq < expected) {
-      ++duplicated;
-      return true;
-    }
-    if (seq > expected) {
-      ++reordered;  // arrived ahead of messages not yet delivered: the engine broke order
-      gaps += seq - expected;
-    }
-    expected = seq + 1;
-    ++delivered;
-    bytes += msg.size();
-    last_tsc = rte_rdtsc();
-    if (!first_tsc) first_tsc = last_tsc;
+    uint64_t now = rte_rdtsc();
+    if (!check.accept(msg, now)) return true;
     if (variant == Variant::kRate) {
       uint64_t stamp = raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
-      if (stamp && stamp < last_tsc) delay_ns.record((last_tsc - stamp) * 1'000'000'000 / tsc_hz);
+      if (stamp && stamp < now) delay_ns.record((now - stamp) * 1'000'000'000 / tsc_hz);
     } else if (variant == Variant::kEcho) {
       echo->push(msg);
     }
@@ -101,25 +53,17 @@ struct StreamReceiver final : rel::AppSink {
 // The sending side's application: learns deaths; in echo mode it times the returning messages.
 struct SenderEvents final : rel::AppSink {
   bool dead = false;
-  uint64_t echoes = 0, bad = 0, tsc_hz = 1;
-  app::Histogram rtt_ns;
+  EchoTimer timer;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
-    uint64_t now = rte_rdtsc();
-    uint64_t stamp = raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
-    if (checked_seq(msg) == UINT64_MAX || !stamp || stamp > now) {
-      ++bad;
-      return true;
-    }
-    rtt_ns.record((now - stamp) * 1'000'000'000 / tsc_hz);
-    ++echoes;
+    timer.on_echo(msg, rte_rdtsc());
     return true;
   }
   void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
 struct StreamState {
-  EngineNode tx, rx;  // a node is unused (node == nullptr) when this process has only the other
+  EngineEnd tx, rx;  // a node is unused (node == nullptr) when this process has only the other
   SenderEvents tx_events;
   StreamReceiver rx_app;
   EchoQueue echo_q;
@@ -137,7 +81,7 @@ StreamState& state(Context& ctx) { return *static_cast<StreamState*>(ctx.mode_st
 // Sender lcore task: queue up to a burst of messages, then move frames.
 unsigned sender_task(void* arg, uint64_t now) {
   auto* st = static_cast<StreamState*>(arg);
-  EngineNode& en = st->tx;
+  EngineEnd& en = st->tx;
   en.link.set_now(now);
   uint64_t now_ns = en.link.now_ns(now);
   unsigned work = 0;
@@ -160,7 +104,7 @@ unsigned sender_task(void* arg, uint64_t now) {
 
 unsigned receiver_task(void* arg, uint64_t now) {
   auto* st = static_cast<StreamState*>(arg);
-  EngineNode& en = st->rx;
+  EngineEnd& en = st->rx;
   unsigned work = en.link.poll(now);
   if (st->variant != Variant::kEcho || st->echo_q.empty()) return work;
   en.link.set_now(now);
@@ -191,7 +135,7 @@ int setup_variant(Context& ctx, Variant v) {
   st->msg.assign(o.size, 0);
   st->pacer = app::Pacer(o.rate_pps ? ctx.tsc_hz / o.rate_pps : 0);
   st->rx_app.variant = v;
-  st->rx_app.tsc_hz = st->tx_events.tsc_hz = ctx.tsc_hz;
+  st->rx_app.tsc_hz = st->tx_events.timer.tsc_hz = ctx.tsc_hz;
   st->rx_app.echo = &st->echo_q;
   if (v == Variant::kEcho) st->echo_q.init(4096, o.size);
   return open_engine_sides(ctx, {&st->tx, &st->tx_events, "stream-sender", sender_task, st},
@@ -207,13 +151,13 @@ bool stream_finished(Context& ctx, uint64_t now) {
   if (st.tx_events.dead || st.rx_app.dead || st.send_errors) return true;
   bool tx_done = !st.tx.node ||
                  (st.sent == st.total && st.tx.engine->unconfirmed_messages(st.tx.peer) == 0 &&
-                  (st.variant != Variant::kEcho || st.tx_events.echoes >= st.total));
-  if (!st.rx.node || st.tx.node) return tx_done && (!st.rx.node || st.rx_app.delivered >= st.total);
+                  (st.variant != Variant::kEcho || st.tx_events.timer.echoes >= st.total));
+  if (!st.rx.node || st.tx.node) return tx_done && (!st.rx.node || st.rx_app.check.delivered >= st.total);
   // A receiver in its own process cannot know that its last ACK arrived; like TCP's
   // TIME_WAIT it lingers until the sender has been quiet a while (no retransmission came).
   uint64_t frames = st.rx.link.counters().frames_in;
   uint64_t linger = ctx.tsc_hz / 5, idle = ctx.tsc_hz * ctx.opt.idle_timeout_ms / 1000;
-  bool all = st.rx_app.delivered >= st.total && (st.variant != Variant::kEcho || st.echoed >= st.total);
+  bool all = st.rx_app.check.delivered >= st.total && (st.variant != Variant::kEcho || st.echoed >= st.total);
   return st.rx_frames.quiet(now, frames, all ? linger : idle);
 }
 
@@ -222,53 +166,40 @@ std::string stream_stats_line(Context& ctx, uint64_t) {
   const rel::PeerCounters* c = st.tx.engine ? st.tx.engine->counters(st.tx.peer) : nullptr;
   char b[256];
   std::snprintf(b, sizeof b, "%s: sent %" PRIu64 "  delivered %" PRIu64 "  retransmitted %" PRIu64
-                "  lost-detected %" PRIu64, ctx.opt.mode.c_str(), st.sent, st.rx_app.delivered,
+                "  lost-detected %" PRIu64, ctx.opt.mode.c_str(), st.sent, st.rx_app.check.delivered,
                 c ? c->msgs_retransmitted : 0, c ? c->pkts_lost : 0);
   if (st.variant == Variant::kRate) return b + ("  delay " + rtt_percentiles(st.rx_app.delay_ns));
-  if (st.variant == Variant::kEcho) return b + ("  rtt " + rtt_percentiles(st.tx_events.rtt_ns));
+  if (st.variant == Variant::kEcho) return b + ("  rtt " + rtt_percentiles(st.tx_events.timer.rtt_ns));
   return b;
-}
-
-void print_summary(Context& ctx, StreamState& st, double secs) {
-  const StreamReceiver& r = st.rx_app;
-  std::printf("Node A sent %" PRIu64 " messages of %u bytes to node B through the reliability engine "
-              "(fault spec tx: %s, rx: %s).\n", st.sent, ctx.opt.size,
-              dp::format_fault_spec(ctx.opt.fault_tx).c_str(), dp::format_fault_spec(ctx.opt.fault_rx).c_str());
-  if (st.rx.node) {
-    std::printf("Node B's application received %" PRIu64 " messages: %" PRIu64 " missing, %" PRIu64
-                " duplicated, %" PRIu64 " out of order, %" PRIu64 " corrupted.\n",
-                r.delivered, st.sent > r.delivered ? st.sent - r.delivered : 0, r.duplicated, r.reordered,
-                r.corrupted);
-    std::printf("Rate: %.2f million messages/s, %.3f Gbit/s of payload, over %.3f s.\n",
-                secs > 0 ? r.delivered / secs / 1e6 : 0.0, secs > 0 ? r.bytes * 8 / secs / 1e9 : 0.0, secs);
-  }
-  if (st.tx_events.dead || st.rx_app.dead) std::printf("The peer was declared dead.\n");
 }
 
 void stream_report(Context& ctx, app::Json& r) {
   StreamState& st = state(ctx);
-  const StreamReceiver& a = st.rx_app;
+  const StreamCheck& a = st.rx_app.check;
   uint64_t first = st.tx.node ? st.first_tsc : a.first_tsc;
   double secs = a.last_tsc > first ? static_cast<double>(a.last_tsc - first) / ctx.tsc_hz : 0;
   if (!st.rx.node && st.tx.node) secs = static_cast<double>(rte_rdtsc() - first) / ctx.tsc_hz;
-  if (ctx.opt.verbose_summary) print_summary(ctx, st, secs);
+  uint64_t sent = st.tx.node ? st.sent : st.total;
+  bool dead = st.tx_events.dead || st.rx_app.dead;
+  if (ctx.opt.verbose_summary) {
+    std::printf("Node A sent %" PRIu64 " messages of %u bytes to node B through the reliability engine "
+                "(fault spec tx: %s, rx: %s).\n", st.sent, ctx.opt.size,
+                dp::format_fault_spec(ctx.opt.fault_tx).c_str(), dp::format_fault_spec(ctx.opt.fault_rx).c_str());
+    if (st.rx.node) print_delivery(a, sent, secs);
+    if (dead) std::printf("The peer was declared dead.\n");
+  }
   const rel::PeerCounters* tc = st.tx.engine ? st.tx.engine->counters(st.tx.peer) : nullptr;
   const rel::PeerCounters* rc = st.rx.engine ? st.rx.engine->counters(st.rx.peer) : nullptr;
-  uint64_t sent = st.tx.node ? st.sent : st.total;
-  r.num("msgs_sent", sent).num("msgs_delivered", a.delivered).num("bytes_delivered", a.bytes)
-      .num("duration_s", secs).num("msgs_per_s", secs > 0 ? a.delivered / secs : 0.0)
-      .num("gbps", secs > 0 ? a.bytes * 8 / secs / 1e9 : 0.0)
-      .num("lost", st.rx.node && sent > a.delivered ? sent - a.delivered : 0)
-      .num("duplicated", a.duplicated).num("reordered", a.reordered).num("corrupted", a.corrupted)
-      .num("retransmits", tc ? tc->msgs_retransmitted : 0)
+  stream_json(a, sent, secs, st.rx.node != nullptr, r);
+  r.num("retransmits", tc ? tc->msgs_retransmitted : 0)
       .num("acks_sent", rc ? rc->ack_only_sent : 0).num("nacks_sent", rc ? rc->nacks_sent : 0)
-      .num("send_errors", st.send_errors).boolean("peer_dead", st.tx_events.dead || st.rx_app.dead);
+      .num("send_errors", st.send_errors).boolean("peer_dead", dead);
   engine_sides_json(st.tx, st.rx, r);
   if (st.variant == Variant::kRate) r.obj("delay_us", rtt_json(st.rx_app.delay_ns));
   if (st.variant == Variant::kEcho) {
-    r.obj("rtt_us", rtt_json(st.tx_events.rtt_ns));
-    r.num("echoes", st.tx.node ? st.tx_events.echoes : st.echoed).num("echo_bad", st.tx_events.bad);
-    if (st.tx.node) write_hist_csv(ctx.opt, st.tx_events.rtt_ns);
+    r.obj("rtt_us", rtt_json(st.tx_events.timer.rtt_ns));
+    r.num("echoes", st.tx.node ? st.tx_events.timer.echoes : st.echoed).num("echo_bad", st.tx_events.timer.bad);
+    if (st.tx.node) write_hist_csv(ctx.opt, st.tx_events.timer.rtt_ns);
   }
   if (st.variant == Variant::kRate && st.rx.node) write_hist_csv(ctx.opt, st.rx_app.delay_ns);
 }

@@ -13,7 +13,7 @@ namespace {
 
 constexpr size_t kMaxFrame = 9000 + sizeof(dp::EthHdr);  // a 9000-byte jumbo MTU
 
-int open_node(Context& ctx, Node& n, uint16_t port_id) {
+int open_node(Context& ctx, NodePort& n, uint16_t port_id) {
   const Options& o = ctx.opt;
   dp::NodePortConfig c;
   c.pool_name = std::string("perf_") + n.name;
@@ -52,7 +52,7 @@ int open_topology(Context& ctx, Topology& topo) {
                  "EAL args with a --vdev before --\n", o.role.c_str());
     return -ENODEV;
   }
-  Node& n = o.role == "tx" ? topo.a : topo.b;
+  NodePort& n = o.role == "tx" ? topo.a : topo.b;
   uint16_t port_id = 0;
   RTE_ETH_FOREACH_DEV(port_id) break;  // the first available port
   if (int rc = open_node(ctx, n, port_id); rc < 0) return rc;
@@ -64,7 +64,7 @@ int apply_faults(Context& ctx) {
   const Options& o = ctx.opt;
   dp::FaultConfig none{};
   auto offset = static_cast<uint32_t>(dp::encap_header_len(o.encap.kind));
-  for (Node* n : ctx.nodes) {
+  for (NodePort* n : ctx.nodes) {
     // In a pair, faults sit on the sender's transmit side and the receiver's receive side.
     bool sender = !o.pair || n == ctx.nodes.front();
     bool receiver = !o.pair || n == ctx.nodes.back();
@@ -76,7 +76,7 @@ int apply_faults(Context& ctx) {
 }
 
 void close_topology(Context& ctx, Topology& topo) {
-  for (Node* n : {&topo.a, &topo.b}) dp::node_port_close(*n);
+  for (NodePort* n : {&topo.a, &topo.b}) dp::node_port_close(*n);
   ctx.nodes.clear();
   if (topo.has_ring) dp::destroy_ring_pair(topo.ring);
   topo.has_ring = false;

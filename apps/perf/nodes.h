@@ -12,7 +12,7 @@ namespace imago::perf {
 
 /** The nodes and the link this process owns. */
 struct Topology {
-  Node a, b;
+  NodePort a, b;
   dp::RingPair ring{};
   bool has_ring = false;
 };

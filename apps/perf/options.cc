@@ -138,6 +138,14 @@ dp::OptionTable<Options> make_table() {
       {"interactive", nullptr, "a prompt (start, stop, show stats|peers|config, set, clear stats, quit); also -i",
        [](Options& o, const std::string&) { return o.interactive = true; },
        [](const Options& o) { return o.interactive ? "on" : "off"; }},
+      {"via", "engine|api", "reliable modes: drive the engine directly, or go through imago.h endpoints "
+                            "as an application does (the library embedded, or --attach)",
+       [](Options& o, const std::string& v) { return (v == "engine" || v == "api") && (o.via_api = v == "api", true); },
+       [](const Options& o) { return o.via_api ? "api" : "engine"; }},
+      {"attach", "PREFIX", "with --via api: run as a secondary of the imagod started with --file-prefix PREFIX "
+                           "(its nodes, its options) instead of embedding the library",
+       [](Options& o, const std::string& v) { return !v.empty() && (o.attach = v, o.via_api = true); },
+       [](const Options& o) { return o.attach.empty() ? "-" : o.attach; }},
       {"quiet", nullptr, "no plain-words summary before the RESULT line",
        [](Options& o, const std::string&) { return o.verbose_summary = false, true; },
        [](const Options&) { return std::string("off"); }},
@@ -179,6 +187,20 @@ void print_usage(const char* prog) {
       "(no hugepages, no PCI) and, by default, runs two nodes in this process over a\n"
       "net_ring link (--pair). With --role tx|rx it runs one node on port 0, e.g. a\n"
       "net_af_packet vdev on a veth (--iface NAME) or net_memif.\n\n"
+      "With --via api the reliable modes go through imago.h, as an application's messages do:\n"
+      "endpoints named \"imago-perf\", their rings and buffer tiers, the engines on the library's\n"
+      "engine lcore (EAL lcore 1) and this thread (lcore 0) the application of every end here,\n"
+      "busy-polling. The library is embedded (--pair: nodes 1 and 2 in this process; --role tx|rx:\n"
+      "node 1 or 2 on --iface/--vdev), or with --attach PREFIX this process is a secondary of that\n"
+      "imagod (hugepages): both ends when it serves nodes 1 and 2 (imagod --pair), else the --role's\n"
+      "(tx on node 1, rx on node 2). Node options (--iface, --vdev, --encap, --src-ip, --dst-ip,\n"
+      "--peer-mac, --fault-rx, --seed and the protocol options) go to the embedded library; with\n"
+      "--attach they are imagod's. Options the library does not have (tx faults, --ring-size,\n"
+      "--nb-desc, --lcores, --auth-key, -i) are refused (exit 2). A sender alone finishes once its\n"
+      "node has nothing in flight (imago_node_stats_get()); a receiver alone lingers 200 ms after\n"
+      "the last frame. Echo keeps at most 1024 messages unanswered (both ends of a pair share the\n"
+      "node's buffer pools). RESULT adds via, attach, ended (done, duration, signal, closed,\n"
+      "peer_dead, send_error), node_<id> (the engines' counters during the run), ep_A, ep_B.\n\n"
       "Options (default in brackets):\n",
       prog);
   dp::print_option_table(stdout, table(), Options{});

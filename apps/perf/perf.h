@@ -47,17 +47,19 @@ struct Options {
   dp::ProtocolOptions protocol;  ///< reliable modes: MTU, modes, timers (fast-link preset)
   bool verbose_summary = true;
   bool interactive = false;
+  bool via_api = false;       ///< reliable modes through imago.h endpoints (apps/perf/via_api.h)
+  std::string attach;         ///< via the API: a secondary of the imagod with this --file-prefix
 };
 
 /** One node of this process: the library's node port (dp::NodePort), named A or B. */
-struct Node : dp::NodePort {
+struct NodePort : dp::NodePort {
   const char* name = "";
 };
 
 /** The run: options, nodes, lcore runner and clock. */
 struct Context {
   Options opt;
-  std::vector<Node*> nodes;  ///< pair: [A, B]; role: [the one node]
+  std::vector<NodePort*> nodes;  ///< pair: [A, B]; role: [the one node]
   dp::LcoreRunner runner;
   uint64_t tsc_hz = 0;
   void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown

@@ -19,7 +19,7 @@ namespace {
 // peer leaving then only stops the traffic. Asks without waiting (a later call sees it parked).
 void hold_intr_thread_once_linked(const Context& ctx) {
   if (dp::intr_thread_held()) return;
-  for (const Node* n : ctx.nodes) {
+  for (const NodePort* n : ctx.nodes) {
     dp::LinkStatus l;
     if (n->port.control_on_intr_thread() && n->port.link(l) == 0 && l.up) {
       dp::hold_intr_thread(0);
@@ -123,7 +123,7 @@ void session_report(Session& s, app::Json& result) {
   result.num("size", uint64_t{o.size}).num("burst", uint64_t{o.burst});
   s.mode->report(s.ctx, result);
   result.obj("port", port_json(s.ctx.nodes.back()->port.id()));
-  for (Node* n : s.ctx.nodes) result.obj(std::string("port_") + n->name, port_json(n->port.id()));
+  for (NodePort* n : s.ctx.nodes) result.obj(std::string("port_") + n->name, port_json(n->port.id()));
   result.obj("lcores", lcores_json(s.ctx));
   result.boolean("timed_out", s.timed_out);
   s.mode->teardown(s.ctx);

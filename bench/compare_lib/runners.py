@@ -26,6 +26,7 @@ from pathlib import Path
 
 from framework.apps import ImagoPerf, PerfParams, Result, Role, af_packet_vdev, perf_binary
 from framework.exceptions import DtsError
+from framework.imago_apps import ImagodRun, hugepages_missing_reason
 from framework.node import LogDir
 from framework.peers import (
     Peer, PeerKind, PeerMode, PeerParams, PeerRole, tcp_endpoint, zmq_ipc_endpoint, zmq_tcp_endpoint,
@@ -97,9 +98,11 @@ class Testbed:
     # -------------------------------------------------------------- dispatch
     def measure(self, case: Case) -> Measurement:
         s = case.series
+        if s.key == "imago-api-imagod":
+            return self._imago_api_imagod(case)
         if s.family in ("imago", "raw"):
             if s.link == "ring":
-                return self._imago_pair(case)
+                return self._imago_pair(case, ["--via", "api"] if s.key == "imago-api-pair" else [])
             return self._imago_procs(case)
         return self._peer(case)
 
@@ -149,11 +152,11 @@ class Testbed:
         return _from_imago(case, t, r, m)
 
     # -------------------------------------------------------------- imago --pair
-    def _imago_pair(self, case: Case) -> Measurement:
+    def _imago_pair(self, case: Case, extra: list[str]) -> Measurement:
         s, n = case.series, self.next_id()
         binary = perf_binary()
         argv = [str(binary), "--pair", "--mode", s.pattern, "--msgs", str(case.msgs), "--size",
-                str(case.size), "--duration", _num(case.cap_s), "--quiet"]
+                str(case.size), "--duration", _num(case.cap_s), "--quiet"] + extra
         log = self.logs.new_log(f"c{n}-{s.key}-{s.pattern}-{case.size}-pair")
         m = Measurement(command=" ".join(argv), logs=[str(log)])
         with open(log, "w", encoding="utf-8") as f:
@@ -184,6 +187,37 @@ class Testbed:
             res = Result.from_stdout(lines)
         except DtsError as e:
             raise MeasureError(f"{_one_line(e)}; log {log}") from None
+        return _from_imago(case, res, res, m)
+
+    # -------------------------------------------------------------- imago.h, a secondary of imagod
+    def _imago_api_imagod(self, case: Case) -> Measurement:
+        """imagod --pair (hugepages) in node tx; imago-perf --attach runs both ends through it."""
+        reason = hugepages_missing_reason()
+        if reason:
+            raise MeasureError(f"imagod needs hugepages: {reason}")
+        s, n = case.series, self.next_id()
+        node = self.tx_if.node
+        prefix = f"{self.topo.prefix}-cmp{n}"
+        name = f"c{n}-{s.key}-{s.pattern}-{case.size}"
+        d = run = None
+        m = Measurement()
+        try:
+            d = ImagodRun.start(node, prefix, stats_period_s=0, name=f"{name}-imagod")
+            m.logs.append(str(d.proc.log_path))
+            d.proc.wait_for_line("serving 2 node(s)", READY_TIMEOUT_S, stream="stdout")
+            args = ["--attach", prefix, "--mode", s.pattern, "--msgs", str(case.msgs), "--size", str(case.size),
+                    "--duration", _num(case.cap_s), "--quiet"]
+            run = ImagoPerf(node).start_args(args, name=name)
+            m.logs.append(str(run.log_path))
+            m.command = " ".join(run.proc.argv)
+            res = run.result(timeout=case.cap_s + SLACK_S)
+        except DtsError as e:
+            raise MeasureError(_one_line(e)) from None
+        finally:
+            if run is not None and run.proc.running:
+                run.stop()
+            if d is not None:
+                d.cleanup()
         return _from_imago(case, res, res, m)
 
     # -------------------------------------------------------------- TCP and ZeroMQ
@@ -260,7 +294,8 @@ def _from_imago(case: Case, t: Result, r: Result, m: Measurement) -> Measurement
         m.notes.append("integrity: " + ", ".join(f"{k} {v}" for k, v in bad.items()))
     if s.family == "imago":
         m.retransmits = t.retransmits
-        m.frames_sent = t.raw.get("engine_A", {}).get("pkts_sent")
+        m.frames_sent = t.raw.get("engine_A", t.raw.get("node_1", {})).get("pkts_sent",
+                                                                           t.raw.get("node_1", {}).get("frames_sent"))
     else:
         m.frames_sent = t.raw.get("port_A", t.raw.get("port", {})).get("opackets")
     if s.test == RTT:

@@ -393,7 +393,7 @@ class PerfRun(AppRun):
 
     result_type = Result
 
-    def __init__(self, proc: AppProcess, params: PerfParams, eal: EalConfig):
+    def __init__(self, proc: AppProcess, params: PerfParams | None, eal: EalConfig | None):
         super().__init__(proc)
         self.params = params
         self.eal = eal
@@ -424,6 +424,11 @@ class ImagoPerf:
     def help_text(self, timeout: float = 20.0) -> str:
         """``imago-perf --help`` output (run in the node's namespace)."""
         return help_text(self.node, self.binary, timeout)
+
+    def start_args(self, app_args: list[str], *, name: str) -> PerfRun:
+        """Start imago-perf with @p app_args and no EAL args: its own EAL default, or with
+        ``--via api`` the library's (embedded) or imagod's (``--attach``)."""
+        return PerfRun(self.node.start([str(self.binary)] + app_args, name=name), None, None)
 
     def start_raw(
         self,

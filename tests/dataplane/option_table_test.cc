@@ -90,6 +90,24 @@ TEST(ProtocolOptions, DefaultsAreTheFastLinkPresetAndRowsSetNanoseconds) {
   EXPECT_EQ(check_protocol(o.protocol, &err), 0);
 }
 
+TEST(ProtocolOptions, ArgsGiveAnotherProgramTheSameSettings) {
+  Opts o, back;
+  std::string err;
+  EXPECT_TRUE(protocol_args(o.protocol).empty());  // the defaults need no option
+  ASSERT_EQ(parse({"--mtu", "9000", "--go-back-n", "--no-crc", "--ack-delay-us", "100", "--rto-max-ms", "50"}, o, &err), 0);
+  std::vector<std::string> args = protocol_args(o.protocol);
+  EXPECT_EQ(args.size(), 5u);
+  ASSERT_EQ(parse(args, back, &err), 0) << err;
+  EXPECT_EQ(protocol_args(back.protocol), args);
+  EXPECT_EQ(back.protocol.mtu, 9000u);
+  EXPECT_FALSE(back.protocol.engine.selective_repeat);
+  EXPECT_FALSE(back.protocol.engine.crc);
+  EXPECT_TRUE(back.protocol.engine.flow_control);
+  EXPECT_EQ(back.protocol.engine.ack_delay_ns, 100 * rel::kUs);
+  EXPECT_TRUE(is_protocol_option("rto-min-us"));
+  EXPECT_FALSE(is_protocol_option("iface"));
+}
+
 TEST(ProtocolOptions, AnRtoAtOrBelowTheAckDelayIsRefused) {
   Opts o;
   std::string err;

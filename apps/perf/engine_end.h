@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * A perf node running the reliability engine: the engine, its link to the node's port, and
- * which peer it talks to. Shared by the reliable modes (stream, pingpong).
+ * The reliable modes' ends (stream, rate, echo, pingpong): a node's engine built by
+ * dp::node_engine_open() on one of imago-perf's ports, and which peer it talks to.
  */
 #pragma once
 
 #include <memory>
 
 #include "apps/perf/perf.h"
-#include "dataplane/engine_link.h"
+#include "dataplane/node_engine.h"
 #include "reliability/engine.h"
 
 namespace imago::perf {
@@ -17,12 +17,12 @@ namespace imago::perf {
 inline constexpr rel::NodeId kNodeA = 1;
 inline constexpr rel::NodeId kNodeB = 2;
 
-struct EngineNode {
-  Node* node = nullptr;
+/** One reliable end of a mode: the node's engine (dp::NodeEngine) on one of this process's
+ *  ports, and the one peer it talks to. */
+struct EngineEnd : dp::NodeEngine {
+  NodePort* node = nullptr;  ///< null when this process does not run this end
   rel::NodeId self = 0;
   rel::NodeId peer = 0;
-  dp::EngineLink link;
-  std::unique_ptr<rel::Engine> engine;
 };
 
 /**
@@ -30,12 +30,12 @@ struct EngineNode {
  * to @p app. The epoch grows with wall-clock time so a restarted process is a new session.
  * @return 0 or a negative errno after printing why.
  */
-int engine_node_open(Context& ctx, EngineNode& en, Node* node, rel::NodeId self, rel::NodeId peer,
+int engine_end_open(Context& ctx, EngineEnd& en, NodePort* node, rel::NodeId self, rel::NodeId peer,
                      rel::AppSink* app);
 
 /** One side of a reliable mode: its engine, its application and the lcore task driving it. */
 struct EngineSide {
-  EngineNode* node;
+  EngineEnd* node;
   rel::AppSink* app;
   const char* task_name;
   dp::TaskFn task;
@@ -53,9 +53,9 @@ int open_engine_sides(Context& ctx, const EngineSide& a, const EngineSide& b);
 rel::Config engine_config(const Options& o);
 
 /** Add the engine counters of @p en to @p r under "engine_<node>". */
-void engine_counters_json(const EngineNode& en, app::Json& r);
+void engine_counters_json(const EngineEnd& en, app::Json& r);
 
 /** Add "engine_<node>" for each side this process runs, and their summed "decode_rejected". */
-void engine_sides_json(const EngineNode& a, const EngineNode& b, app::Json& r);
+void engine_sides_json(const EngineEnd& a, const EngineEnd& b, app::Json& r);
 
 }  // namespace imago::perf

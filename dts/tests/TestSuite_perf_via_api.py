@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""imago-perf's reliable modes through imago.h (``--via api``): the path applications use.
+
+Three shapes, as an application runs them: the library embedded with both nodes in one
+process (``--pair``, net_ring); a secondary of ``imagod --pair`` (``--attach PREFIX``,
+hugepages); one embedded process per node over a veth pair (``--role tx|rx --iface``), with
+injected receive loss. In each, every message must arrive once, in order, intact (imago-perf
+checks each one's sequence number and CRC32C), and the RESULT line must carry the engine's
+counters, read through ``imago_node_stats_get()``. Options the library does not take are
+refused with exit status 2 and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from framework.apps import ImagoPerf, Result
+from framework.imago_apps import ImagodRun, cleanup_stale_hugepages, hugepages_missing_reason
+from framework.testsuite import TestSuite, require
+from framework.topology import Topology
+
+READY_S = 30.0
+RUN_S = 120.0
+#: Each mode with a count that runs in a few seconds on a loaded 2-core machine.
+MODES = {"stream": 300_000, "echo": 50_000, "pingpong": 5_000}
+
+
+def _run(perf: ImagoPerf, args: list[str], name: str) -> Result:
+    run = perf.start_args(args + ["--duration", str(int(RUN_S))], name=name)
+    res = run.result(timeout=RUN_S + READY_S)
+    print(name, "RESULT", json.dumps(res.raw))
+    return res
+
+
+class TestSuitePerfViaApi(TestSuite):
+    """stream, echo and pingpong through imago.h endpoints: embedded, secondary, per process."""
+
+    def _verify(self, r: Result, mode: str, msgs: int, attach: str) -> None:
+        self.verify(r.raw["via"] == "api" and r.raw["attach"] == attach, f"not the {attach} API path: {r.raw}")
+        self.verify(r.raw["ended"] == "done", f"the run ended by {r.raw['ended']}, not done")
+        self.verify(r.msgs_sent == msgs and r.msgs_delivered == msgs, f"{r.msgs_delivered} of {msgs} delivered")
+        for key in ("lost", "duplicated", "reordered", "corrupted"):
+            self.verify(getattr(r, key) == 0, f"{key} = {getattr(r, key)}")
+        frames = sum(v.get("frames_sent", 0) for k, v in r.raw.items() if k.startswith("node_"))
+        self.verify(frames > 0, "no node counted a frame sent: imago_node_stats_get() read nothing")
+        if mode != "stream":
+            rtt = r.raw["rtt_us"]
+            self.verify(0 < rtt["p50"] <= rtt["p99"] <= rtt["max"], f"rtt_us out of order: {rtt}")
+
+    def test_embedded_pair(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            In one namespace, run imago-perf --via api (the embedded default: nodes 1 and 2 in
+            the process over net_ring) in each of stream, echo and pingpong, 64-byte messages,
+            and stream once more with 1000-byte ones.
+        Verify:
+            Every message delivered once, in order, intact, the run ended done; the round
+            trips' percentiles are ordered; the nodes counted frames.
+        """
+        perf = ImagoPerf(topology.add_node("api"), perf_binary)
+        for mode, msgs in MODES.items():
+            r = _run(perf, ["--via", "api", "--mode", mode, "--msgs", str(msgs), "--size", "64", "--quiet"],
+                     f"embedded-{mode}")
+            self._verify(r, mode, msgs, "embedded")
+        r = _run(perf, ["--via", "api", "--mode", "stream", "--msgs", "100000", "--size", "1000"], "embedded-1k")
+        self._verify(r, "stream", 100_000, "embedded")
+
+    def test_secondary_of_imagod(self, topology: Topology, perf_binary, request: pytest.FixtureRequest) -> None:
+        """
+        Steps:
+            Start imagod --pair (hugepages); run imago-perf --attach PREFIX in stream, echo
+            and pingpong, one process after the other.
+        Verify:
+            As test_embedded_pair, each run counted from its own start (the nodes' counters
+            before it are subtracted); imagod still serves afterwards.
+        """
+        cleanup_stale_hugepages()
+        require(hugepages_missing_reason())
+        node = topology.add_node("mp")
+        prefix = f"{topology.prefix}-perfapi"
+        d = ImagodRun.start(node, prefix, stats_period_s=0.5)
+        request.addfinalizer(d.cleanup)
+        d.wait_serving(READY_S)
+        perf = ImagoPerf(node, perf_binary)
+        for mode, msgs in MODES.items():
+            r = _run(perf, ["--attach", prefix, "--mode", mode, "--msgs", str(msgs), "--quiet"], f"secondary-{mode}")
+            self._verify(r, mode, msgs, "secondary")
+            self.verify(r.raw["node_2"]["msgs_received"] >= msgs,
+                        f"node 2 counted {r.raw['node_2']['msgs_received']} messages received in this run")
+        self.verify(d.proc.running, "imagod exited under its applications")
+
+    def test_processes_over_veth_with_loss(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            Two namespaces joined by a veth; in each an imago-perf --via api --role (rx
+            first, then tx) embedding the library on net_af_packet; the receiver's node drops
+            5 % of the frames it receives (--fault-rx loss=0.05). Stream 50000 messages of
+            256 bytes.
+        Verify:
+            The receiver got every message once, in order, intact; the sender finished only
+            once its node had nothing in flight (ended done) and retransmitted.
+        """
+        tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
+        common = ["--via", "api", "--mode", "stream", "--msgs", "50000", "--size", "256", "--duration", str(int(RUN_S))]
+        rx = ImagoPerf(rx_if.node, perf_binary).start_args(
+            common + ["--role", "rx", "--iface", rx_if.name, "--peer-mac", tx_if.mac,
+                      "--fault-rx", "loss=0.05,seed=3", "--idle-timeout-ms", "5000"], name="api-rx")
+        rx.wait_ready(READY_S)
+        tx = ImagoPerf(tx_if.node, perf_binary).start_args(
+            common + ["--role", "tx", "--iface", tx_if.name, "--peer-mac", rx_if.mac], name="api-tx")
+        t = tx.result(timeout=RUN_S + READY_S)
+        r = rx.result(timeout=READY_S)
+        print("tx RESULT", json.dumps(t.raw))
+        print("rx RESULT", json.dumps(r.raw))
+        self.verify(t.raw["ended"] == "done", f"the sender ended by {t.raw['ended']}")
+        self.verify(r.msgs_delivered == 50_000, f"rx delivered {r.msgs_delivered} of 50000")
+        for key in ("duplicated", "reordered", "corrupted"):
+            self.verify(getattr(r, key) == 0, f"rx {key} = {getattr(r, key)}")
+        self.verify(t.retransmits > 0, "5 % receive loss and the sender never retransmitted")
+
+    @pytest.mark.parametrize("args,reason", [
+        (["--via", "api", "--mode", "raw"], "reliable modes"),
+        (["--via", "api", "--mode", "stream", "--loss", "0.1"], "--loss has no meaning with --via api"),
+        (["--attach", "nowhere", "--mode", "stream", "--mtu", "9000"], "give --mtu to imagod"),
+        (["--via", "api", "--mode", "pingpong", "-i"], "no -i"),
+    ])
+    def test_options_the_library_does_not_take_are_refused(self, topology: Topology, perf_binary, args,
+                                                            reason) -> None:
+        """
+        Steps:
+            imago-perf --via api with an option that has no meaning through the library (a
+            raw mode, a tx fault, a node option with --attach, the prompt).
+        Verify:
+            Exit status 2 and the reason on stderr; no RESULT line.
+        """
+        cp = topology.add_node("refuse").exec([str(perf_binary)] + args, timeout=30, check=False)
+        self.verify(cp.returncode == 2, f"exit {cp.returncode}: {cp.stderr}")
+        self.verify(reason in cp.stderr, f"stderr lacks {reason!r}: {cp.stderr}")
+        self.verify("RESULT" not in cp.stdout, "a refused run printed a RESULT")
