@@ -106,6 +106,32 @@ class Testbed:
             return self._imago_procs(case)
         return self._peer(case)
 
+    # -------------------------------------------------------------- two processes, one run
+    def _receiver_then_sender(self, m: Measurement, case: Case, start_rx, start_tx, sock: Path | None,
+                              settle_s: float = 0.0):
+        """Start the receiving side (server) and wait for its READY, then the sender (client);
+        @return the sender's and the receiver's results. Both are stopped and @p sock removed
+        whatever happens; a failure is a MeasureError."""
+        rx = tx = None
+        try:
+            rx = start_rx()
+            m.logs.append(str(rx.log_path))
+            rx.wait_ready(READY_TIMEOUT_S)
+            if settle_s:
+                time.sleep(settle_s)
+            tx = start_tx()
+            m.logs.append(str(tx.log_path))
+            m.command = " ".join(tx.proc.argv)
+            return tx.result(timeout=case.cap_s + SLACK_S), rx.result(timeout=SLACK_S)
+        except DtsError as e:
+            raise MeasureError(_one_line(e)) from None
+        finally:
+            for run in (tx, rx):
+                if run is not None and run.proc.running:
+                    run.stop()
+            if sock is not None and sock.exists():
+                sock.unlink()
+
     # -------------------------------------------------------------- imago, two processes
     def _imago_procs(self, case: Case) -> Measurement:
         s, n = case.series, self.next_id()
@@ -128,27 +154,11 @@ class Testbed:
                             peer_mac=tx_mac, mtu=mtu)
         tx_params = replace(params, role=Role.TX, duration_s=case.cap_s, peer_mac=rx_mac,
                             idle_timeout_ms=None)
-        rx = tx = None
         m = Measurement()
-        try:
-            rx = ImagoPerf(self.rx_if.node).start_raw_vdev(rx_vdev, params, lcore=1, name=f"{name}-rx")
-            m.logs.append(str(rx.log_path))
-            rx.wait_ready(READY_TIMEOUT_S)
-            if sock is not None:
-                time.sleep(MEMIF_SETTLE_S)
-            tx = ImagoPerf(self.tx_if.node).start_raw_vdev(tx_vdev, tx_params, lcore=0, name=f"{name}-tx")
-            m.logs.append(str(tx.log_path))
-            m.command = " ".join(tx.proc.argv)
-            t = tx.result(timeout=case.cap_s + SLACK_S)
-            r = rx.result(timeout=SLACK_S)
-        except DtsError as e:
-            raise MeasureError(_one_line(e)) from None
-        finally:
-            for run in (tx, rx):
-                if run is not None and run.proc.running:
-                    run.stop()
-            if sock is not None and sock.exists():
-                sock.unlink()
+        t, r = self._receiver_then_sender(
+            m, case, lambda: ImagoPerf(self.rx_if.node).start_raw_vdev(rx_vdev, params, lcore=1, name=f"{name}-rx"),
+            lambda: ImagoPerf(self.tx_if.node).start_raw_vdev(tx_vdev, tx_params, lcore=0, name=f"{name}-tx"),
+            sock, MEMIF_SETTLE_S if sock is not None else 0.0)
         return _from_imago(case, t, r, m)
 
     # -------------------------------------------------------------- imago --pair
@@ -240,39 +250,24 @@ class Testbed:
         params = PeerParams(role=PeerRole.SERVER, endpoint=endpoint, mode=mode, msgs=case.msgs,
                             size=case.size, duration_s=case.cap_s, busy_poll=(s.wait == "spin"))
         name = f"c{n}-{s.key}-{case.size}"
-        srv = cli = None
         m = Measurement()
-        try:
-            srv = Peer(self.rx_if.node, kind).start(params, name=f"{name}-server")
-            m.logs.append(str(srv.log_path))
-            srv.wait_ready(READY_TIMEOUT_S)
-            cli = Peer(self.tx_if.node, kind).start(params.client(), name=f"{name}-client")
-            m.logs.append(str(cli.log_path))
-            m.command = " ".join(cli.proc.argv)
-            c = cli.result(timeout=case.cap_s + SLACK_S)
-            r = srv.result(timeout=SLACK_S)
-        except DtsError as e:
-            raise MeasureError(_one_line(e)) from None
-        finally:
-            for run in (cli, srv):
-                if run is not None and run.proc.running:
-                    run.stop()
-            if sock is not None and sock.exists():
-                sock.unlink()
+        c, r = self._receiver_then_sender(
+            m, case, lambda: Peer(self.rx_if.node, kind).start(params, name=f"{name}-server"),
+            lambda: Peer(self.tx_if.node, kind).start(params.client(), name=f"{name}-client"), sock)
         bad = {k: getattr(r, k) + getattr(c, k) for k in ("corrupted", "duplicated", "reordered")}
         if any(bad.values()):
             m.notes.append("integrity: " + ", ".join(f"{k} {v}" for k, v in bad.items() if v))
         m.time_capped = bool(c.timed_out)
         if s.test == RTT:
             if c.rtt_us is None or c.msgs_delivered == 0:
-                raise MeasureError(f"no round trip completed; log {cli.log_path}")
+                raise MeasureError(f"no round trip completed; log {m.logs[-1]}")
             m.msgs_sent, m.msgs_delivered = c.msgs_sent, c.msgs_delivered
             m.duration_s, m.msgs_per_s = c.duration_s, c.msgs_per_s
             m.rtt_us = dict(c.raw["rtt_us"])
             m.not_delivered = c.msgs_sent - c.msgs_delivered
         else:
             if r.msgs_delivered == 0:
-                raise MeasureError(f"server received nothing; log {srv.log_path}")
+                raise MeasureError(f"server received nothing; log {m.logs[0]}")
             m.msgs_sent, m.msgs_delivered = c.msgs_sent, r.msgs_delivered
             m.duration_s, m.msgs_per_s, m.gbps = r.duration_s, r.msgs_per_s, r.gbps
             m.not_delivered = c.msgs_sent - r.msgs_delivered
