@@ -47,9 +47,9 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.max_message) && o.max_message >= 1024; }},
       {"pool-buffers", "N", "buffers in the pool tier [4096]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_buffers) && o.pool_buffers >= 64; }},
-      {"loss", "P", "drop this fraction of received frames (testing) [0]",
+      {"loss", "P", "drop this fraction of received frames, 0..1 (testing; as --fault-rx loss=P) [0]",
        [](RuntimeOptions& o, const std::string& v) {
-         return dp::parse_num(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop < 1;
+         return dp::parse_num(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop <= 1;
        }},
       {"fault-rx", "SPEC", "receive faults (testing): loss=P,burst=P,dup=P,corrupt=P,reorder=P,reorder-us=N,delay-us=N,"
                              "jitter-us=N,seed=N [none]",

@@ -96,7 +96,7 @@ void args(Reader& in) {
   FUZZ_CHECK(c.dead_after_ns >= 10 * rel::kMs && c.dead_after_ns <= 3'600'000 * rel::kMs);
   FUZZ_CHECK(o.protocol.mtu >= 576 && o.protocol.mtu <= 9000);
   FUZZ_CHECK(c.rto_min_ns > c.ack_delay_ns && c.rto_min_ns <= c.rto_max_ns && c.rto_initial_ns <= c.rto_max_ns);
-  FUZZ_CHECK(o.fault_rx.drop >= 0 && o.fault_rx.drop < 1);
+  FUZZ_CHECK(o.fault_rx.drop >= 0 && o.fault_rx.drop <= 1);  // --loss and --fault-rx loss= alike
   FUZZ_CHECK(o.stats_period_s >= 0 && o.duration_s >= 0);
   if (o.auth_key) {
     bool zero = true;
