@@ -261,21 +261,27 @@ class Testbed:
         if s.test == RTT:
             if c.rtt_us is None or c.msgs_delivered == 0:
                 raise MeasureError(f"no round trip completed; log {m.logs[-1]}")
-            m.msgs_sent, m.msgs_delivered = c.msgs_sent, c.msgs_delivered
-            m.duration_s, m.msgs_per_s = c.duration_s, c.msgs_per_s
-            m.rtt_us = dict(c.raw["rtt_us"])
-            m.not_delivered = c.msgs_sent - c.msgs_delivered
-        else:
-            if r.msgs_delivered == 0:
-                raise MeasureError(f"server received nothing; log {m.logs[0]}")
-            m.msgs_sent, m.msgs_delivered = c.msgs_sent, r.msgs_delivered
-            m.duration_s, m.msgs_per_s, m.gbps = r.duration_s, r.msgs_per_s, r.gbps
-            m.not_delivered = c.msgs_sent - r.msgs_delivered
+        elif r.msgs_delivered == 0:
+            raise MeasureError(f"server received nothing; log {m.logs[0]}")
+        _fill(m, s.test == RTT, c, r)
         return m
 
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _fill(m: Measurement, rtt: bool, sender, receiver) -> None:
+    """The figures of @p m from the sender's and the receiver's results: round trips are the
+    sender's (the pinger times them); one-way throughput is what the receiver counted."""
+    src = sender if rtt else receiver
+    m.msgs_sent, m.msgs_delivered = sender.msgs_sent, src.msgs_delivered
+    m.duration_s, m.msgs_per_s = src.duration_s, src.msgs_per_s
+    if rtt:
+        m.rtt_us = dict(sender.raw["rtt_us"])
+    else:
+        m.gbps = receiver.gbps
+    m.not_delivered = max(0, sender.msgs_sent - src.msgs_delivered)
 
 
 def _from_imago(case: Case, t: Result, r: Result, m: Measurement) -> Measurement:
@@ -297,16 +303,9 @@ def _from_imago(case: Case, t: Result, r: Result, m: Measurement) -> Measurement
         rtt = t.raw.get("rtt_us")
         if not rtt or t.msgs_delivered == 0:
             raise MeasureError(f"no round trip completed ({t.msgs_sent} sent); RESULT {json.dumps(t.raw)[:200]}")
-        m.msgs_sent, m.msgs_delivered = t.msgs_sent, t.msgs_delivered
-        m.duration_s, m.msgs_per_s = t.duration_s, t.msgs_per_s
-        m.rtt_us = dict(rtt)
-        m.not_delivered = t.msgs_sent - t.msgs_delivered
-    else:
-        if r.msgs_delivered == 0:
-            raise MeasureError(f"receiver got nothing of {t.msgs_sent} sent")
-        m.msgs_sent, m.msgs_delivered = t.msgs_sent, r.msgs_delivered
-        m.duration_s, m.msgs_per_s, m.gbps = r.duration_s, r.msgs_per_s, r.gbps
-        m.not_delivered = max(0, t.msgs_sent - r.msgs_delivered)
-        if s.family == "raw" and m.not_delivered:
-            m.notes.append(f"link dropped {m.not_delivered} of {t.msgs_sent}")
+    elif r.msgs_delivered == 0:
+        raise MeasureError(f"receiver got nothing of {t.msgs_sent} sent")
+    _fill(m, s.test == RTT, t, r)
+    if s.test != RTT and s.family == "raw" and m.not_delivered:
+        m.notes.append(f"link dropped {m.not_delivered} of {t.msgs_sent}")
     return m
