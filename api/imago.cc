@@ -213,12 +213,16 @@ uint64_t imago_node_id(const imago_t* h, unsigned index) {
 int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_stats* st) {
   const Attachment* im = att_of(h);
   if (im == nullptr || st == nullptr || index >= im->shm->n_nodes || index >= kMaxNodes) return -EINVAL;
-  const NodeStatsShm& n = im->shm->node_stats[index];
-  *st = imago_node_stats{im->shm->node_ids[index], n.msgs_sent.get(), n.msgs_received.get(),
-                         n.msgs_retransmitted.get(), n.frames_sent.get(), n.frames_received.get(),
-                         n.frames_rejected.get(), n.acks_sent.get(), n.nacks_sent.get(),
-                         n.losses_detected.get(), n.rto_expired.get(), n.peer_resets.get(),
-                         n.peer_deaths.get(), n.msgs_unconfirmed.get(), n.msgs_in_flight.get()};
+  thread_local dp::NodeSnapshot snap_buf;  // 16 KiB: not on an application's stack, no malloc
+  dp::NodeSnapshot* snap = &snap_buf;
+  if (!im->shm->boards[index].read(snap)) return -EAGAIN;
+  const imago::rel::PeerCounters& c = snap->total;
+  uint64_t in_flight = 0;
+  for (uint32_t i = 0; i < snap->n_peers; ++i) in_flight += snap->peers[i].view.tx_unconfirmed_msgs;
+  *st = imago_node_stats{im->shm->node_ids[index], c.msgs_sent, c.msgs_received, c.msgs_retransmitted,
+                         c.pkts_sent, c.pkts_received, c.rejects() + snap->link.decode.total_rejected(),
+                         c.ack_only_sent, c.nacks_sent, c.pkts_lost, c.rto_expired, c.resets, c.deaths,
+                         c.discarded_msgs, in_flight};
   return 0;
 }
 

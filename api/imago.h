@@ -134,7 +134,8 @@ struct imago_node_stats {
 
 /**
  * Fill @p st with the counters of node @p index (0-based, as imago_node_id()) of @p im.
- * @return 0; -EINVAL @p im not live, @p index out of range, or NULL @p st.
+ * @return 0; -EINVAL @p im not live, @p index out of range, or NULL @p st; -EAGAIN the
+ *         engine lcore was publishing throughout (rare: try again).
  */
 int imago_node_stats_get(const imago_t *im, unsigned index, struct imago_node_stats *st);
 

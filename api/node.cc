@@ -45,7 +45,7 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
   dp::NodeEngineConfig c{.id = spec.id, .encap = spec.encap, .burst = spec.burst, .engine = spec.engine};
   if (int rc = dp::node_engine_open(ne_, *spec.port, spec.mbuf_pool, c, this); rc < 0) return rc;
-  publish_period_ = rte_get_tsc_hz() / 1000;
+  dp::node_engine_publish_to(ne_, &shm->boards[spec.index], spec.id);
   return 0;
 }
 
@@ -76,30 +76,11 @@ unsigned Node::poll(uint64_t now_tsc) {
   if (announce_n_ > 0) send_announces(now_ns_);
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) work += drain_tx(active_[i], now_ns_);
-  work += ne_.link.poll(now_tsc);  // receive, deliver (staged), timers, send
+  work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish
   for (unsigned i = 0; i < n_active_; ++i) flush_staged(active_[i]);
-  if (now_tsc >= next_publish_) publish_stats(now_tsc);
   return work;
 }
 
-// Applications read the node's counters from shared memory; summing over the peers every
-// poll would cost more than the poll, so the engine lcore publishes them once a millisecond.
-void Node::publish_stats(uint64_t now_tsc) {
-  next_publish_ = now_tsc + publish_period_;
-  const rel::PeerCounters c = ne_.engine->total_counters();
-  NodeStatsShm& s = shm_->node_stats[spec_.index];
-  auto set = [](Counter& k, uint64_t v) { k.v.store(v, std::memory_order_relaxed); };
-  set(s.msgs_sent, c.msgs_sent), set(s.msgs_received, c.msgs_received);
-  set(s.msgs_retransmitted, c.msgs_retransmitted), set(s.frames_sent, c.pkts_sent);
-  set(s.frames_received, c.pkts_received);
-  set(s.frames_rejected, c.rejects() + ne_.link.counters().decode.total_rejected());
-  set(s.acks_sent, c.ack_only_sent), set(s.nacks_sent, c.nacks_sent), set(s.losses_detected, c.pkts_lost);
-  set(s.rto_expired, c.rto_expired), set(s.peer_resets, c.resets), set(s.peer_deaths, c.deaths);
-  set(s.msgs_unconfirmed, c.discarded_msgs);
-  uint64_t in_flight = 0;
-  for (unsigned i = 0; i < n_peers_; ++i) in_flight += ne_.engine->unconfirmed_messages(peers_[i]);
-  set(s.msgs_in_flight, in_flight);
-}
 
 // --- endpoints appearing and leaving (the control path changed the table) ---
 

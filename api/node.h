@@ -126,7 +126,6 @@ class Node final : public rel::AppSink {
     h.slot[h.n++ & h.mask] = slot;
   }
   void charge_unconfirmed(uint64_t peer, uint64_t discarded, bool dead);
-  void publish_stats(uint64_t now_tsc);
 
   NodeSpec spec_;
   ShmRoot* shm_ = nullptr;
@@ -144,7 +143,6 @@ class Node final : public rel::AppSink {
   Remote remote_[4 * kMaxEndpoints] = {};
   unsigned n_remote_ = 0;
   uint64_t now_ns_ = 0;
-  uint64_t publish_period_ = 0, next_publish_ = 0;  // TSC cycles: shm_->node_stats
   NodeCounters c_;
 };
 

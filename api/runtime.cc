@@ -5,6 +5,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_memzone.h>
+#include <rte_pdump.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,8 +18,10 @@
 #include "api/buffers.h"
 #include "api/control_check.h"
 #include "api/handoff.h"
+#include "api/telemetry.h"
 #include "dataplane/eal.h"
 #include "dataplane/log.h"
+#include "dataplane/telemetry.h"
 
 namespace imago::api {
 
@@ -72,6 +75,13 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
     std::printf("imagod: --no-huge: applications cannot attach (secondary processes need hugepages); "
                 "the nodes still run and answer their peers\n");
   } else if (daemon_) {
+    // DPDK's capture framework: dpdk-dumpcap / dpdk-pdump attach as secondaries and copy the
+    // ports' frames (a callback on each port's bursts while a capture runs, none otherwise).
+    if (rte_pdump_init() < 0) {
+      IMAGO_LOG(WARNING, api, "packet capture unavailable: rte_pdump_init: %s\n", rte_strerror(rte_errno));
+    } else {
+      pdump_up_ = true;
+    }
     g_runtime = this;
     if (rte_mp_action_register(kCtlAction, on_ctl) < 0) {
       IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s%s\n", rte_strerror(rte_errno),
@@ -89,6 +99,7 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     d.vdevs = o_.vdevs;
     if (!o_.iface.empty()) d.vdevs.push_back("net_af_packet0,iface=" + o_.iface);
     d.lcores = "0-1";  // the caller's thread, and one worker for the engines
+    d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;
     if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;
     eal = dp::default_eal_args(d, getpid());
@@ -211,11 +222,29 @@ int Runtime::start_engines() {
     if (int rc = runner_->add_poll(lcore, "engine", Node::task, n.get()); rc < 0) return rc;
   if (int rc = runner_->start(); rc < 0) return rc;
   engines_running_ = true;
+  serve_telemetry();
   return 0;
+}
+
+// rte_telemetry's /imago/... commands read the engines' boards, the lcore, the endpoints and
+// the pools from here on (a failure only costs the commands).
+void Runtime::serve_telemetry() {
+  dp::TelemetrySources src;
+  for (uint32_t i = 0; i < shm_->n_nodes && i < kMaxNodes; ++i) src.boards.push_back(&shm_->boards[i]);
+  src.runner = runner_.get();
+  std::vector<rte_mempool*> mbuf_pools;
+  for (const auto& pb : ports_) mbuf_pools.push_back(pb->pool);
+  dp::telemetry_set(src);
+  if (dp::telemetry_register() < 0 || telemetry_serve(shm_, mbuf_pools) < 0)
+    IMAGO_LOG(WARNING, api, "telemetry commands not registered\n");
 }
 
 void Runtime::stop() {
   if (!eal_up_) return;
+  dp::telemetry_clear();  // before the boards, the runner and the pools go
+  telemetry_stop_serving();
+  if (pdump_up_) rte_pdump_uninit();
+  pdump_up_ = false;
   if (daemon_ && g_runtime == this) {
     rte_mp_action_unregister(kCtlAction);
     g_runtime = nullptr;
@@ -365,15 +394,14 @@ namespace {
 
 // One line of every counter the node's engine (all peers summed, rejections by reason) and
 // its link keep: "node N counters: name=value ...".
-void print_node_counters(FILE* f, const Node& n) {
-  const rel::PeerCounters c = n.engine().total_counters();
-  std::fprintf(f, "node %" PRIu64 " counters:", n.id());
+void print_node_counters(FILE* f, const dp::NodeSnapshot& snap, const Node& n) {
+  std::fprintf(f, "node %" PRIu64 " counters:", snap.node_id);
   auto field = [f](const char* prefix) {
     return [f, prefix](const char* k, uint64_t v) { std::fprintf(f, " %s%s=%" PRIu64, prefix, k, v); };
   };
-  rel::for_each_counter(c, field(""));
-  rel::for_each_reject(c, field("reject_"));
-  dp::for_each_counter(n.link().counters(), field("link_"));
+  rel::for_each_counter(snap.total, field(""));
+  rel::for_each_reject(snap.total, field("reject_"));
+  dp::for_each_counter(snap.link, field("link_"));
   std::fprintf(f, " control_in=%" PRIu64 " control_bad=%" PRIu64 " announce_sent=%" PRIu64 "\n",
                n.counters().control_in, n.counters().control_bad, n.counters().announce_sent);
 }
@@ -381,14 +409,17 @@ void print_node_counters(FILE* f, const Node& n) {
 }  // namespace
 
 void Runtime::print_stats(FILE* f) {
+  // From the boards the engine lcore publishes: the engines run on while this prints.
+  thread_local dp::NodeSnapshot snap;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = *nodes_[i];
-    rel::PeerCounters c = n.engine().total_counters();
+    if (!shm_->boards[i].read(&snap)) continue;
+    const rel::PeerCounters& c = snap.total;
     std::fprintf(f, "node %" PRIu64 ": msgs sent %" PRIu64 " received %" PRIu64 " retransmitted %" PRIu64
                  " frames in %" PRIu64 " out %" PRIu64 " no_endpoint %" PRIu64 " control_bad %" PRIu64 "\n",
-                 n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, n.link().counters().frames_in,
-                 n.link().counters().frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
-    print_node_counters(f, n);
+                 n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, snap.link.frames_in,
+                 snap.link.frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
+    print_node_counters(f, snap, n);
   }
   unsigned mbufs = 0;
   for (const auto& pb : ports_) mbufs += rte_mempool_in_use_count(pb->pool);

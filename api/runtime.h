@@ -59,6 +59,7 @@ class Runtime {
   int open_nodes();
   int add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers);
   int start_engines();
+  void serve_telemetry();
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
   unsigned reclaim(uint32_t slot);
   void hold_intr_thread_once_linked();
@@ -67,6 +68,7 @@ class Runtime {
   RuntimeOptions o_;
   bool daemon_ = false;
   bool eal_up_ = false;
+  bool pdump_up_ = false;  ///< daemon: dpdk-dumpcap can capture the ports
   const rte_memzone* mz_ = nullptr;
   ShmRoot* shm_ = nullptr;
   std::vector<std::unique_ptr<dp::NodePort>> ports_;

@@ -19,13 +19,14 @@
 #include <cstdint>
 
 #include "api/buffers.h"
+#include "dataplane/stats_board.h"
 #include "api/loan.h"
 
 namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 4;
+inline constexpr uint32_t kShmVersion = 5;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -52,16 +53,6 @@ struct EngineSideCounters {
   // unconfirmed (the last ones it took, always), and the latest such drop's range.
   Counter peer_resets, peer_deaths, msgs_unconfirmed;
   Counter last_unconfirmed_first, last_unconfirmed_count;
-};
-
-/** A node's engine counters summed over its peers, published by its engine lcore about every
- *  millisecond (imago_node_stats_get()). */
-struct NodeStatsShm {
-  Counter msgs_sent, msgs_received, msgs_retransmitted;
-  Counter frames_sent, frames_received, frames_rejected;
-  Counter acks_sent, nacks_sent, losses_detected, rto_expired;
-  Counter peer_resets, peer_deaths, msgs_unconfirmed;
-  Counter msgs_in_flight;  ///< now, not a count: sent and not yet confirmed by their peers
 };
 
 struct alignas(64) EndpointSlot {
@@ -107,7 +98,7 @@ struct ShmRoot {
   uint32_t n_pool_mem = 0;
   Counter no_endpoint[kMaxNodes];       ///< messages for an endpoint not open here
   PoolCaches engine_caches[kMaxNodes];  ///< each node's engine lcore's
-  NodeStatsShm node_stats[kMaxNodes];   ///< each node's engine counters
+  dp::StatsBoard boards[kMaxNodes];     ///< each node's engine, published by its lcore
   EndpointSlot slots[kMaxEndpoints];
 
   /** @return the index of node @p id, or -1. */

@@ -27,7 +27,9 @@ std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {
   } else {
     a = {"--no-huge", "-m", std::to_string(d.memory_mb), "--no-shconf"};
   }
-  for (const char* s : {"--no-pci", "--no-telemetry", "--file-prefix"}) a.push_back(s);
+  a.push_back("--no-pci");
+  if (!d.telemetry) a.push_back("--no-telemetry");
+  a.push_back("--file-prefix");
   a.push_back(d.file_prefix.empty() ? "imago-" + std::to_string(pid) : d.file_prefix);
   if (!d.lcores.empty()) {
     a.push_back("-l");

@@ -35,11 +35,14 @@ struct EalDefaults {
   /** A primary that secondary processes attach to: hugepages and a shared config instead of
    *  --no-huge -m N --no-shconf. */
   bool shared = false;
+  /** Serve rte_telemetry on the runtime directory's socket (dpdk-telemetry.py, imago-stat)
+   *  instead of --no-telemetry. */
+  bool telemetry = false;
 };
 
 /**
  * @return the EAL argument vector for the embedded default: --no-huge -m N --no-pci
- *         --no-shconf --no-telemetry --file-prefix P [-l L] [--vdev V]... --log-level X
+ *         --no-shconf --no-telemetry (unless d.telemetry) --file-prefix P [-l L] [--vdev V]... --log-level X
  *         (with d.shared: --proc-type=primary --no-pci --no-telemetry --file-prefix P ...).
  */
 std::vector<std::string> default_eal_args(const EalDefaults& d, int pid);

@@ -22,4 +22,8 @@ int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, ui
   return e.engine->add_peer(peer, e.link.now_ns(rte_rdtsc()));
 }
 
+void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id) {
+  e.pub = BoardPublisher{.board = board, .node_id = node_id, .period_tsc = rte_get_tsc_hz() / 1000, .next_tsc = 0};
+}
+
 }  // namespace imago::dp

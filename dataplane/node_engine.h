@@ -15,6 +15,7 @@
 
 #include "dataplane/engine_link.h"
 #include "dataplane/fault.h"
+#include "dataplane/stats_board.h"
 #include "reliability/engine.h"
 
 namespace imago::dp {
@@ -23,6 +24,7 @@ namespace imago::dp {
 struct NodeEngine {
   EngineLink link;
   std::unique_ptr<rel::Engine> engine;
+  BoardPublisher pub;  ///< where the polling lcore publishes the engine's state (none by default)
 };
 
 struct NodeEngineConfig {
@@ -43,5 +45,16 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
 /** Make @p peer a peer of @p e, its frames sent to @p mac (or @p ip: UDP). Control path.
  *  @return 0 or a negative errno. */
 int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip);
+
+/** Publish @p e on @p board about every millisecond from now on (node_engine_poll()). */
+void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id);
+
+/** The polling lcore's step: receive, deliver, run timers, send (EngineLink::poll()), and
+ *  publish the board when due. @return work done. */
+inline unsigned node_engine_poll(NodeEngine& e, uint64_t now_tsc) {
+  unsigned work = e.link.poll(now_tsc);
+  e.pub.maybe(*e.engine, e.link.counters(), now_tsc);
+  return work;
+}
 
 }  // namespace imago::dp

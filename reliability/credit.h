@@ -58,6 +58,8 @@ class CreditLimit {
   /** @return true when the unit @p s may be (re)transmitted. */
   bool allows(Seq s) const { return unlimited_ || seq_lt(s, limit_); }
   bool unlimited() const { return unlimited_; }
+  /** @return the first sequence number not allowed (meaningless when unlimited()). */
+  Seq limit() const { return limit_; }
   void reset() { unlimited_ = true; }
 
  private:

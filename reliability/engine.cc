@@ -186,6 +186,34 @@ uint64_t Engine::unconfirmed_messages(NodeId id) const {
   return p ? p->tx.messages_held() : 0;
 }
 
+bool Engine::view(NodeId id, PeerView* out) const {
+  const Peer* p = find(id);
+  if (p == nullptr || out == nullptr) return false;
+  PeerView v;
+  v.id = id;
+  v.state = p->s.state, v.known = p->s.known, v.confirmed = p->s.confirmed, v.epoch = p->s.epoch;
+  if (p->rto.has_sample()) v.srtt_ns = p->rto.srtt(), v.rttvar_ns = p->rto.rttvar(), v.min_rtt_ns = p->rto.min_rtt();
+  v.rto_ns = p->rto.rto();
+  v.tx_in_flight = p->tx.nxt() - p->tx.una();
+  v.tx_queued = p->tx.end() - p->tx.nxt();
+  v.tx_unconfirmed_msgs = p->tx.messages_held();
+  v.rx_held = p->rx.high() - p->rx.dlv();
+  v.credit_allowed = p->credit_out.unlimited() ? UINT32_MAX : p->credit_out.limit() - p->tx.una();
+  v.credit_granted = p->credit_sent;
+  v.last_heard_ns = p->last_heard;
+  *out = v;
+  return true;
+}
+
+size_t Engine::peer_ids(NodeId* out, size_t max) const {
+  size_t n = 0;
+  for (const auto& p : peers_) {
+    if (n == max) break;
+    out[n++] = p->id;
+  }
+  return n;
+}
+
 std::string Engine::debug_state(NodeId id) const {
   const Peer* p = find(id);
   if (p == nullptr) return "unknown peer";

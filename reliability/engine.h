@@ -66,6 +66,23 @@ inline constexpr uint32_t kFastpath = 0x1;  ///< flush at once instead of coales
 inline constexpr uint32_t kAckReq = 0x2;    ///< the next frame asks the receiver to ACK at once
 }
 
+/** One peer's session and windows as an operator asks about them (telemetry): a copy, now. */
+struct PeerView {
+  NodeId id = 0;
+  PeerState state = PeerState::kDead;
+  bool known = false;          ///< the peer's epoch and token are known (handshake heard)
+  bool confirmed = false;      ///< the peer knows ours
+  uint32_t epoch = 0;          ///< the peer's epoch
+  uint64_t srtt_ns = 0, rttvar_ns = 0, min_rtt_ns = 0, rto_ns = 0;  ///< 0 before the first sample
+  uint32_t tx_in_flight = 0;   ///< units sent and not yet acknowledged
+  uint32_t tx_queued = 0;      ///< units queued and not yet sent
+  uint64_t tx_unconfirmed_msgs = 0;  ///< messages not yet acknowledged
+  uint32_t rx_held = 0;        ///< units received and not yet delivered
+  uint32_t credit_allowed = 0; ///< units beyond the oldest unacknowledged one the peer allows (UINT32_MAX: unlimited)
+  uint32_t credit_granted = 0; ///< what we last advertised (UINT32_MAX: unlimited)
+  uint64_t last_heard_ns = 0;  ///< engine time of the last valid frame from the peer
+};
+
 struct Peer;       // engine-private per-peer state (peer.h)
 struct TxUnit;     // engine-private: one unit of the send window (send_window.h)
 struct FrameMeta;  // engine-private: what a frame being built carries (engine_tx.cc)
@@ -115,6 +132,10 @@ class Engine {
   PeerCounters total_counters() const;
   /** @return messages to @p peer not yet acknowledged (lost if this node dies now). */
   uint64_t unconfirmed_messages(NodeId peer) const;
+  /** @return @p peer's session and windows (false: unknown peer). */
+  bool view(NodeId peer, PeerView* out) const;
+  /** @return the peers, in the order they were added (up to @p max ids into @p out). */
+  size_t peer_ids(NodeId* out, size_t max) const;
   /** @return a one-line dump of @p peer's windows and timers, for logs and failing tests. */
   std::string debug_state(NodeId peer) const;
   /** @return bytes held by all preallocated buffers (constant after add_peer()). */

@@ -24,6 +24,12 @@ void usage(const char* prog) {
       "Examples:\n"
       "  %s --iface veth0 --node-id 1 --peer 2@02:00:00:00:00:02\n"
       "  %s --pair --file-prefix demo      two nodes (1, 2) in this process\n\n"
+      "While it runs: rte_telemetry answers /imago/nodes, /imago/node,ID, /imago/peers,ID,\n"
+      "/imago/peer,ID,PEER, /imago/ports[,PORT], /imago/lcores, /imago/endpoints,\n"
+      "/imago/endpoint,SLOT and /imago/pools (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
+      "PREFIX for a live table); dpdk-dumpcap --file-prefix=PREFIX -i PORT captures its frames\n"
+      "(tshark -X lua_script:imago.lua decodes them; meson install puts the dissector in\n"
+      "<libdir>/wireshark/plugins). SIGINT or SIGTERM stops it cleanly.\n\n"
       "Options [default]:\n",
       prog, prog, prog);
   imago::api::print_runtime_options(stdout);

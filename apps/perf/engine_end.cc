@@ -26,6 +26,9 @@ int engine_end_open(Context& ctx, EngineEnd& en, NodePort* node, rel::NodeId sel
     if (rc == -EINVAL) std::fprintf(stderr, "imago-perf: engine configuration refused (mtu %u)\n", c.engine.mtu);
     return rc;
   }
+  dp::node_engine_publish_to(en, &en.board, self);
+  ctx.tel.boards.push_back(&en.board);
+  dp::telemetry_set(ctx.tel);
   // The peer's addresses: --peer-mac / --dst-ip, or broadcast on a private link.
   return dp::node_engine_add_peer(en, peer, ctx.opt.encap.dst_mac, ctx.opt.encap.dst_ip);
 }

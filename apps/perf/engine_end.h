@@ -23,6 +23,7 @@ struct EngineEnd : dp::NodeEngine {
   NodePort* node = nullptr;  ///< null when this process does not run this end
   rel::NodeId self = 0;
   rel::NodeId peer = 0;
+  dp::StatsBoard board;      ///< the engine as its lcore publishes it (telemetry)
 };
 
 /**

@@ -20,6 +20,7 @@ dp::EalDefaults eal_defaults(const Options& o) {
   d.vdevs = o.vdevs;
   if (!o.iface.empty()) d.vdevs.push_back("net_af_packet0,iface=" + o.iface);
   d.lcores = o.lcores;
+  d.telemetry = true;  // /imago/... commands (dataplane/telemetry.h) on imago-perf's own prefix
   // Two single-node processes must not both pin their main lcore to core 0.
   if (d.lcores.empty() && !o.role.empty()) {
     bool second_core = o.role == "rx" && sysconf(_SC_NPROCESSORS_ONLN) > 1;

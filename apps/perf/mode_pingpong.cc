@@ -81,14 +81,14 @@ unsigned pinger_task(void* arg, uint64_t now) {
       ++work;
     }
   }
-  return work + st->a.link.poll(now);
+  return work + dp::node_engine_poll(st->a, now);
 }
 
 unsigned echoer_task(void* arg, uint64_t now) {
   auto* st = static_cast<PingState*>(arg);
   Echoer& e = st->echoer;
   st->b.link.set_now(now);
-  unsigned work = st->b.link.poll(now);
+  unsigned work = dp::node_engine_poll(st->b, now);
   if (e.has_pending &&
       st->b.engine->send(st->b.peer, e.pending, rel::send_flag::kFastpath, st->b.link.now_ns(now)) == 0) {
     e.has_pending = false;

@@ -99,13 +99,13 @@ unsigned sender_task(void* arg, uint64_t now) {
     ++st->sent;
     ++work;
   }
-  return work + en.link.poll(now);
+  return work + dp::node_engine_poll(en, now);
 }
 
 unsigned receiver_task(void* arg, uint64_t now) {
   auto* st = static_cast<StreamState*>(arg);
   EngineEnd& en = st->rx;
-  unsigned work = en.link.poll(now);
+  unsigned work = dp::node_engine_poll(en, now);
   if (st->variant != Variant::kEcho || st->echo_q.empty()) return work;
   en.link.set_now(now);
   uint64_t now_ns = en.link.now_ns(now);

@@ -18,6 +18,7 @@
 #include "dataplane/node_port.h"
 #include "dataplane/port.h"
 #include "dataplane/protocol_options.h"
+#include "dataplane/telemetry.h"
 
 namespace imago::perf {
 
@@ -64,6 +65,7 @@ struct Context {
   uint64_t tsc_hz = 0;
   void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown
   bool keep_main_free = false; ///< interactive: the main lcore runs the prompt, never a poller
+  dp::TelemetrySources tel;    ///< what /imago/... telemetry reads: the run's engine boards, the lcores
 };
 
 /**

@@ -73,8 +73,23 @@ app::Json lcores_json(const Context& ctx) {
 
 int session_open(Session& s) {
   s.ctx.tsc_hz = rte_get_tsc_hz();
+  s.ctx.tel.runner = &s.ctx.runner;
+  if (dp::telemetry_register() < 0) std::fprintf(stderr, "imago-perf: telemetry commands not registered\n");
+  dp::telemetry_set(s.ctx.tel);
   return open_topology(s.ctx, s.topo);
 }
+
+namespace {
+
+// The run's state goes: telemetry stops reading its boards first.
+void teardown_run(Session& s) {
+  s.ctx.tel.boards.clear();
+  dp::telemetry_set(s.ctx.tel);
+  s.mode->teardown(s.ctx);
+  s.prepared = false;
+}
+
+}  // namespace
 
 int session_prepare(Session& s) {
   s.mode = find_mode(s.ctx.opt.mode);
@@ -126,8 +141,7 @@ void session_report(Session& s, app::Json& result) {
   for (NodePort* n : s.ctx.nodes) result.obj(std::string("port_") + n->name, port_json(n->port.id()));
   result.obj("lcores", lcores_json(s.ctx));
   result.boolean("timed_out", s.timed_out);
-  s.mode->teardown(s.ctx);
-  s.prepared = false;
+  teardown_run(s);
 }
 
 std::string session_stats_line(Session& s) {
@@ -139,8 +153,8 @@ void session_close(Session& s) {
     s.ctx.runner.stop();
     s.ctx.runner.join();
   }
-  if (s.prepared) s.mode->teardown(s.ctx);
-  s.prepared = false;
+  if (s.prepared) teardown_run(s);
+  dp::telemetry_clear();
   close_topology(s.ctx, s.topo);
 }
 

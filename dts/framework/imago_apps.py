@@ -28,6 +28,8 @@ import time
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 
+import pytest
+
 from framework import host
 from framework.apps import (
     AppRun, ContractResult, EalConfig, REPO_ROOT, binary_missing_reason, build_dir, imagod_binary, result_object,
@@ -35,6 +37,7 @@ from framework.apps import (
 )
 from framework.exceptions import AppError, AppTimeout, ResultError
 from framework.node import AppProcess, Node
+from framework.testsuite import require
 from framework.topology import DPDK_RUNTIME_DIR, tag_pid
 
 HUGEPAGE_DIR = Path("/dev/hugepages")
@@ -196,6 +199,30 @@ class ImagodRun:
         else:
             argv = [str(binary or imagod_binary())] + replace(eal, file_prefix=file_prefix).argv() + ["--"] + app
         return cls(node.start(argv, name=name, env=env), file_prefix)
+
+    @classmethod
+    def for_tools(cls, topology, name: str, request, tools: tuple[str, ...] = (),
+                  timeout: float = 30.0) -> tuple[Node, str, "ImagodRun"]:
+        """Skip unless every program of @p tools exists; require hugepages; then imagod --pair
+        in a new node @p name of @p topology (serving_pair()). @return the node, imagod's
+        file prefix, and imagod."""
+        for tool in tools:
+            if not Path(tool).exists():
+                pytest.skip(f"{tool} not installed (scripts/lib.sh installs dpdk and tshark)")
+        cleanup_stale_hugepages()
+        require(hugepages_missing_reason())
+        node = topology.add_node(name)
+        prefix = f"{topology.prefix}-{name}"
+        return node, prefix, cls.serving_pair(node, prefix, request, timeout)
+
+    @classmethod
+    def serving_pair(cls, node: Node, file_prefix: str, request, timeout: float = 30.0) -> "ImagodRun":
+        """imagod --pair (hugepages, no periodic statistics) in @p node, cleaned up when the
+        pytest @p request ends; returns once it serves its two nodes."""
+        d = cls.start(node, file_prefix, stats_period_s=0)
+        request.addfinalizer(d.cleanup)
+        d.proc.wait_for_line("serving 2 node(s)", timeout, stream="stdout")
+        return d
 
     def wait_serving(self, timeout: float = 30.0) -> Pools:
         """Wait for 'serving 2 node(s)' and the first pools line (the baseline); return it."""

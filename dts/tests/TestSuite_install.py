@@ -164,6 +164,28 @@ class TestSuiteInstall(TestSuite):
         extra = [f for f in installed.pc_flags if not f.startswith(("-I", "-L", "-limago"))]
         self.verify(not extra, f"unexpected flags {extra}")
 
+    def test_operators_tools_are_installed(self, installed: Installed) -> None:
+        """
+        Steps:
+            Look in the staged install for the apps, imago-stat and the Wireshark dissector;
+            run the installed imago-stat --help and tshark with the installed dissector.
+        Verify:
+            imagod, imago-perf and imago-stat are executables in <bindir>; imago.lua is in
+            <libdir>/wireshark/plugins, where Wireshark loads plugins, and tshark loads it
+            (its protocol list names imago).
+        """
+        for app in ("imagod", "imago-perf", "imago-stat"):
+            p = installed.bindir / app
+            self.verify(p.is_file() and os.access(p, os.X_OK), f"{p} not installed as an executable")
+        cp = run_to_completion(["/usr/bin/python3", str(installed.bindir / "imago-stat"), "--help"], timeout=30)
+        self.verify(cp.returncode == 0 and "--file-prefix" in cp.stdout, f"imago-stat --help: {cp.stderr}")
+        lua = installed.libdir / "wireshark" / "plugins" / "imago.lua"
+        self.verify(lua.is_file(), f"{lua} not installed")
+        tshark = shutil.which("tshark")
+        if tshark:
+            cp = run_to_completion([tshark, "-G", "protocols", "-X", f"lua_script:{lua}"], timeout=60)
+            self.verify(cp.returncode == 0 and "\tIMAGO\timago" in cp.stdout, f"tshark did not load {lua}: {cp.stderr}")
+
     def test_out_of_tree_program_runs_embedded(self, installed: Installed, built: dict[str, Path],
                                                topology: Topology) -> None:
         """

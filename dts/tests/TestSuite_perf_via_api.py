@@ -80,9 +80,7 @@ class TestSuitePerfViaApi(TestSuite):
         require(hugepages_missing_reason())
         node = topology.add_node("mp")
         prefix = f"{topology.prefix}-perfapi"
-        d = ImagodRun.start(node, prefix, stats_period_s=0.5)
-        request.addfinalizer(d.cleanup)
-        d.wait_serving(READY_S)
+        d = ImagodRun.serving_pair(node, prefix, request, READY_S)
         perf = ImagoPerf(node, perf_binary)
         for mode, msgs in MODES.items():
             r = _run(perf, ["--attach", prefix, "--mode", mode, "--msgs", str(msgs), "--quiet"], f"secondary-{mode}")

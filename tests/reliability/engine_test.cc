@@ -667,3 +667,42 @@ TEST_F(EngineTest, HostileFramesAreCountedNeverCrash) {
 
 }  // namespace
 }  // namespace imago::rel::test
+
+namespace imago::rel::test {
+namespace {
+
+TEST_F(EngineTest, ViewShowsTheSessionAndTheWindowsAnOperatorAsksAbout) {
+  PeerView v;
+  EXPECT_FALSE(a.e->view(9, &v));  // not a peer
+  NodeId ids[4];
+  ASSERT_EQ(a.e->peer_ids(ids, 4), 1u);
+  EXPECT_EQ(ids[0], 2u);
+  connect();
+  // Do: three messages sent at once, not yet acknowledged.
+  for (uint8_t i = 0; i < 3; ++i) ASSERT_EQ(a.e->send(2, msg(20, i), send_flag::kFastpath, now), 0);
+  ASSERT_TRUE(a.e->view(2, &v));
+  // Expect: established, B's epoch, three units and messages in flight, credits unlimited.
+  EXPECT_EQ(v.id, 2u);
+  EXPECT_EQ(v.state, PeerState::kEstablished);
+  EXPECT_TRUE(v.known && v.confirmed);
+  EXPECT_EQ(v.epoch, cb.epoch);
+  EXPECT_EQ(v.tx_in_flight, 3u);
+  EXPECT_EQ(v.tx_queued, 0u);
+  EXPECT_EQ(v.tx_unconfirmed_msgs, 3u);
+  EXPECT_EQ(v.credit_allowed, UINT32_MAX);
+  // Do: B gets them and acknowledges.
+  move(a);
+  now += cb.ack_delay_ns;
+  b.e->poll(now);
+  move(b);
+  ASSERT_TRUE(a.e->view(2, &v));
+  // Expect: nothing in flight; an RTT sample taken.
+  EXPECT_EQ(v.tx_in_flight, 0u);
+  EXPECT_EQ(v.tx_unconfirmed_msgs, 0u);
+  EXPECT_GT(v.srtt_ns, 0u);
+  EXPECT_GT(v.rto_ns, 0u);
+  EXPECT_EQ(v.last_heard_ns, now);
+}
+
+}  // namespace
+}  // namespace imago::rel::test

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * A node's engine as its lcore publishes it for readers elsewhere: rte_telemetry's thread,
+ * imagod's statistics, applications in other processes (imago_node_stats_get()), imago-stat.
+ * The engine is single-threaded and never stops for them: once a millisecond its lcore copies
+ * the counters, the link's counters and each peer's view into the board under a sequence
+ * lock, and a reader copies the board out, retrying while a copy was being written. The
+ * board holds plain data only, so it can live in shared memory (imagod's secondaries read it).
+ */
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "dataplane/engine_link.h"
+#include "reliability/engine.h"
+
+namespace imago::dp {
+
+/** One peer on the board. */
+struct PeerSnapshot {
+  rel::PeerView view;
+  rel::PeerCounters c;
+};
+
+/** What a reader gets: one consistent copy. */
+struct NodeSnapshot {
+  static constexpr unsigned kMaxPeers = 32;
+  uint64_t node_id = 0;
+  uint64_t published_tsc = 0;  ///< 0: never published
+  uint64_t tsc_hz = 0;
+  rel::PeerCounters total;     ///< Engine::total_counters(): every peer, and frames no peer claimed
+  EngineLinkCounters link;
+  uint32_t n_peers = 0;
+  PeerSnapshot peers[kMaxPeers];
+};
+
+class StatsBoard {
+ public:
+  /** The writer (the lcore polling @p engine; nobody else): copy its state now. */
+  void publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc);
+  /** Any thread or process: copy the board into @p out. @return false when no consistent
+   *  copy could be had (the writer kept publishing; try again). */
+  bool read(NodeSnapshot* out) const;
+
+ private:
+  std::atomic<uint32_t> seq_{0};  // odd while the writer copies
+  NodeSnapshot snap_;
+};
+
+/** Publishes a board at most once per period, from the lcore's poll. */
+struct BoardPublisher {
+  StatsBoard* board = nullptr;  ///< null: publish nothing
+  uint64_t node_id = 0;
+  uint64_t period_tsc = 0;
+  uint64_t next_tsc = 0;
+
+  void maybe(const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc) {
+    if (board == nullptr || now_tsc < next_tsc) return;
+    next_tsc = now_tsc + period_tsc;
+    board->publish(node_id, engine, link, now_tsc);
+  }
+};
+
+}  // namespace imago::dp

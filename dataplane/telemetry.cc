@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/telemetry.h"
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include <atomic>
+#include <mutex>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace imago::dp {
+namespace {
+
+std::mutex g_mu;            // commands (telemetry threads) against telemetry_set()
+TelemetrySources g_sources;  // under g_mu
+std::atomic<bool> g_registered{false};
+
+// A reader's copy of a board (16 KiB), one per telemetry thread.
+thread_local NodeSnapshot g_snap;  // DPDK runs a thread per telemetry client
+
+const char* state_name(rel::PeerState s) {
+  switch (s) {
+    case rel::PeerState::kConnecting: return "connecting";
+    case rel::PeerState::kEstablished: return "established";
+    case rel::PeerState::kDead: return "dead";
+  }
+  return "?";
+}
+
+// "1" -> 1; "1,2" -> 1 and 2. @return how many numbers were read (0: none, or malformed).
+int parse_ids(const char* params, uint64_t* a, uint64_t* b) {
+  if (params == nullptr || *params == '\0') return 0;
+  char* end = nullptr;
+  *a = std::strtoull(params, &end, 10);
+  if (end == params) return 0;
+  if (*end == '\0') return 1;
+  if (*end != ',' || b == nullptr) return 0;
+  const char* second = end + 1;
+  *b = std::strtoull(second, &end, 10);
+  return end != second && *end == '\0' ? 2 : 0;
+}
+
+void add_counters(rte_tel_data* d, const rel::PeerCounters& c, bool rejects) {
+  rel::for_each_counter(c, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
+  if (!rejects) return;
+  rel::for_each_reject(c, [d](const char* k, uint64_t v) {
+    rte_tel_data_add_dict_u64(d, ("reject_" + std::string(k)).c_str(), v);
+  });
+}
+
+int cmd_nodes(const char*, const char*, rte_tel_data* d) {
+  rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+  TelemetryLock hold;
+  for (const StatsBoard* b : g_sources.boards) {
+    if (b->read(&g_snap)) rte_tel_data_add_array_u64(d, g_snap.node_id);
+  }
+  return 0;
+}
+
+int cmd_node(const char*, const char* params, rte_tel_data* d) {
+  uint64_t id = 0;
+  if (parse_ids(params, &id, nullptr) != 1) return -EINVAL;
+  TelemetryLock hold;
+  if (!telemetry_node(id, &g_snap)) return -ENOENT;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "node", g_snap.node_id);
+  rte_tel_data_add_dict_u64(d, "peers", g_snap.n_peers);
+  rte_tel_data_add_dict_u64(d, "tsc_hz", g_snap.tsc_hz);
+  rte_tel_data_add_dict_u64(d, "published_tsc", g_snap.published_tsc);
+  add_counters(d, g_snap.total, true);
+  for_each_counter(g_snap.link, [d](const char* k, uint64_t v) {
+    rte_tel_data_add_dict_u64(d, ("link_" + std::string(k)).c_str(), v);
+  });
+  return 0;
+}
+
+void add_view(rte_tel_data* d, const rel::PeerView& v) {
+  rte_tel_data_add_dict_string(d, "state", state_name(v.state));
+  for (auto [k, x] : {std::pair<const char*, uint64_t>{"peer", v.id}, {"known", v.known}, {"confirmed", v.confirmed},
+                      {"epoch", v.epoch}, {"srtt_ns", v.srtt_ns}, {"rttvar_ns", v.rttvar_ns},
+                      {"min_rtt_ns", v.min_rtt_ns}, {"rto_ns", v.rto_ns}, {"tx_in_flight", v.tx_in_flight},
+                      {"tx_queued", v.tx_queued}, {"tx_unconfirmed_msgs", v.tx_unconfirmed_msgs},
+                      {"rx_held", v.rx_held}, {"credit_allowed", v.credit_allowed},
+                      {"credit_granted", v.credit_granted}})
+    rte_tel_data_add_dict_u64(d, k, x);
+}
+
+// /imago/peers,NODE: the ids; /imago/peer,NODE,PEER: one peer whole.
+int cmd_peers(const char*, const char* params, rte_tel_data* d) {
+  uint64_t id = 0;
+  if (parse_ids(params, &id, nullptr) != 1) return -EINVAL;
+  TelemetryLock hold;
+  if (!telemetry_node(id, &g_snap)) return -ENOENT;
+  rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+  for (uint32_t i = 0; i < g_snap.n_peers; ++i) rte_tel_data_add_array_u64(d, g_snap.peers[i].view.id);
+  return 0;
+}
+
+int cmd_peer(const char*, const char* params, rte_tel_data* d) {
+  uint64_t id = 0, peer = 0;
+  if (parse_ids(params, &id, &peer) != 2) return -EINVAL;
+  TelemetryLock hold;
+  if (!telemetry_node(id, &g_snap)) return -ENOENT;
+  for (uint32_t i = 0; i < g_snap.n_peers; ++i) {
+    const PeerSnapshot& p = g_snap.peers[i];
+    if (p.view.id != peer) continue;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "node", id);
+    add_view(d, p.view);
+    add_counters(d, p.c, true);
+    return 0;
+  }
+  return -ENOENT;
+}
+
+int cmd_ports(const char*, const char* params, rte_tel_data* d) {
+  uint64_t want = 0;
+  const bool one = parse_ids(params, &want, nullptr) == 1;
+  if (!one) {
+    rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+    uint16_t p = 0;
+    RTE_ETH_FOREACH_DEV(p) rte_tel_data_add_array_u64(d, p);
+    return 0;
+  }
+  if (want > UINT16_MAX || !rte_eth_dev_is_valid_port(static_cast<uint16_t>(want))) return -ENOENT;
+  const auto port = static_cast<uint16_t>(want);
+  rte_eth_stats st{};
+  rte_eth_link link{};
+  rte_eth_stats_get(port, &st);
+  rte_eth_link_get_nowait(port, &link);
+  char name[RTE_ETH_NAME_MAX_LEN] = "";
+  rte_eth_dev_get_name_by_port(port, name);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "port", port);
+  rte_tel_data_add_dict_string(d, "name", name);
+  rte_tel_data_add_dict_int(d, "link_up", link.link_status);
+  rte_tel_data_add_dict_u64(d, "link_speed_mbps", link.link_speed);
+  for (auto [k, v] : {std::pair{"ipackets", st.ipackets}, {"opackets", st.opackets}, {"ibytes", st.ibytes},
+                      {"obytes", st.obytes}, {"imissed", st.imissed}, {"ierrors", st.ierrors},
+                      {"oerrors", st.oerrors}, {"rx_nombuf", st.rx_nombuf}})
+    rte_tel_data_add_dict_u64(d, k, v);
+  return 0;
+}
+
+int cmd_lcores(const char*, const char*, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  TelemetryLock hold;
+  if (g_sources.runner == nullptr) return 0;
+  for (unsigned l : g_sources.runner->used_lcores()) {
+    // Plain counters the lcore writes as it goes: a figure may be one iteration old.
+    LcoreStats st = g_sources.runner->stats(l);
+    const std::string k = "lcore" + std::to_string(l) + "_";
+    rte_tel_data_add_dict_u64(d, (k + "busy_cycles").c_str(), st.busy_cycles);
+    rte_tel_data_add_dict_u64(d, (k + "idle_cycles").c_str(), st.idle_cycles);
+    rte_tel_data_add_dict_u64(d, (k + "iterations").c_str(), st.iterations);
+  }
+  return 0;
+}
+
+}  // namespace
+
+TelemetryLock::TelemetryLock() { g_mu.lock(); }
+TelemetryLock::~TelemetryLock() { g_mu.unlock(); }
+
+bool telemetry_node(uint64_t id, NodeSnapshot* out) {
+  for (const StatsBoard* b : g_sources.boards)
+    if (b->read(out) && out->node_id == id) return true;
+  return false;
+}
+
+int telemetry_add(const char* cmd, telemetry_cb fn, const char* help) {
+  return rte_telemetry_register_cmd(cmd, fn, help);
+}
+
+int telemetry_register() {
+  if (g_registered.exchange(true)) return 0;
+  struct Cmd {
+    const char* name;
+    telemetry_cb fn;
+    const char* help;
+  };
+  static const Cmd cmds[] = {
+      {"/imago/nodes", cmd_nodes, "The ids of the nodes this process runs. No parameters."},
+      {"/imago/node", cmd_node, "Every counter of a node's engine and link. Parameter: node id."},
+      {"/imago/peers", cmd_peers, "The peers of a node. Parameter: node id."},
+      {"/imago/peer", cmd_peer, "One peer: session, RTT, windows, credits, counters. Parameters: node id,peer id."},
+      {"/imago/ports", cmd_ports, "The ports (no parameter), or one port's link and counters. Parameter: port id."},
+      {"/imago/lcores", cmd_lcores, "Busy and idle cycles of the lcores that poll the nodes. No parameters."},
+  };
+  for (const Cmd& c : cmds) {
+    if (int rc = telemetry_add(c.name, c.fn, c.help); rc < 0) return rc;
+  }
+  return 0;
+}
+
+void telemetry_set(const TelemetrySources& src) {
+  TelemetrySources copy = src;  // allocate outside the lock
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_sources.boards.swap(copy.boards);
+  g_sources.runner = copy.runner;
+}
+
+void telemetry_clear() { telemetry_set(TelemetrySources{}); }
+
+}  // namespace imago::dp

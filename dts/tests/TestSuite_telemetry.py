@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""imago observed with the tools DPDK users have: Debian's dpdk-telemetry.py and imago-stat.
+
+imagod --pair serves nodes 1 and 2 (hugepages); imago-perf, its secondary, streams through
+them for a few seconds. Meanwhile the operator's tools ask the /imago/... telemetry commands:
+the counters must be there and must move while the traffic runs (nodes, peers with their
+session and round-trip estimate, ports, lcores, endpoints, pools). imago-stat prints one JSON
+sample and a refreshing table; pointed at a process that is not there it says so and fails.
+imago-perf answers the same node commands on its own prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from framework.apps import ImagoPerf
+from framework.imago_apps import ImagodRun
+from framework.node import Node
+from framework.testsuite import TestSuite
+from framework.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGO_STAT = ROOT / "apps" / "stat" / "imago-stat"
+TELEMETRY_PY = shutil.which("dpdk-telemetry.py") or "/usr/bin/dpdk-telemetry.py"
+READY_S = 30.0
+#: The stream runs this long: the tools sample it twice, a second apart.
+TRAFFIC_S = 8
+
+
+def _telemetry(node: Node, prefix: str, cmds: list[str]) -> list[dict]:
+    """Run dpdk-telemetry.py -f PREFIX with @p cmds on stdin (as an operator pipes them);
+    @return one JSON reply per command."""
+    cp = node.exec(["/usr/bin/python3", TELEMETRY_PY, "-f", prefix], timeout=30, check=False,
+                   stdin_text="".join(c + "\n" for c in cmds))
+    replies = [json.loads(line) for line in cp.stdout.splitlines() if line.startswith("{")]
+    # The first reply is the socket's greeting (version, pid, max_output_len).
+    replies = [r for r in replies if "version" not in r or len(r) != 3]
+    assert len(replies) == len(cmds), f"dpdk-telemetry.py: {cp.stdout} {cp.stderr}"
+    return [r[c.split(",")[0]] for r, c in zip(replies, cmds)]
+
+
+@pytest.fixture
+def served(topology: Topology, perf_binary, request: pytest.FixtureRequest):
+    """imagod --pair on hugepages, and an imago-perf secondary streaming through it."""
+    node, prefix, d = ImagodRun.for_tools(topology, "tel", request, (TELEMETRY_PY,), READY_S)
+    perf = ImagoPerf(node, perf_binary).start_args(
+        ["--attach", prefix, "--mode", "stream", "--msgs", "1000000000", "--size", "256", "--rate", "200000",
+         "--duration", str(TRAFFIC_S), "--quiet"], name="traffic")
+    request.addfinalizer(lambda: perf.proc.running and perf.stop())
+    perf.wait_ready(READY_S)
+    time.sleep(1.0)  # the stream under way
+    return node, prefix, d, perf
+
+
+class TestSuiteTelemetry(TestSuite):
+    """rte_telemetry commands read by dpdk-telemetry.py and imago-stat while traffic runs."""
+
+    def test_dpdk_telemetry_py_sees_the_counters_move(self, served) -> None:
+        """
+        Steps:
+            While a paced stream (200000 msgs/s of 256 B) runs node 1 -> node 2 through
+            imagod, ask dpdk-telemetry.py for /imago/nodes, /imago/node,1, /imago/peer,1,2,
+            /imago/ports, /imago/lcores, /imago/endpoints and /imago/pools; again a second later.
+        Verify:
+            Nodes 1 and 2; node 1's msgs_sent and link_frames_out grow between the samples;
+            peer 2 of node 1 is established with a round-trip estimate; both ports count
+            packets; the engine lcore's busy cycles grow; the two endpoints named imago-perf are
+            open; the pools report their sizes.
+        """
+        node, prefix, _, _ = served
+        cmds = ["/imago/nodes", "/imago/node,1", "/imago/peer,1,2", "/imago/ports", "/imago/lcores",
+                "/imago/endpoints", "/imago/pools"]
+        first = _telemetry(node, prefix, cmds)
+        time.sleep(1.0)
+        second = _telemetry(node, prefix, cmds)
+        print("first", json.dumps(first)[:2000])
+        print("second", json.dumps(second)[:2000])
+        nodes, n1, peer, ports, lcores, eps, pools = second
+        self.verify(sorted(nodes) == [1, 2], f"/imago/nodes {nodes}")
+        for key in ("msgs_sent", "link_frames_out", "pkts_sent"):
+            self.verify(n1[key] > first[1][key], f"node 1 {key} did not move: {first[1][key]} -> {n1[key]}")
+        self.verify(peer["state"] == "established" and peer["srtt_ns"] > 0, f"/imago/peer,1,2 {peer}")
+        self.verify(peer["msgs_sent"] > 0 and peer["peer"] == 2, f"/imago/peer,1,2 {peer}")
+        self.verify(len(ports) == 2, f"/imago/ports {ports}")
+        busy = {k: v for k, v in lcores.items() if k.endswith("_busy_cycles")}
+        self.verify(any(v > first[4].get(k, 0) for k, v in busy.items()), f"no lcore got busier: {lcores}")
+        self.verify(len(eps) == 2, f"/imago/endpoints {eps}")
+        ep = _telemetry(node, prefix, [f"/imago/endpoint,{eps[0]}"])[0]
+        self.verify(ep["name"] == "imago-perf" and ep["peer"] in (1, 2), f"/imago/endpoint {ep}")
+        self.verify(pools["msgs_size"] > 0 and pools["mbufs_size"] > 0, f"/imago/pools {pools}")
+        port = _telemetry(node, prefix, [f"/imago/ports,{ports[0]}"])[0]
+        self.verify(port["opackets"] > 0 and port["ipackets"] > 0, f"/imago/ports,{ports[0]} {port}")
+
+    def test_imago_stat_table_and_json(self, served) -> None:
+        """
+        Steps:
+            While the stream runs: imago-stat -f PREFIX --json; then imago-stat -n 2 -i 0.5
+            (two refreshes, not a terminal).
+        Verify:
+            The JSON sample has nodes 1 and 2 with peer 2 of node 1 established and the
+            endpoints; the table shows the node, peer, port and endpoint headers and a nonzero
+            message rate on node 1 in its second refresh.
+        """
+        node, prefix, _, _ = served
+        cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "--json"], timeout=30, check=False)
+        self.verify(cp.returncode == 0, f"imago-stat --json exited {cp.returncode}: {cp.stderr}")
+        s = json.loads(cp.stdout)
+        self.verify(sorted(s["nodes"]) == ["1", "2"], f"nodes {list(s['nodes'])}")
+        self.verify(s["nodes"]["1"]["peer_list"]["2"]["state"] == "established", "peer 2 of node 1 not established")
+        self.verify(len(s["endpoints"]) == 2, f"endpoints {s['endpoints']}")
+        cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "-n", "2", "-i", "0.5"], timeout=30,
+                       check=False)
+        print(cp.stdout)
+        self.verify(cp.returncode == 0, f"imago-stat exited {cp.returncode}: {cp.stderr}")
+        for header in ("msgs out/s", "node>peer", "pkts in/s", "endpoint", "pools:"):
+            self.verify(header in cp.stdout, f"no {header!r} in the table")
+        second = cp.stdout.split("imago-stat ")[-1]
+        row = next(l for l in second.splitlines() if l.strip().startswith("1 "))
+        self.verify(row.split()[1] not in ("0", "0.00"), f"node 1 sends nothing in the second refresh: {row}")
+
+    def test_imago_stat_without_a_process_fails_clearly(self, topology: Topology) -> None:
+        """
+        Steps:
+            imago-stat -f a prefix no process uses.
+        Verify:
+            Exit status 1 and a message naming the socket.
+        """
+        cp = topology.add_node("nostat").exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", "imago-none-here", "--json"],
+                                              timeout=30, check=False)
+        self.verify(cp.returncode == 1, f"exit {cp.returncode}")
+        self.verify("imago-none-here" in cp.stderr and "cannot reach" in cp.stderr, cp.stderr)
+
+    def test_imago_perf_answers_on_its_own_prefix(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            imago-perf --pair --mode stream, paced to last a few seconds; ask imago-stat --json on
+            imago-PID while it runs.
+        Verify:
+            Its two engines (nodes 1 and 2) answer with counters that show the stream.
+        """
+        node = topology.add_node("perftel")
+        run = ImagoPerf(node, perf_binary).start_args(
+            ["--pair", "--mode", "stream", "--msgs", "600000", "--rate", "200000", "--quiet"], name="perf")
+        run.wait_ready(READY_S)
+        time.sleep(1.0)
+        prefix = f"imago-{self._perf_pid(run)}"
+        cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "--json"], timeout=30, check=False)
+        run.result(timeout=60)
+        self.verify(cp.returncode == 0, f"imago-stat exited {cp.returncode}: {cp.stderr}")
+        s = json.loads(cp.stdout)
+        self.verify(sorted(s["nodes"]) == ["1", "2"], f"nodes {list(s['nodes'])}")
+        self.verify(s["nodes"]["1"]["msgs_sent"] > 0, f"node 1 {s['nodes']['1']}")
+
+    @staticmethod
+    def _perf_pid(run) -> int:
+        """The pid of imago-perf itself (the harness starts it through ip netns exec and stdbuf)."""
+        out = subprocess.run(["pgrep", "-P", str(run.proc.popen.pid)], capture_output=True, text=True).stdout.split()
+        pid = run.proc.popen.pid
+        while out:  # follow the exec chain down to the last child
+            pid = int(out[0])
+            out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        return pid
