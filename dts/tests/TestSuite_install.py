@@ -170,7 +170,8 @@ class TestSuiteInstall(TestSuite):
             Look in the staged install for the apps, imago-stat and the Wireshark dissector;
             run the installed imago-stat --help and tshark with the installed dissector.
         Verify:
-            imagod, imago-perf and imago-stat are executables in <bindir>; imago.lua is in
+            imagod, imago-perf and imago-stat are executables in <bindir>; imagod.service is
+            in <prefix>/lib/systemd/system and systemd-analyze verify accepts it; imago.lua is in
             <libdir>/wireshark/plugins, where Wireshark loads plugins, and tshark loads it
             (its protocol list names imago).
         """
@@ -179,6 +180,19 @@ class TestSuiteInstall(TestSuite):
             self.verify(p.is_file() and os.access(p, os.X_OK), f"{p} not installed as an executable")
         cp = run_to_completion(["/usr/bin/python3", str(installed.bindir / "imago-stat"), "--help"], timeout=30)
         self.verify(cp.returncode == 0 and "--file-prefix" in cp.stdout, f"imago-stat --help: {cp.stderr}")
+        unit = installed.prefix / "lib" / "systemd" / "system" / "imagod.service"
+        self.verify(unit.is_file(), f"{unit} not installed")
+        text = unit.read_text()
+        final_bin = re.search(r"^ExecStart=(\S+)/imagod ", text, re.M)
+        self.verify(final_bin is not None, f"no ExecStart of imagod in {unit}:\n{text}")
+        analyze = shutil.which("systemd-analyze")
+        if analyze:
+            # The unit names the final prefix; check it against the staged imagod.
+            staged = Path(tempfile.mkdtemp(prefix="imago-unit-")) / "imagod.service"
+            staged.write_text(text.replace(final_bin.group(1) + "/imagod", str(installed.bindir / "imagod")))
+            cp = run_to_completion([analyze, "verify", str(staged)], timeout=60)
+            shutil.rmtree(staged.parent, ignore_errors=True)
+            self.verify(cp.returncode == 0, f"systemd-analyze verify: {cp.stdout}{cp.stderr}")
         lua = installed.libdir / "wireshark" / "plugins" / "imago.lua"
         self.verify(lua.is_file(), f"{lua} not installed")
         tshark = shutil.which("tshark")
