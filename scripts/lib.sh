@@ -67,7 +67,10 @@ build_tree() {
 setup_hugepages() {
   local want=${1:-512} have
   have=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
-  if [ "$have" -lt "$want" ]; then echo "$want" > /proc/sys/vm/nr_hugepages 2>/dev/null || true; fi
+  # In a container the host's count is shared: use what the host reserved, never change it.
+  if [ "$have" -lt "$want" ] && [ -z "${IMAGO_KEEP_HOST_HUGEPAGES:-}" ]; then
+    echo "$want" > /proc/sys/vm/nr_hugepages 2>/dev/null || true
+  fi
   mkdir -p /dev/hugepages
   if ! mountpoint -q /dev/hugepages; then mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true; fi
   have=$(awk '/HugePages_Total/ {print $2}' /proc/meminfo)
