@@ -97,6 +97,27 @@ class TestSuiteTelemetry(TestSuite):
         port = _telemetry(node, prefix, [f"/imago/ports,{ports[0]}"])[0]
         self.verify(port["opackets"] > 0 and port["ipackets"] > 0, f"/imago/ports,{ports[0]} {port}")
 
+    def test_bad_parameters_get_no_answer_and_hurt_nothing(self, served) -> None:
+        """
+        Steps:
+            Ask the commands with hostile parameters: none where one is needed, letters,
+            negative and huge numbers, a missing second id, extra commas, an unknown node,
+            peer, port or endpoint slot; then a good command.
+        Verify:
+            Each bad one is answered with null (DPDK's reply to a command that refused), the
+            good one still answers, and imagod still runs.
+        """
+        node, prefix, d, _ = served
+        bad = ["/imago/node", "/imago/node,abc", "/imago/node,-1", "/imago/node,99999999999999999999999",
+               "/imago/node,1,2", "/imago/peers,", "/imago/peer,1", "/imago/peer,1,", "/imago/peer,1,2,3",
+               "/imago/peer,7,2", "/imago/peer,1,9", "/imago/ports,70000", "/imago/ports,5", "/imago/endpoint",
+               "/imago/endpoint,32", "/imago/endpoint,x", "/imago/endpoint,31"]
+        answers = _telemetry(node, prefix, bad + ["/imago/nodes"])
+        for cmd, a in zip(bad, answers):
+            self.verify(a is None, f"{cmd} answered {a}")
+        self.verify(sorted(answers[-1]) == [1, 2], f"/imago/nodes after the bad ones: {answers[-1]}")
+        self.verify(d.proc.running, "imagod exited")
+
     def test_imago_stat_table_and_json(self, served) -> None:
         """
         Steps:
