@@ -10,26 +10,17 @@ namespace imago::api {
 
 namespace {
 
-// A node id: 1 .. 2^32 - 1, what the wire's node fields hold (never narrowed silently).
-bool node_id(const std::string& s, uint64_t& id) { return dp::parse_num<uint64_t>(s, id, 1, UINT32_MAX); }
-
-// ID, ID@MAC or ID@IPv4.
-bool peer(const std::string& s, PeerAddr& p) {
-  size_t at = s.find('@');
-  if (!node_id(s.substr(0, at), p.id)) return false;
-  if (at == std::string::npos) return true;
-  std::string addr = s.substr(at + 1);
-  return addr.find(':') != std::string::npos ? dp::parse_mac(addr, p.mac) : dp::parse_ipv4(addr, p.ip);
-}
-
 dp::OptionTable<RuntimeOptions> make_table() {
   dp::OptionTable<RuntimeOptions> t = {
       {"pair", nullptr, "two nodes, 1 and 2, over a crossed net_ring pair in this process",
        [](RuntimeOptions& o, const std::string&) { return o.pair = true; }},
       {"node-id", "ID", "this node's id, 1..4294967295 [1]",
-       [](RuntimeOptions& o, const std::string& v) { return node_id(v, o.node_id); }},
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_node_id(v, o.node_id); }},
       {"peer", "ID[@MAC|@IP]", "a peer node and its address (repeatable) [broadcast]",
-       [](RuntimeOptions& o, const std::string& v) { PeerAddr p; return peer(v, p) && (o.peers.push_back(p), true); }},
+       [](RuntimeOptions& o, const std::string& v) {
+         PeerAddr p;
+         return dp::parse_peer(v, p.id, p.mac, p.ip) && (o.peers.push_back(p), true);
+       }},
       {"iface", "NAME", "a net_af_packet port on interface NAME (default EAL args only)",
        [](RuntimeOptions& o, const std::string& v) { o.iface = v; return !v.empty(); }},
       {"vdev", "DEV", "an EAL --vdev (repeatable; default EAL args only)",

@@ -39,6 +39,16 @@ std::string format_ipv4(uint32_t ip) {
   return inet_ntop(AF_INET, &a, b, sizeof b) ? b : "?";
 }
 
+bool parse_node_id(const std::string& s, uint64_t& id) { return parse_num<uint64_t>(s, id, 1, UINT32_MAX); }
+
+bool parse_peer(const std::string& s, uint64_t& id, MacAddr& mac, uint32_t& ip) {
+  const size_t at = s.find('@');
+  if (!parse_node_id(s.substr(0, at), id)) return false;
+  if (at == std::string::npos) return true;
+  const std::string addr = s.substr(at + 1);
+  return addr.find(':') != std::string::npos ? parse_mac(addr, mac) : parse_ipv4(addr, ip);
+}
+
 std::string format_mac(const MacAddr& m) {
   char b[18];
   std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m.b[0], m.b[1], m.b[2], m.b[3], m.b[4], m.b[5]);

@@ -87,6 +87,10 @@ dp::OptionTable<Options> make_table() {
                             "take frames only from a unicast one",
        [](Options& o, const std::string& v) { return dp::parse_ipv4(v, o.encap.dst_ip); },
        [](const Options& o) { return dp::format_ipv4(o.encap.dst_ip); }},
+      {"peer", "ID@MAC|ID@IP", "the other node and its address, as imagod's --peer: ID is 2 for --role tx, 1 "
+                               "for rx; @MAC sets --peer-mac, @IP --dst-ip",
+       [](Options& o, const std::string& v) { return dp::parse_peer(v, o.peer_id, o.encap.dst_mac, o.encap.dst_ip); },
+       [](const Options& o) { return o.peer_id ? std::to_string(o.peer_id) : std::string("-"); }},
       {"peer-mac", "MAC", "destination MAC address; reliable modes take frames only from it (unless broadcast)",
        [](Options& o, const std::string& v) { return dp::parse_mac(v, o.encap.dst_mac); },
        [](const Options& o) { return dp::format_mac(o.encap.dst_mac); }},
@@ -177,6 +181,12 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     return -EINVAL;
   }
   if (!opt.pair && opt.role.empty()) opt.pair = true;  // the embedded default
+  if (opt.peer_id && (opt.pair || opt.peer_id != (opt.role == "tx" ? 2u : 1u))) {
+    err = "--peer: imago-perf's nodes are 1 (--role tx) and 2 (--role rx); the peer of " +
+          (opt.pair ? std::string("--pair is in this process") : "--role " + opt.role + " is " +
+                                                                    (opt.role == "tx" ? "2" : "1"));
+    return -EINVAL;
+  }
   return 0;
 }
 

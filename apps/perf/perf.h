@@ -35,6 +35,7 @@ struct Options {
   uint16_t burst = 32;
   uint64_t rate_pps = 0;
   dp::EncapConfig encap;
+  uint64_t peer_id = 0;       ///< --peer ID@ADDR: the id given (checked against the role)
   double duration_s = 60;
   unsigned idle_timeout_ms = 1000;
   uint64_t ping_timeout_us = 10'000;

@@ -26,7 +26,7 @@ const std::set<std::string> kRunOptions = {
     "mode", "pair", "role", "msgs", "size", "burst", "rate", "duration", "idle-timeout-ms",
     "ping-timeout-us", "hist-csv", "stats-period", "quiet", "via", "attach"};
 // Options of the node, which the embedded library takes (and imagod, with --attach).
-const std::set<std::string> kNodeOptions = {"iface", "encap", "src-ip", "dst-ip", "peer-mac", "fault-rx", "seed"};
+const std::set<std::string> kNodeOptions = {"iface", "encap", "src-ip", "dst-ip", "peer", "peer-mac", "fault-rx", "seed"};
 
 std::string refusal_of(const std::string& name, bool attached) {
   if (attached && (kNodeOptions.count(name) || dp::is_protocol_option(name)))

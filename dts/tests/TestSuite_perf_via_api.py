@@ -103,11 +103,11 @@ class TestSuitePerfViaApi(TestSuite):
         tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
         common = ["--via", "api", "--mode", "stream", "--msgs", "50000", "--size", "256", "--duration", str(int(RUN_S))]
         rx = ImagoPerf(rx_if.node, perf_binary).start_args(
-            common + ["--role", "rx", "--iface", rx_if.name, "--peer-mac", tx_if.mac,
+            common + ["--role", "rx", "--iface", rx_if.name, "--peer", f"1@{tx_if.mac}",
                       "--fault-rx", "loss=0.05,seed=3", "--idle-timeout-ms", "5000"], name="api-rx")
         rx.wait_ready(READY_S)
         tx = ImagoPerf(tx_if.node, perf_binary).start_args(
-            common + ["--role", "tx", "--iface", tx_if.name, "--peer-mac", rx_if.mac], name="api-tx")
+            common + ["--role", "tx", "--iface", tx_if.name, "--peer", f"2@{rx_if.mac}"], name="api-tx")
         t = tx.result(timeout=RUN_S + READY_S)
         r = rx.result(timeout=READY_S)
         print("tx RESULT", json.dumps(t.raw))

@@ -67,6 +67,23 @@ TEST(OptionTable, ParsersTakeWholeValuesOnly) {
   EXPECT_EQ(format_num(0.1), "0.1");
 }
 
+TEST(Parsers, APeerIsAnIdAndMaybeAnAddress) {
+  uint64_t id = 0;
+  MacAddr mac{};
+  uint32_t ip = 0;
+  EXPECT_TRUE(parse_peer("2@02:00:00:00:00:0a", id, mac, ip));
+  EXPECT_EQ(id, 2u);
+  EXPECT_EQ(format_mac(mac), "02:00:00:00:00:0a");
+  EXPECT_EQ(ip, 0u);
+  EXPECT_TRUE(parse_peer("4294967295@10.0.0.1", id, mac, ip));
+  EXPECT_EQ(id, 4294967295u);
+  EXPECT_EQ(format_ipv4(ip), "10.0.0.1");
+  EXPECT_TRUE(parse_peer("7", id, mac, ip));
+  EXPECT_EQ(id, 7u);
+  for (const char* bad : {"0", "4294967296", "-1", "2@", "2@02:00:00:00:00", "2@10.0.0", "@10.0.0.1", "x@10.0.0.1", ""})
+    EXPECT_FALSE(parse_peer(bad, id, mac, ip)) << bad;
+}
+
 TEST(ProtocolOptions, DefaultsAreTheFastLinkPresetAndRowsSetNanoseconds) {
   Opts o;
   std::string err;
