@@ -21,8 +21,10 @@ dp::OptionTable<RuntimeOptions> make_table() {
          PeerAddr p;
          return dp::parse_peer(v, p.id, p.mac, p.ip) && (o.peers.push_back(p), true);
        }},
-      {"iface", "NAME", "a net_af_packet port on interface NAME (default EAL args only)",
+      {"iface", "NAME", "a port on interface NAME through --pmd (default EAL args only)",
        [](RuntimeOptions& o, const std::string& v) { o.iface = v; return !v.empty(); }},
+      {"pmd", "af_packet|af_xdp", "the PMD --iface opens: net_af_packet, or net_af_xdp (XDP on a veth: MTU at most 3000) [af_packet]",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_iface_pmd(v, o.pmd); }},
       {"vdev", "DEV", "an EAL --vdev (repeatable; default EAL args only)",
        [](RuntimeOptions& o, const std::string& v) { o.vdevs.push_back(v); return true; }},
       {"src-ip", "IP", "UDP/IPv4 encapsulation from this address [plain Ethernet]",

@@ -14,6 +14,7 @@
 
 #include "api/node.h"
 #include "dataplane/auth.h"
+#include "dataplane/eal_args.h"
 #include "dataplane/fault_model.h"
 #include "dataplane/protocol_options.h"
 
@@ -22,7 +23,8 @@ namespace imago::api {
 struct RuntimeOptions {
   bool pair = false;                ///< two nodes (1 and 2) over a crossed net_ring pair
   uint64_t node_id = 1;
-  std::string iface;                ///< a net_af_packet port on this interface
+  std::string iface;                ///< a port on this interface...
+  dp::IfacePmd pmd = dp::IfacePmd::kAfPacket;  ///< ...through this PMD
   std::vector<std::string> vdevs;   ///< extra EAL --vdev (default EAL args only)
   std::vector<PeerAddr> peers;
   uint32_t src_ip = 0;              ///< nonzero: UDP/IPv4 encapsulation from this address

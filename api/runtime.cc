@@ -97,7 +97,7 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
   if (!args.explicit_eal) {
     dp::EalDefaults d;
     d.vdevs = o_.vdevs;
-    if (!o_.iface.empty()) d.vdevs.push_back("net_af_packet0,iface=" + o_.iface);
+    if (!o_.iface.empty()) d.vdevs.push_back(dp::iface_vdev(o_.pmd, o_.iface));
     d.lcores = "0-1";  // the caller's thread, and one worker for the engines
     d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;

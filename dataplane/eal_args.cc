@@ -20,6 +20,18 @@ ArgSplit split_args(int argc, const char* const* argv) {
   return s;
 }
 
+const char* iface_pmd_name(IfacePmd p) { return p == IfacePmd::kAfXdp ? "af_xdp" : "af_packet"; }
+
+bool parse_iface_pmd(const std::string& s, IfacePmd& out) {
+  if (s != "af_packet" && s != "af_xdp") return false;
+  out = s == "af_xdp" ? IfacePmd::kAfXdp : IfacePmd::kAfPacket;
+  return true;
+}
+
+std::string iface_vdev(IfacePmd pmd, const std::string& iface) {
+  return std::string("net_") + iface_pmd_name(pmd) + "0,iface=" + iface;
+}
+
 std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {
   std::vector<std::string> a;
   if (d.shared) {

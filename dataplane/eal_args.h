@@ -25,6 +25,17 @@ struct ArgSplit {
 /** Split @p argv at the first `--`. */
 ArgSplit split_args(int argc, const char* const* argv);
 
+/** The kernel-interface PMDs an app can put a port on by name (--iface NAME --pmd ...). */
+enum class IfacePmd { kAfPacket, kAfXdp };
+
+/** @return "af_packet" or "af_xdp". */
+const char* iface_pmd_name(IfacePmd p);
+/** Parse "af_packet" or "af_xdp". @return false for anything else. */
+bool parse_iface_pmd(const std::string& s, IfacePmd& out);
+/** @return the --vdev that opens Linux interface @p iface with @p pmd: net_af_packet0,iface=X
+ *  or net_af_xdp0,iface=X (one queue; XDP on a veth needs its MTU at most 3000). */
+std::string iface_vdev(IfacePmd pmd, const std::string& iface);
+
 /** What an app needs from EAL when the user gave no EAL arguments. */
 struct EalDefaults {
   unsigned memory_mb = 512;            ///< -m, enough for the default mempools

@@ -181,6 +181,11 @@ int Port::setup_queues() {
   int socket = rte_eth_dev_socket_id(id_);
   for (uint16_t q = 0; q < cfg_.nb_rxq; ++q) {
     if (int rc = rte_eth_rx_queue_setup(id_, q, cfg_.nb_rxd, socket, nullptr, pool_); rc < 0) {
+      if (driver() == "net_af_xdp")  // the kernel's reason went to the log above ("libbpf: ...")
+        IMAGO_LOG(ERR, dataplane,
+                  "port %u: net_af_xdp could not attach its XDP program or socket: XDP on a veth wants the "
+                  "MTU of both ends at most 3000 (frames and mbufs fit one page), and one XDP program per "
+                  "interface\n", id_);
       return fail(id_, "rx queue setup", rc);
     }
   }

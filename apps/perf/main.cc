@@ -18,7 +18,7 @@ namespace {
 dp::EalDefaults eal_defaults(const Options& o) {
   dp::EalDefaults d;
   d.vdevs = o.vdevs;
-  if (!o.iface.empty()) d.vdevs.push_back("net_af_packet0,iface=" + o.iface);
+  if (!o.iface.empty()) d.vdevs.push_back(dp::iface_vdev(o.pmd, o.iface));
   d.lcores = o.lcores;
   d.telemetry = true;  // /imago/... commands (dataplane/telemetry.h) on imago-perf's own prefix
   // Two single-node processes must not both pin their main lcore to core 0.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/common/json.h"
+#include "dataplane/eal_args.h"
 #include "dataplane/encap.h"
 #include "dataplane/fault.h"
 #include "apps/common/histogram.h"
@@ -27,7 +28,8 @@ struct Options {
   std::string mode = "raw";
   bool pair = false;          ///< two nodes in one process over a net_ring pair
   std::string role;           ///< "tx" or "rx": one node in this process on port 0
-  std::string iface;          ///< embedded default only: net_af_packet on this interface
+  std::string iface;          ///< embedded default only: a port on this interface...
+  dp::IfacePmd pmd = dp::IfacePmd::kAfPacket;  ///< ...through this PMD
   std::vector<std::string> vdevs;  ///< embedded default only: extra --vdev arguments
   std::string lcores;         ///< embedded default only: EAL -l
   uint64_t msgs = 1'000'000;

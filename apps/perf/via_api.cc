@@ -26,7 +26,7 @@ const std::set<std::string> kRunOptions = {
     "mode", "pair", "role", "msgs", "size", "burst", "rate", "duration", "idle-timeout-ms",
     "ping-timeout-us", "hist-csv", "stats-period", "quiet", "via", "attach"};
 // Options of the node, which the embedded library takes (and imagod, with --attach).
-const std::set<std::string> kNodeOptions = {"iface", "encap", "src-ip", "dst-ip", "peer", "peer-mac", "fault-rx", "seed"};
+const std::set<std::string> kNodeOptions = {"iface", "pmd", "encap", "src-ip", "dst-ip", "peer", "peer-mac", "fault-rx", "seed"};
 
 std::string refusal_of(const std::string& name, bool attached) {
   if (attached && (kNodeOptions.count(name) || dp::is_protocol_option(name)))
@@ -83,7 +83,7 @@ std::vector<std::string> library_args(const Options& o, const dp::ArgSplit& args
     }
     v.insert(v.end(), {"--node-id", std::to_string(tx ? kApiNodeA : kApiNodeB), "--peer", peer});
   }
-  if (!o.iface.empty()) v.insert(v.end(), {"--iface", o.iface});
+  if (!o.iface.empty()) v.insert(v.end(), {"--iface", o.iface, "--pmd", dp::iface_pmd_name(o.pmd)});
   for (const std::string& d : o.vdevs) v.insert(v.end(), {"--vdev", d});
   if (std::string f = dp::format_fault_spec(o.fault_rx); f != "none") v.insert(v.end(), {"--fault-rx", f});
   for (const std::string& a : dp::protocol_args(o.protocol)) v.push_back(a);

@@ -42,7 +42,7 @@ class Series:
         key: short id, also in the CSV (``imago-veth``, ``tcp-veth-spin``).
         label: what a reader sees.
         family: imago | raw | tcp | zmq.
-        link: veth | memif | ring | ipc.
+        link: veth | veth-xdp (a second veth pair, MTU 3000, through net_af_xdp) | memif | ring | ipc.
         test: THROUGHPUT or RTT.
         pattern: what the program ran (imago-perf mode, or the peer's socket pattern).
         wait: spin (busy-poll) or sleep (blocking calls).
@@ -72,6 +72,7 @@ def _s(key, label, family, link, test, pattern, wait, placement) -> Series:
 SERIES: tuple[Series, ...] = (
     # one-way throughput
     _s("imago-veth", "imago · veth (af_packet)", "imago", "veth", THROUGHPUT, "stream", "spin", PLACE_PROCS),
+    _s("imago-xdp", "imago · veth (af_xdp)", "imago", "veth-xdp", THROUGHPUT, "stream", "spin", PLACE_PROCS),
     _s("imago-memif", "imago · memif", "imago", "memif", THROUGHPUT, "stream", "spin", PLACE_PROCS),
     _s("imago-pair", "imago · net_ring --pair", "imago", "ring", THROUGHPUT, "stream", "spin", PLACE_PAIR),
     _s("imago-api-pair", "imago.h, embedded · net_ring --pair", "imago", "ring", THROUGHPUT, "stream", "spin", PLACE_API),
@@ -81,10 +82,12 @@ SERIES: tuple[Series, ...] = (
     _s("zmq-tcp", "ZeroMQ PUSH/PULL · tcp:// veth", "zmq", "veth", THROUGHPUT, "PUSH/PULL", "sleep", PLACE_PEER),
     _s("zmq-ipc", "ZeroMQ PUSH/PULL · ipc://", "zmq", "ipc", THROUGHPUT, "PUSH/PULL", "sleep", PLACE_PEER),
     _s("raw-veth", "link limit (raw) · veth (af_packet)", "raw", "veth", THROUGHPUT, "raw", "spin", PLACE_PROCS),
+    _s("raw-xdp", "link limit (raw) · veth (af_xdp)", "raw", "veth-xdp", THROUGHPUT, "raw", "spin", PLACE_PROCS),
     _s("raw-memif", "link limit (raw) · memif", "raw", "memif", THROUGHPUT, "raw", "spin", PLACE_PROCS),
     _s("raw-pair", "link limit (raw) · net_ring --pair", "raw", "ring", THROUGHPUT, "raw", "spin", PLACE_PAIR),
     # round trips, one message outstanding
     _s("imago-veth", "imago · veth (af_packet)", "imago", "veth", RTT, "pingpong", "spin", PLACE_PROCS),
+    _s("imago-xdp", "imago · veth (af_xdp)", "imago", "veth-xdp", RTT, "pingpong", "spin", PLACE_PROCS),
     _s("imago-memif", "imago · memif", "imago", "memif", RTT, "pingpong", "spin", PLACE_PROCS),
     _s("imago-pair", "imago · net_ring --pair", "imago", "ring", RTT, "pingpong", "spin", PLACE_PAIR),
     _s("imago-api-pair", "imago.h, embedded · net_ring --pair", "imago", "ring", RTT, "pingpong", "spin", PLACE_API),
@@ -97,6 +100,7 @@ SERIES: tuple[Series, ...] = (
     _s("zmq-ipc-spin", "ZeroMQ REQ/REP · ipc:// · spin", "zmq", "ipc", RTT, "REQ/REP", "spin", PLACE_PEER),
     _s("zmq-ipc-sleep", "ZeroMQ REQ/REP · ipc:// · blocking", "zmq", "ipc", RTT, "REQ/REP", "sleep", PLACE_PEER),
     _s("raw-veth", "link limit (raw) · veth (af_packet)", "raw", "veth", RTT, "raw-pingpong", "spin", PLACE_PROCS),
+    _s("raw-xdp", "link limit (raw) · veth (af_xdp)", "raw", "veth-xdp", RTT, "raw-pingpong", "spin", PLACE_PROCS),
     _s("raw-memif", "link limit (raw) · memif", "raw", "memif", RTT, "raw-pingpong", "spin", PLACE_PROCS),
     _s("raw-pair", "link limit (raw) · net_ring --pair", "raw", "ring", RTT, "raw-pingpong", "spin", PLACE_PAIR),
 )
@@ -112,11 +116,14 @@ RATIOS: tuple[tuple[str, str, str, str], ...] = (
     (THROUGHPUT, "msgs_per_s", "imago-api-imagod", "imago-pair"),
     (THROUGHPUT, "msgs_per_s", "imago-api-pair", "zmq-ipc"),
     (THROUGHPUT, "msgs_per_s", "imago-veth", "raw-veth"),
+    (THROUGHPUT, "msgs_per_s", "imago-xdp", "imago-veth"),
+    (THROUGHPUT, "msgs_per_s", "imago-xdp", "raw-xdp"),
     (THROUGHPUT, "msgs_per_s", "imago-memif", "raw-memif"),
     (THROUGHPUT, "msgs_per_s", "imago-pair", "raw-pair"),
     (RTT, "rtt_p50_us", "imago-api-pair", "imago-pair"),
     (RTT, "rtt_p50_us", "imago-api-imagod", "imago-pair"),
     (RTT, "rtt_p50_us", "imago-api-pair", "zmq-ipc-spin"),
+    (RTT, "rtt_p50_us", "imago-xdp", "imago-veth"),
     (RTT, "rtt_p50_us", "imago-veth", "tcp-veth-spin"),
     (RTT, "rtt_p50_us", "imago-veth", "tcp-veth-sleep"),
     (RTT, "rtt_p50_us", "imago-veth", "zmq-tcp-spin"),

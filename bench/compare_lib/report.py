@@ -162,7 +162,7 @@ def markdown(rows: list[dict], sizes: list[int], title: str, meta_lines: list[st
 _FAMILY_STYLE = {"imago": ("-", 2.4), "raw": (":", 1.6), "tcp": ("--", 1.6), "zmq": ("-.", 1.6)}
 _COLORS = {
     "imago-veth": "#d62728", "imago-memif": "#ff7f0e", "imago-pair": "#8c564b",
-    "imago-api-pair": "#393b79", "imago-api-imagod": "#637939",
+    "imago-api-pair": "#393b79", "imago-api-imagod": "#637939", "imago-xdp": "#e7969c", "raw-xdp": "#c49c94",
     "raw-veth": "#e377c2", "raw-memif": "#bcbd22", "raw-pair": "#7f7f7f",
     "tcp-veth": "#1f77b4", "tcp-veth-spin": "#1f77b4", "tcp-veth-sleep": "#17becf",
     "zmq-tcp": "#2ca02c", "zmq-tcp-spin": "#2ca02c", "zmq-tcp-sleep": "#98df8a",

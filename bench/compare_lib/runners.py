@@ -43,6 +43,9 @@ MEMIF_SETTLE_S = 0.5
 SLACK_S = 30.0
 #: imago receivers stop after this much silence once traffic began.
 RX_IDLE_MS = 500
+#: The af_xdp rows' veth pair: XDP on a veth (and net_af_xdp's frames in one page) take at most this MTU.
+XDP_MTU = 3000
+XDP_TX_IP, XDP_RX_IP = "10.199.61.1/24", "10.199.61.2/24"
 
 
 class MeasureError(Exception):
@@ -88,6 +91,8 @@ class Testbed:
         self.veth_mtu = veth_mtu  # every veth row: imago's frames, TCP's and ZeroMQ's segments
         self.tx_if, self.rx_if = topo.add_veth(topo.add_node("tx"), topo.add_node("rx"), mtu=veth_mtu,
                                                a_ipv4=TX_IP, b_ipv4=RX_IP)
+        self.xtx_if, self.xrx_if = topo.add_veth(topo.add_node("xtx"), topo.add_node("xrx"), mtu=XDP_MTU,
+                                                 a_ipv4=XDP_TX_IP, b_ipv4=XDP_RX_IP)
         self._seq = 0
         self.tmp = Path("/tmp")
 
@@ -137,12 +142,18 @@ class Testbed:
         s, n = case.series, self.next_id()
         sock = None
         mtu = None
+        tx_if, rx_if = self.tx_if, self.rx_if
         if s.link == "veth":
             # Raw modes send one message a frame (at most 1 KiB here): standard ring frames.
             mtu = self.veth_mtu if self.veth_mtu != 1500 and s.family == "imago" else None
             tx_vdev = af_packet_vdev(self.tx_if.name, mtu or 1500)
             rx_vdev = af_packet_vdev(self.rx_if.name, mtu or 1500)
             tx_mac, rx_mac = self.tx_if.mac, self.rx_if.mac
+        elif s.link == "veth-xdp":
+            tx_if, rx_if = self.xtx_if, self.xrx_if
+            mtu = XDP_MTU if s.family == "imago" else None
+            tx_vdev, rx_vdev = f"net_af_xdp0,iface={tx_if.name}", f"net_af_xdp0,iface={rx_if.name}"
+            tx_mac, rx_mac = tx_if.mac, rx_if.mac
         else:
             sock = self.tmp / f"imago-compare-{os.getpid()}-{n}.sock"
             tx_vdev = f"net_memif0,role=client,socket={sock},socket-abstract=no"
@@ -156,8 +167,8 @@ class Testbed:
                             idle_timeout_ms=None)
         m = Measurement()
         t, r = self._receiver_then_sender(
-            m, case, lambda: ImagoPerf(self.rx_if.node).start_raw_vdev(rx_vdev, params, lcore=1, name=f"{name}-rx"),
-            lambda: ImagoPerf(self.tx_if.node).start_raw_vdev(tx_vdev, tx_params, lcore=0, name=f"{name}-tx"),
+            m, case, lambda: ImagoPerf(rx_if.node).start_raw_vdev(rx_vdev, params, lcore=1, name=f"{name}-rx"),
+            lambda: ImagoPerf(tx_if.node).start_raw_vdev(tx_vdev, tx_params, lcore=0, name=f"{name}-tx"),
             sock, MEMIF_SETTLE_S if sock is not None else 0.0)
         return _from_imago(case, t, r, m)
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The reliability engine between two processes over net_af_packet on a veth pair.
+"""The reliability engine between two processes over a veth pair, through each kernel-interface
+PMD: net_af_packet, and net_af_xdp (every test runs once per PMD; XDP on a veth wants an MTU
+of at most 3000, and the pair has 1500).
 
 Each node is a process in its own namespace on one lcore (tx on lcore 0, rx on lcore 1).
 The sender is not paced: the engine's windows and credits must absorb what the kernel's
@@ -26,21 +28,25 @@ RUN_LIMIT_S = 90.0
 class TestSuiteReliableAfPacket(TestSuite):
     """stream and pingpong through the engine, with and without injected faults."""
 
-    @pytest.fixture
-    def link(self, topology: Topology, perf_binary) -> tuple[Interface, Interface]:
+    @pytest.fixture(params=["af_packet", "af_xdp"])
+    def link(self, topology: Topology, perf_binary, request) -> tuple[Interface, Interface]:
         tx, rx = topology.add_node("tx"), topology.add_node("rx")
-        return topology.add_veth(tx, rx)
+        self.pmd = request.param
+        return topology.add_veth(tx, rx, mtu=1500)
+
+    def _start(self, port: Interface, params: PerfParams, lcore: int, name: str):
+        """imago-perf on @p port through this test's PMD."""
+        return ImagoPerf(port.node).start_raw_vdev(f"net_{self.pmd}0,iface={port.name}", params, lcore=lcore,
+                                                   name=name)
 
     def _run(self, link, params: PerfParams) -> tuple[Result, Result]:
         """rx (lcore 1) first, then tx (lcore 0); @return their RESULTs."""
         tx_if, rx_if = link
         rx_params = replace(params, role=Role.RX, peer_mac=tx_if.mac, duration_s=RUN_LIMIT_S,
                             idle_timeout_ms=3000, loss=None, seed=None)
-        rx = ImagoPerf(rx_if.node).start_raw(rx_if, rx_params, lcore=1, name="perf-rx")
+        rx = self._start(rx_if, rx_params, 1, "perf-rx")
         rx.wait_ready(READY_TIMEOUT_S)
-        tx = ImagoPerf(tx_if.node).start_raw(
-            tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac, duration_s=RUN_LIMIT_S), lcore=0,
-            name="perf-tx")
+        tx = self._start(tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac, duration_s=RUN_LIMIT_S), 0, "perf-tx")
         t = tx.result(timeout=RUN_LIMIT_S + READY_TIMEOUT_S + 30)
         r = rx.result(timeout=60)
         print("tx RESULT", json.dumps(t.raw))
@@ -90,7 +96,7 @@ class TestSuiteReliableAfPacket(TestSuite):
         self.verify(tx.msgs_delivered == 10_000 and tx.lost == 0, f"replies {tx.msgs_delivered}, lost {tx.lost}")
         rtt = tx.raw["rtt_us"]
         self.verify(0 < rtt["p50"] <= rtt["p99"] <= rtt["max"], f"rtt_us out of order: {rtt}")
-        print(f"reliable ping-pong over veth/af_packet: rtt_us {rtt}")
+        print(f"reliable ping-pong over veth/{self.pmd}: rtt_us {rtt}")
 
     def test_rate(self, link) -> None:
         """
@@ -136,10 +142,9 @@ class TestSuiteReliableAfPacket(TestSuite):
         for mode in ("stream", "pingpong", "echo"):
             params = PerfParams(role=Role.RX, msgs=10**9, size=64, mode=mode, peer_mac=tx_if.mac,
                                 duration_s=RUN_LIMIT_S, dead_after_ms=500, stats_period_s=0.2)
-            rx = ImagoPerf(rx_if.node).start_raw(rx_if, params, lcore=1, name=f"rx-{mode}")
+            rx = self._start(rx_if, params, 1, f"rx-{mode}")
             rx.wait_ready(READY_TIMEOUT_S)
-            tx = ImagoPerf(tx_if.node).start_raw(tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac), lcore=0,
-                                                 name=f"tx-{mode}")
+            tx = self._start(tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac), 0, f"tx-{mode}")
             tx.proc.wait_for_line(f"{'stream' if mode == 'stream' else mode}:", READY_TIMEOUT_S, stream="stdout")
             rx.proc.signal(signal.SIGKILL)
             rx.proc.wait(10)
