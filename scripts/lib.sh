@@ -13,7 +13,7 @@ IMAGO_PACKAGES=(
   iproute2 nftables procps mount util-linux
   libzmq3-dev python3-matplotlib
   clang-14 libclang-rt-14-dev
-  tshark linux-perf
+  tshark
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
