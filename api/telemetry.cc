@@ -71,8 +71,14 @@ int cmd_pools(const char*, const char*, rte_tel_data* d) {
   if (g_shm == nullptr) return 0;
   const ShmRoot& shm = *g_shm;
   for (auto [name, mp] : {std::pair{"msgs", shm.msg_pool}, {"frames", shm.frame_pool}, {"big", shm.big_pool}}) {
-    rte_tel_data_add_dict_u64(d, (std::string(name) + "_size").c_str(), mp->size);
-    rte_tel_data_add_dict_u64(d, (std::string(name) + "_in_use").c_str(), pool_in_use(shm, mp));
+    // in use: held by rings, engines and applications; free: in the pool; cached: in the
+    // engines' and applications' own caches, neither.
+    const unsigned in_use = pool_in_use(shm, mp), free = rte_mempool_avail_count(mp);
+    const std::string n(name);
+    rte_tel_data_add_dict_u64(d, (n + "_size").c_str(), mp->size);
+    rte_tel_data_add_dict_u64(d, (n + "_in_use").c_str(), in_use);
+    rte_tel_data_add_dict_u64(d, (n + "_free").c_str(), free);
+    rte_tel_data_add_dict_u64(d, (n + "_cached").c_str(), mp->size > in_use + free ? mp->size - in_use - free : 0);
   }
   uint64_t size = 0, used = 0;
   for (rte_mempool* mp : g_mbuf_pools) size += mp->size, used += rte_mempool_in_use_count(mp);

@@ -10,7 +10,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <string>
+#include <vector>
 
 namespace imago::dp {
 namespace {
@@ -117,6 +119,26 @@ int cmd_peer(const char*, const char* params, rte_tel_data* d) {
   return -ENOENT;
 }
 
+// The PMD's extended statistics that are not zero (drops, errors, per-queue counts: what a
+// driver adds to the basic ones), as "x_<name>", as many as a reply holds.
+void add_xstats(rte_tel_data* d, uint16_t port) {
+  constexpr int kMax = 200;  // a dict holds RTE_TEL_MAX_DICT_ENTRIES (256) with the basic ones
+  const int n = rte_eth_xstats_get(port, nullptr, 0);
+  if (n <= 0) return;
+  std::vector<rte_eth_xstat> vals(static_cast<size_t>(n));
+  std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+  if (rte_eth_xstats_get(port, vals.data(), n) != n || rte_eth_xstats_get_names(port, names.data(), n) != n) return;
+  int added = 0;
+  for (const rte_eth_xstat& x : vals) {
+    if (x.value == 0 || x.id >= static_cast<uint64_t>(n) || added == kMax) continue;
+    std::string k = std::string("x_") + names[x.id].name;
+    for (char& c : k)
+      if (!isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '/') c = '_';  // telemetry's name rule
+    rte_tel_data_add_dict_u64(d, k.c_str(), x.value);
+    ++added;
+  }
+}
+
 int cmd_ports(const char*, const char* params, rte_tel_data* d) {
   uint64_t want = 0;
   const bool one = parse_ids(params, &want, nullptr) == 1;
@@ -143,6 +165,7 @@ int cmd_ports(const char*, const char* params, rte_tel_data* d) {
                       {"obytes", st.obytes}, {"imissed", st.imissed}, {"ierrors", st.ierrors},
                       {"oerrors", st.oerrors}, {"rx_nombuf", st.rx_nombuf}})
     rte_tel_data_add_dict_u64(d, k, v);
+  add_xstats(d, port);
   return 0;
 }
 
