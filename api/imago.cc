@@ -210,6 +210,13 @@ uint64_t imago_node_id(const imago_t* h, unsigned index) {
   return im && index < im->shm->n_nodes ? im->shm->node_ids[index] : 0;
 }
 
+int imago_engine_poll(imago_t* h) {
+  Attachment* im = att_of(h);
+  if (im == nullptr) return -EINVAL;
+  if (!im->rt || !im->rt->inline_engines()) return -ENOTSUP;
+  return static_cast<int>(im->rt->poll_inline());
+}
+
 int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_stats* st) {
   const Attachment* im = att_of(h);
   if (im == nullptr || st == nullptr || index >= im->shm->n_nodes || index >= kMaxNodes) return -EINVAL;

@@ -110,6 +110,18 @@ unsigned imago_node_count(const imago_t *im);
 /** @return the id of node @p index (0-based), or 0 for an index out of range. */
 uint64_t imago_node_id(const imago_t *im, unsigned index);
 
+/**
+ * Run-to-completion: poll every node of @p im once from the calling thread (receive frames,
+ * deliver to endpoints' rx rings, take their tx rings, run timers, send). Only for an
+ * embedded attachment started with `--run-to-completion`: it has no engine lcore, so nothing
+ * moves unless the application calls this, often, from one thread (the one that sends and
+ * receives; imago_close() polls by itself while it waits). For machines with few cores: the
+ * application and its engines share one.
+ * @return the work done (0: nothing to do); -EINVAL @p im not live; -ENOTSUP the nodes have
+ *         their engine lcore (the default, and every secondary).
+ */
+int imago_engine_poll(imago_t *im);
+
 /** A node's engine counters, summed over its peers: a snapshot its engine lcore publishes
  *  about every millisecond, counted since the node started. */
 struct imago_node_stats {

@@ -32,6 +32,9 @@ dp::OptionTable<RuntimeOptions> make_table() {
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                              "without a valid tag [none]",
        [](RuntimeOptions& o, const std::string& v) { return dp::auth_key_option(v, o.auth_key, "imago"); }},
+      {"run-to-completion", nullptr, "embedded only: no engine lcore; the application drives its nodes from its own "
+                                     "thread with imago_engine_poll() (one lcore in all)",
+       [](RuntimeOptions& o, const std::string&) { return o.run_to_completion = true; }},
       {"engine-lcore", "N", "lcore running the engines [first worker]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},
       {"pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",

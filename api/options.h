@@ -30,6 +30,7 @@ struct RuntimeOptions {
   uint32_t src_ip = 0;              ///< nonzero: UDP/IPv4 encapsulation from this address
   std::optional<dp::AuthKey> auth_key;  ///< --auth-key: frames tagged, untagged ones dropped
   unsigned engine_lcore = 0;        ///< 0: the first worker lcore
+  bool run_to_completion = false;   ///< embedded: no engine lcore, imago_engine_poll() drives the nodes
   uint32_t pool_max = 512;          ///< largest message copied into the pool tier
   uint32_t max_message = 65536;
   uint32_t pool_buffers = 4096;     ///< in each of the small and frame-sized pools

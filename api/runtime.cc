@@ -66,6 +66,10 @@ Runtime::~Runtime() { stop(); }
 int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemon) {
   o_ = o;
   daemon_ = daemon;
+  if (daemon && o.run_to_completion) {
+    std::fprintf(stderr, "imagod: --run-to-completion is for embedded applications: imagod's engines have their lcore\n");
+    return -EINVAL;
+  }
   if (int rc = start_eal(args, daemon); rc < 0) return rc;
   if (int rc = create_shared(); rc < 0) return rc;
   if (int rc = open_nodes(); rc < 0) return rc;
@@ -98,7 +102,7 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     dp::EalDefaults d;
     d.vdevs = o_.vdevs;
     if (!o_.iface.empty()) d.vdevs.push_back(dp::iface_vdev(o_.pmd, o_.iface));
-    d.lcores = "0-1";  // the caller's thread, and one worker for the engines
+    d.lcores = o_.run_to_completion ? "0" : "0-1";  // the caller's thread, and a worker for the engines
     d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;
     if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;
@@ -212,6 +216,10 @@ int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>
 }
 
 int Runtime::start_engines() {
+  if (o_.run_to_completion) {  // the application's thread polls (poll_inline())
+    serve_telemetry();
+    return 0;
+  }
   unsigned lcore = o_.engine_lcore ? o_.engine_lcore : rte_get_next_lcore(-1, 1, 0);
   if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
     std::fprintf(stderr, "imago: the engines need a worker lcore: give EAL two lcores (-l 0-1)\n");
@@ -321,8 +329,22 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   return 0;
 }
 
+unsigned Runtime::poll_inline() {
+  const uint64_t now = rte_rdtsc();
+  unsigned work = 0;
+  for (auto& n : nodes_) work += n->poll(now);
+  return work;
+}
+
 bool Runtime::wait_drained(uint32_t slot) {
   const EndpointSlot& s = shm_->slots[slot];
+  if (o_.run_to_completion) {  // the closing thread is the one that polls: poll until drained
+    for (int i = 0; i < 100000; ++i) {
+      if (s.state.load(std::memory_order_acquire) == SlotState::kDrained) return true;
+      poll_inline();
+    }
+    return false;
+  }
   for (int i = 0; i < 1000 && engines_running_ && runner_->active(); ++i) {
     if (s.state.load(std::memory_order_acquire) == SlotState::kDrained) return true;
     rte_delay_us_sleep(1000);

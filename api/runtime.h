@@ -51,6 +51,10 @@ class Runtime {
 
   ShmRoot* shm() const { return shm_; }
   size_t node_count() const { return nodes_.size(); }
+  /** @return true when the application drives the nodes (--run-to-completion). */
+  bool inline_engines() const { return o_.run_to_completion; }
+  /** Run-to-completion: one poll of every node, on the application's thread. @return work done. */
+  unsigned poll_inline();
 
  private:
   int start_eal(const dp::ArgSplit& args, bool daemon);

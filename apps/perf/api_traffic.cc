@@ -213,14 +213,19 @@ int check_mode(ApiRun& r, Kind k) {
   return 0;
 }
 
-// The sender waits for its peer's endpoint before the clock starts (bounded by --duration).
+// The sender waits for its peer's endpoint before the clock starts (bounded by --duration);
+// run-to-completion, it polls the nodes meanwhile (nothing else does).
 void wait_for_peer(ApiRun& r) {
   while (r.a.ep && imago_peer_ready(r.a.ep) != 1 && !dp::stop_requested()) {
     if (rte_rdtsc() >= r.deadline) {
       r.timed_out = true, r.ended = "duration";
       return;
     }
-    rte_delay_us_sleep(1000);
+    if (r.o.run_to_completion) {
+      imago_engine_poll(r.im);
+    } else {
+      rte_delay_us_sleep(1000);
+    }
   }
 }
 
@@ -239,7 +244,9 @@ int traffic_run(ApiRun& r) {
               r.o.attach.empty() ? "embedded" : "secondary");
   std::fflush(stdout);
   wait_for_peer(r);
+  const bool inline_engines = r.o.run_to_completion;
   for (uint64_t next_tick = 0; !r.timed_out;) {
+    if (inline_engines) imago_engine_poll(r.im);
     uint64_t now = rte_rdtsc();
     send_some(r, k, now);
     receive_b(r, k, now);

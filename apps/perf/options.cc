@@ -153,6 +153,10 @@ dp::OptionTable<Options> make_table() {
                            "(its nodes, its options) instead of embedding the library",
        [](Options& o, const std::string& v) { return !v.empty() && (o.attach = v, o.via_api = true); },
        [](const Options& o) { return o.attach.empty() ? "-" : o.attach; }},
+      {"run-to-completion", nullptr, "with --via api, embedded: no engine lcore; this thread polls the nodes "
+                                     "between its bursts (imago_engine_poll()), all on one lcore",
+       [](Options& o, const std::string&) { return o.run_to_completion = true; },
+       [](const Options& o) { return o.run_to_completion ? "on" : "off"; }},
       {"quiet", nullptr, "no plain-words summary before the RESULT line",
        [](Options& o, const std::string&) { return o.verbose_summary = false, true; },
        [](const Options&) { return std::string("off"); }},
@@ -184,6 +188,10 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     return -EINVAL;
   }
   if (!opt.pair && opt.role.empty()) opt.pair = true;  // the embedded default
+  if (opt.run_to_completion && !opt.via_api) {
+    err = "--run-to-completion is a way to drive the library: give --via api too";
+    return -EINVAL;
+  }
   if (opt.peer_id && (opt.pair || opt.peer_id != (opt.role == "tx" ? 2u : 1u))) {
     err = "--peer: imago-perf's nodes are 1 (--role tx) and 2 (--role rx); the peer of " +
           (opt.pair ? std::string("--pair is in this process") : "--role " + opt.role + " is " +

@@ -53,6 +53,7 @@ struct Options {
   bool interactive = false;
   bool via_api = false;       ///< reliable modes through imago.h endpoints (apps/perf/via_api.h)
   std::string attach;         ///< via the API: a secondary of the imagod with this --file-prefix
+  bool run_to_completion = false;  ///< via the API, embedded: this thread polls the engines too
 };
 
 /** One node of this process: the library's node port (dp::NodePort), named A or B. */

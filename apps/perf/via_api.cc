@@ -26,9 +26,11 @@ const std::set<std::string> kRunOptions = {
     "mode", "pair", "role", "msgs", "size", "burst", "rate", "duration", "idle-timeout-ms",
     "ping-timeout-us", "hist-csv", "stats-period", "quiet", "via", "attach"};
 // Options of the node, which the embedded library takes (and imagod, with --attach).
-const std::set<std::string> kNodeOptions = {"iface", "pmd", "encap", "src-ip", "dst-ip", "peer", "peer-mac", "fault-rx", "seed"};
+const std::set<std::string> kNodeOptions = {"run-to-completion", "iface", "pmd", "encap", "src-ip", "dst-ip", "peer", "peer-mac", "fault-rx", "seed"};
 
 std::string refusal_of(const std::string& name, bool attached) {
+  if (attached && name == "run-to-completion")
+    return "--run-to-completion drives an embedded library: with --attach the engines are imagod's, on its lcore";
   if (attached && (kNodeOptions.count(name) || dp::is_protocol_option(name)))
     return "with --attach the node is imagod's: give --" + name + " to imagod";
   if (kNodeOptions.count(name) || dp::is_protocol_option(name)) return "";
@@ -87,6 +89,7 @@ std::vector<std::string> library_args(const Options& o, const dp::ArgSplit& args
   for (const std::string& d : o.vdevs) v.insert(v.end(), {"--vdev", d});
   if (std::string f = dp::format_fault_spec(o.fault_rx); f != "none") v.insert(v.end(), {"--fault-rx", f});
   for (const std::string& a : dp::protocol_args(o.protocol)) v.push_back(a);
+  if (o.run_to_completion) v.push_back("--run-to-completion");
   return v;
 }
 
@@ -188,7 +191,8 @@ void report(ApiRun& r, app::Json& res) {
   if (dp::stop_requested()) std::printf("Stopped by a signal.\n");
   if (r.closed) std::printf("The endpoint was closed under the run (imagod gone, or it closed the endpoint).\n");
   res.str("mode", o.mode).str("shape", o.pair ? "pair" : "process").str("role", o.pair ? "pair" : o.role);
-  res.str("via", "api").str("attach", o.attach.empty() ? "embedded" : "secondary");
+  res.str("via", "api").str("attach", o.attach.empty() ? "embedded" : "secondary")
+      .boolean("run_to_completion", o.run_to_completion);
   res.num("size", uint64_t{o.size}).num("burst", uint64_t{o.burst});
   traffic_report(r, res);
   rte_delay_us_sleep(3000);  // a node snapshot published after the run's last message (1 ms apart)

@@ -30,6 +30,7 @@ PLACE_PROCS = "tx lcore 0, rx lcore 1 (one process each, busy-poll)"
 PLACE_PAIR = "one process: sender lcore 1, receiver lcore 0 (main), busy-poll"
 PLACE_PEER = "not pinned (kernel scheduler, 2 cores)"
 PLACE_API = "one application thread, lcore 0 (both ends); engines lcore 1; busy-poll"
+PLACE_RTC = "one thread, lcore 0: the application and both engines (run-to-completion), busy-poll"
 PLACE_IMAGOD = ("imagod --pair: engines lcore 1; imago-perf its secondary, one application thread "
                 "(both ends, not pinned); busy-poll")
 
@@ -78,6 +79,8 @@ SERIES: tuple[Series, ...] = (
     _s("imago-api-pair", "imago.h, embedded · net_ring --pair", "imago", "ring", THROUGHPUT, "stream", "spin", PLACE_API),
     _s("imago-api-imagod", "imago.h, imagod secondary · net_ring", "imago", "ring", THROUGHPUT, "stream", "spin",
        PLACE_IMAGOD),
+    _s("imago-api-rtc", "imago.h, run-to-completion · net_ring", "imago", "ring", THROUGHPUT, "stream", "spin",
+       PLACE_RTC),
     _s("tcp-veth", "kernel TCP · veth", "tcp", "veth", THROUGHPUT, "stream", "sleep", PLACE_PEER),
     _s("zmq-tcp", "ZeroMQ PUSH/PULL · tcp:// veth", "zmq", "veth", THROUGHPUT, "PUSH/PULL", "sleep", PLACE_PEER),
     _s("zmq-ipc", "ZeroMQ PUSH/PULL · ipc://", "zmq", "ipc", THROUGHPUT, "PUSH/PULL", "sleep", PLACE_PEER),
@@ -93,6 +96,7 @@ SERIES: tuple[Series, ...] = (
     _s("imago-api-pair", "imago.h, embedded · net_ring --pair", "imago", "ring", RTT, "pingpong", "spin", PLACE_API),
     _s("imago-api-imagod", "imago.h, imagod secondary · net_ring", "imago", "ring", RTT, "pingpong", "spin",
        PLACE_IMAGOD),
+    _s("imago-api-rtc", "imago.h, run-to-completion · net_ring", "imago", "ring", RTT, "pingpong", "spin", PLACE_RTC),
     _s("tcp-veth-spin", "kernel TCP · veth · spin", "tcp", "veth", RTT, "pingpong", "spin", PLACE_PEER),
     _s("tcp-veth-sleep", "kernel TCP · veth · blocking", "tcp", "veth", RTT, "pingpong", "sleep", PLACE_PEER),
     _s("zmq-tcp-spin", "ZeroMQ REQ/REP · tcp:// veth · spin", "zmq", "veth", RTT, "REQ/REP", "spin", PLACE_PEER),
@@ -114,6 +118,7 @@ RATIOS: tuple[tuple[str, str, str, str], ...] = (
     (THROUGHPUT, "msgs_per_s", "imago-pair", "zmq-ipc"),
     (THROUGHPUT, "msgs_per_s", "imago-api-pair", "imago-pair"),
     (THROUGHPUT, "msgs_per_s", "imago-api-imagod", "imago-pair"),
+    (THROUGHPUT, "msgs_per_s", "imago-api-rtc", "imago-pair"),
     (THROUGHPUT, "msgs_per_s", "imago-api-pair", "zmq-ipc"),
     (THROUGHPUT, "msgs_per_s", "imago-veth", "raw-veth"),
     (THROUGHPUT, "msgs_per_s", "imago-xdp", "imago-veth"),
@@ -122,6 +127,7 @@ RATIOS: tuple[tuple[str, str, str, str], ...] = (
     (THROUGHPUT, "msgs_per_s", "imago-pair", "raw-pair"),
     (RTT, "rtt_p50_us", "imago-api-pair", "imago-pair"),
     (RTT, "rtt_p50_us", "imago-api-imagod", "imago-pair"),
+    (RTT, "rtt_p50_us", "imago-api-rtc", "imago-pair"),
     (RTT, "rtt_p50_us", "imago-api-pair", "zmq-ipc-spin"),
     (RTT, "rtt_p50_us", "imago-xdp", "imago-veth"),
     (RTT, "rtt_p50_us", "imago-veth", "tcp-veth-spin"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from compare_lib.plan import PLACE_API, PLACE_IMAGOD, PLACE_PAIR, PLACE_PEER, PLACE_PROCS, RATIOS, RTT, SERIES, THROUGHPUT, Series
+from compare_lib.plan import PLACE_API, PLACE_IMAGOD, PLACE_PAIR, PLACE_PEER, PLACE_PROCS, PLACE_RTC, RATIOS, RTT, SERIES, THROUGHPUT, Series
 
 CSV_FIELDS = [
     "run_started", "size_bytes", "series", "label", "transport", "link", "test", "pattern", "wait",
@@ -106,7 +106,7 @@ def _series_in(rows: list[dict], test: str) -> list[Series]:
 
 def _short_place(s: Series) -> str:
     return {PLACE_PROCS: "tx 0 / rx 1", PLACE_PAIR: "tx 1 / rx 0", PLACE_PEER: "not pinned",
-            PLACE_API: "app 0 / engines 1", PLACE_IMAGOD: "app any / engines 1"}[s.placement]
+            PLACE_API: "app 0 / engines 1", PLACE_IMAGOD: "app any / engines 1", PLACE_RTC: "all on 0"}[s.placement]
 
 
 def markdown(rows: list[dict], sizes: list[int], title: str, meta_lines: list[str]) -> str:
@@ -162,7 +162,7 @@ def markdown(rows: list[dict], sizes: list[int], title: str, meta_lines: list[st
 _FAMILY_STYLE = {"imago": ("-", 2.4), "raw": (":", 1.6), "tcp": ("--", 1.6), "zmq": ("-.", 1.6)}
 _COLORS = {
     "imago-veth": "#d62728", "imago-memif": "#ff7f0e", "imago-pair": "#8c564b",
-    "imago-api-pair": "#393b79", "imago-api-imagod": "#637939", "imago-xdp": "#e7969c", "raw-xdp": "#c49c94",
+    "imago-api-pair": "#393b79", "imago-api-imagod": "#637939", "imago-api-rtc": "#17becf", "imago-xdp": "#e7969c", "raw-xdp": "#c49c94",
     "raw-veth": "#e377c2", "raw-memif": "#bcbd22", "raw-pair": "#7f7f7f",
     "tcp-veth": "#1f77b4", "tcp-veth-spin": "#1f77b4", "tcp-veth-sleep": "#17becf",
     "zmq-tcp": "#2ca02c", "zmq-tcp-spin": "#2ca02c", "zmq-tcp-sleep": "#98df8a",

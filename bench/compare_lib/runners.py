@@ -107,7 +107,8 @@ class Testbed:
             return self._imago_api_imagod(case)
         if s.family in ("imago", "raw"):
             if s.link == "ring":
-                return self._imago_pair(case, ["--via", "api"] if s.key == "imago-api-pair" else [])
+                extra = {"imago-api-pair": ["--via", "api"], "imago-api-rtc": ["--via", "api", "--run-to-completion"]}
+                return self._imago_pair(case, extra.get(s.key, []))
             return self._imago_procs(case)
         return self._peer(case)
 

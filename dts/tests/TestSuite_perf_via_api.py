@@ -57,7 +57,8 @@ class TestSuitePerfViaApi(TestSuite):
             and stream once more with 1000-byte ones.
         Verify:
             Every message delivered once, in order, intact, the run ended done; the round
-            trips' percentiles are ordered; the nodes counted frames.
+            trips' percentiles are ordered; the nodes counted frames. The same again for stream
+            and pingpong with --run-to-completion (no engine lcore).
         """
         perf = ImagoPerf(topology.add_node("api"), perf_binary)
         for mode, msgs in MODES.items():
@@ -66,6 +67,12 @@ class TestSuitePerfViaApi(TestSuite):
             self._verify(r, mode, msgs, "embedded")
         r = _run(perf, ["--via", "api", "--mode", "stream", "--msgs", "100000", "--size", "1000"], "embedded-1k")
         self._verify(r, "stream", 100_000, "embedded")
+        # Run-to-completion: no engine lcore, imago-perf's thread polls the nodes.
+        for mode, msgs in (("stream", 300_000), ("pingpong", 5_000)):
+            r = _run(perf, ["--via", "api", "--run-to-completion", "--mode", mode, "--msgs", str(msgs), "--quiet"],
+                     f"rtc-{mode}")
+            self._verify(r, mode, msgs, "embedded")
+            self.verify(r.raw["run_to_completion"] is True, f"not run-to-completion: {r.raw}")
 
     def test_secondary_of_imagod(self, topology: Topology, perf_binary, request: pytest.FixtureRequest) -> None:
         """
@@ -123,6 +130,8 @@ class TestSuitePerfViaApi(TestSuite):
         (["--via", "api", "--mode", "stream", "--loss", "0.1"], "--loss has no meaning with --via api"),
         (["--attach", "nowhere", "--mode", "stream", "--mtu", "9000"], "give --mtu to imagod"),
         (["--via", "api", "--mode", "pingpong", "-i"], "no -i"),
+        (["--mode", "stream", "--run-to-completion"], "give --via api too"),
+        (["--attach", "nowhere", "--mode", "stream", "--run-to-completion"], "drives an embedded library"),
     ])
     def test_options_the_library_does_not_take_are_refused(self, topology: Topology, perf_binary, args,
                                                             reason) -> None:
