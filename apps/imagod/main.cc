@@ -28,8 +28,8 @@ void usage(const char* prog) {
       "/imago/peer,ID,PEER, /imago/ports[,PORT], /imago/lcores, /imago/endpoints,\n"
       "/imago/endpoint,SLOT and /imago/pools (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
       "PREFIX for a live table); dpdk-dumpcap --file-prefix=PREFIX -i PORT captures its frames\n"
-      "(tshark -X lua_script:imago.lua decodes them; meson install puts the dissector in\n"
-      "<libdir>/wireshark/plugins). SIGINT or SIGTERM stops it cleanly.\n\n"
+      "(tshark decodes them with imago.lua, which meson install puts in Wireshark's global Lua\n"
+      "plugin folder). SIGINT or SIGTERM stops it cleanly.\n\n"
       "Options [default]:\n",
       prog, prog, prog);
   imago::api::print_runtime_options(stdout);

@@ -172,8 +172,8 @@ class TestSuiteInstall(TestSuite):
         Verify:
             imagod, imago-perf and imago-stat are executables in <bindir>; imagod.service is
             in <prefix>/lib/systemd/system and systemd-analyze verify accepts it; imago.lua is in
-            <libdir>/wireshark/plugins, where Wireshark loads plugins, and tshark loads it
-            (its protocol list names imago).
+            the folder this machine's Wireshark loads global Lua plugins from (tshark -G
+            folders), and tshark loads it (its protocol list names imago).
         """
         for app in ("imagod", "imago-perf", "imago-stat"):
             p = installed.bindir / app
@@ -193,9 +193,16 @@ class TestSuiteInstall(TestSuite):
             cp = run_to_completion([analyze, "verify", str(staged)], timeout=60)
             shutil.rmtree(staged.parent, ignore_errors=True)
             self.verify(cp.returncode == 0, f"systemd-analyze verify: {cp.stdout}{cp.stderr}")
-        lua = installed.libdir / "wireshark" / "plugins" / "imago.lua"
-        self.verify(lua.is_file(), f"{lua} not installed")
+        luas = list(installed.root.rglob("wireshark/plugins/imago.lua"))
+        self.verify(len(luas) == 1, f"imago.lua installed {len(luas)} times: {luas}")
+        lua = luas[0]
         tshark = shutil.which("tshark")
+        if tshark:  # where this machine's Wireshark loads global Lua plugins from
+            cp = run_to_completion([tshark, "-G", "folders"], timeout=60)
+            glob_dir = next((l.split(":", 1)[1].strip() for l in cp.stdout.splitlines()
+                             if l.startswith("Global Lua Plugins:")), None)
+            self.verify(glob_dir is not None and str(lua) == str(installed.root) + glob_dir + "/imago.lua",
+                        f"{lua} is not in Wireshark's global Lua plugin folder {glob_dir}")
         if tshark:
             cp = run_to_completion([tshark, "-G", "protocols", "-X", f"lua_script:{lua}"], timeout=60)
             self.verify(cp.returncode == 0 and "\tIMAGO\timago" in cp.stdout, f"tshark did not load {lua}: {cp.stderr}")

@@ -4,7 +4,7 @@
 --   raw test payloads (2), reliability frames: FrameHeader, SACK ranges, records (3.2),
 --   and inside each whole message the endpoint tag and the control channel's OPEN/CLOSE (4).
 -- Use: tshark -X lua_script:imago.lua -r capture.pcapng, or install it into a Wireshark
--- plugin folder (meson install puts it in <libdir>/wireshark/plugins). Another UDP port:
+-- plugin folder (meson install puts it in Wireshark's global Lua one). Another UDP port:
 -- Wireshark's "Decode As", or edit IMAGO_UDP_PORT below.
 
 local IMAGO_ETHERTYPE = 0x88B5
