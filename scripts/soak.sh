@@ -85,6 +85,9 @@ soak_api() {
       failed=$((failed + 1))
       echo "round $round failed: see $LOGDIR/sub-$round.log"
     fi
+    # Progress: where the run is, and imagod's latest sample (RSS KiB, pools in use).
+    echo "soak: round $round done, $msgs messages verified, $failed rounds failed," \
+      "$(((end - SECONDS + 59) / 60)) min left; imagod t_s,rss,pools: $(tail -1 "$LOGDIR/samples.csv")"
   done
   sleep 12  # one more statistics period with no application attached
   kill -TERM "$d"
