@@ -221,7 +221,9 @@ void print_usage(const char* prog) {
       "node has nothing in flight (imago_node_stats_get()); a receiver alone lingers 200 ms after\n"
       "the last frame. Echo keeps at most 1024 messages unanswered (both ends of a pair share the\n"
       "node's buffer pools). RESULT adds via, attach, ended (done, duration, signal, closed,\n"
-      "peer_dead, send_error), node_<id> (the engines' counters during the run), ep_A, ep_B.\n\n"
+      "peer_dead, send_error), node_<id> (the engines' counters during the run), ep_A, ep_B.\n"
+      "--run-to-completion (embedded) gives the library no engine lcore: this thread polls the\n"
+      "nodes too (imago_engine_poll()), everything on lcore 0.\n\n"
       "Options (default in brackets):\n",
       prog);
   dp::print_option_table(stdout, table(), Options{});
