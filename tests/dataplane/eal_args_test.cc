@@ -148,5 +148,25 @@ TEST(EalArgs, EmptyLcoresAndLogLevelAreOmitted) {
                            [](const std::string& s) { return s.rfind("--log-level", 0) == 0; }));
 }
 
+TEST(EalArgs, TelemetryIsOffUnlessAsked) {
+  EalDefaults d;
+  auto off = default_eal_args(d, 5);
+  EXPECT_EQ(std::count(off.begin(), off.end(), "--no-telemetry"), 1);
+  d.telemetry = true;
+  auto on = default_eal_args(d, 5);
+  EXPECT_EQ(std::count(on.begin(), on.end(), "--no-telemetry"), 0);
+}
+
+TEST(EalArgs, AnInterfaceOpensThroughEitherKernelPmd) {
+  IfacePmd p = IfacePmd::kAfPacket;
+  EXPECT_TRUE(parse_iface_pmd("af_xdp", p));
+  EXPECT_EQ(p, IfacePmd::kAfXdp);
+  EXPECT_EQ(iface_vdev(p, "veth1"), "net_af_xdp0,iface=veth1");
+  EXPECT_TRUE(parse_iface_pmd("af_packet", p));
+  EXPECT_EQ(iface_vdev(p, "veth1"), "net_af_packet0,iface=veth1");
+  for (const char* bad : {"", "af_xdp0", "AF_XDP", "pcap"}) EXPECT_FALSE(parse_iface_pmd(bad, p)) << bad;
+  EXPECT_STREQ(iface_pmd_name(IfacePmd::kAfXdp), "af_xdp");
+}
+
 }  // namespace
 }  // namespace imago::dp
