@@ -18,6 +18,8 @@
 #
 # Prints per target the executions done and the crashes found, then one line
 # "fuzz: N passed, N failed" (a target passes with no crash); exits non-zero on any crash.
+# Do not pause a run (SIGSTOP): libFuzzer's 25 s -timeout counts wall time, so the input it
+# was on when resumed is reported as a hang (replay it to see it is not).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -32,7 +34,7 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   shift
 fi
 case ${1:-} in -h | --help)
-  sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac
@@ -76,8 +78,8 @@ for t in "${targets[@]}"; do
   "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -seed="$seed" \
     -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" </dev/null >"$log" 2>&1
   rc=$?
-  execs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -1)
-  rate=$(grep -E '^stat::average_exec_per_sec:' "$log" | awk '{print $2}' | tail -1)
+  execs=$(grep -a -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -1)
+  rate=$(grep -a -E '^stat::average_exec_per_sec:' "$log" | awk '{print $2}' | tail -1)
   crashes=$(find "$work/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   # Died without an artifact: a crash too, unless someone stopped it (SIGINT: libFuzzer says so).
   if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && ! grep -q 'libFuzzer: run interrupted' "$log"; then crashes=1; fi
