@@ -4,6 +4,7 @@
 #include <rte_cycles.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace imago::dp {
@@ -43,10 +44,7 @@ bool EngineLink::send_frame(rel::NodeId peer, std::span<const uint8_t> frame) {
     ++counters_.unknown_peer;
     return true;  // nowhere to send it: like a frame lost on the wire, the engine repairs
   }
-  if (pending_n_ == burst_ && (flush(now_tsc_), pending_n_ == burst_)) {
-    ++counters_.tx_backpressure;
-    return false;
-  }
+  if (!room_for_one()) return false;
   size_t hdr = encap_header_len(a->encap.kind);
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m || hdr + frame.size() + encap_trailer_len(a->encap) > rte_pktmbuf_tailroom(m)) {
@@ -60,6 +58,92 @@ bool EngineLink::send_frame(rel::NodeId peer, std::span<const uint8_t> frame) {
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   pending_[pending_n_++] = m;
+  return true;
+}
+
+bool EngineLink::room_for_one() {
+  if (pending_n_ < burst_ || (flush(now_tsc_), pending_n_ < burst_)) return true;
+  ++counters_.tx_backpressure;
+  return false;
+}
+
+namespace {
+
+/** What EngineLink keeps at the start of each held-frame slot (FrameRoom::priv). */
+struct SlotPriv {
+  rte_mbuf_ext_shared_info shinfo;  // refcnt: mbufs attached to the slot now
+  rte_iova_t iova;                  // the slot's IOVA, found at its first send (0: not yet)
+};
+
+// The engine owns the slot; an mbuf's free only drops the count it holds.
+void keep_slot(void*, void*) {}
+
+}  // namespace
+
+rel::FrameRoom EngineLink::frame_room() const {
+  return {sizeof(SlotPriv), static_cast<uint32_t>(encap_header_len(encap_.kind)),
+          static_cast<uint32_t>(encap_trailer_len(encap_))};
+}
+
+uint8_t* EngineLink::frame_memory_alloc(size_t bytes) {
+  // A memzone: hugepage memory a secondary holding a delivered frame can read, IOVA
+  // contiguous when the hugepages allow it (a real NIC's DMA reads the slot as it is).
+  char name[RTE_MEMZONE_NAMESIZE];
+  std::snprintf(name, sizeof name, "imago_fr_%lx_%u",
+                static_cast<unsigned long>(reinterpret_cast<uintptr_t>(this) & 0xFFFFFFFFFFu), zone_serial_++);
+  const int socket = pool_ != nullptr ? pool_->socket_id : SOCKET_ID_ANY;
+  const rte_memzone* mz = rte_memzone_reserve_aligned(name, bytes, socket, RTE_MEMZONE_IOVA_CONTIG, 64);
+  if (mz == nullptr) mz = rte_memzone_reserve_aligned(name, bytes, socket, 0, 64);
+  if (mz == nullptr) return nullptr;  // the engine's heap then, and a copy per frame
+  zones_.push_back({static_cast<uint8_t*>(mz->addr), mz});
+  return static_cast<uint8_t*>(mz->addr);
+}
+
+void EngineLink::frame_memory_free(uint8_t* mem) {
+  for (size_t i = 0; i < zones_.size(); ++i) {
+    if (zones_[i].mem != mem) continue;
+    rte_memzone_free(zones_[i].mz);
+    zones_.erase(zones_.begin() + static_cast<ptrdiff_t>(i));
+    return;
+  }
+}
+
+bool EngineLink::slot_busy(const uint8_t* slot) const {
+  const auto* priv = reinterpret_cast<const SlotPriv*>(slot);
+  return __atomic_load_n(&priv->shinfo.refcnt, __ATOMIC_ACQUIRE) != 0;
+}
+
+bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) {
+  const PeerAddr* a = find(peer);
+  if (!a) {
+    ++counters_.unknown_peer;
+    return true;  // as send_frame()
+  }
+  if (!room_for_one()) return false;
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (!m) {
+    ++counters_.alloc_failed;
+    return false;
+  }
+  // The link header goes in the room before the frame, the tag after it: written once, the
+  // slot's bytes then go out unchanged on every repair.
+  uint8_t* link = frame.data() - encap_header_len(a->encap.kind);
+  uint16_t len = static_cast<uint16_t>(frame.size() + encap_header_len(a->encap.kind) +
+                                       encap_trailer_len(a->encap));
+  if (!again) len = static_cast<uint16_t>(encode_frame(a->encap, link, LinkType::Reliability,
+                                                       static_cast<uint16_t>(frame.size())));
+  auto* priv = reinterpret_cast<SlotPriv*>(slot);
+  if (priv->iova == 0) priv->iova = rte_mem_virt2iova(slot);
+  if (rte_mbuf_ext_refcnt_read(&priv->shinfo) == 0) {  // no other holder: ours to set up
+    priv->shinfo.free_cb = keep_slot;
+    priv->shinfo.fcb_opaque = nullptr;
+  }
+  rte_mbuf_ext_refcnt_update(&priv->shinfo, 1);
+  rte_pktmbuf_attach_extbuf(m, link, priv->iova + static_cast<rte_iova_t>(link - slot), len, &priv->shinfo);
+  m->data_len = len;
+  m->pkt_len = len;
+  pending_[pending_n_++] = m;
+  ++counters_.held_out;
   return true;
 }
 

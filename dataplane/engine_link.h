@@ -13,6 +13,7 @@
 #pragma once
 
 #include <rte_mbuf.h>
+#include <rte_memzone.h>
 
 #include <cstdint>
 #include <span>
@@ -48,6 +49,7 @@ struct EngineLinkCounters {
   uint64_t unknown_peer = 0;     ///< frames the engine asked to send to a peer with no address
   uint64_t not_allowed = 0;      ///< received from an address and a node that are no peer of ours
   uint64_t spoofed = 0;          ///< received in the name of a peer, not from its address
+  uint64_t held_out = 0;         ///< frames sent from a held slot without a copy (retransmissions too)
   DecodeCounters decode;         ///< rejected frames by reason, the tag's (decode_auth_*) too
 };
 
@@ -59,6 +61,7 @@ void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
   fn("frames_in", c.frames_in), fn("frames_out", c.frames_out), fn("tx_backpressure", c.tx_backpressure);
   fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
   fn("not_allowed", c.not_allowed), fn("spoofed", c.spoofed);
+  fn("held_out", c.held_out);
   fn("decode_accepted", c.decode.accepted), fn("decode_rejected", c.decode.total_rejected());
   for (size_t i = 0; i < kDecodeErrorCount; ++i)
     fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
@@ -92,8 +95,17 @@ class EngineLink final : public rel::FrameSink {
   void set_now(uint64_t now_tsc) { now_tsc_ = now_tsc; }
 
   bool send_frame(rel::NodeId peer, std::span<const uint8_t> frame) override;
+  // Held frames (frame_sink.h): slots in a memzone of hugepage memory, each sent as an mbuf
+  // attached to it as an external buffer, the slot's shared info (its refcount) in the slot.
+  rel::FrameRoom frame_room() const override;
+  uint8_t* frame_memory_alloc(size_t bytes) override;
+  void frame_memory_free(uint8_t* mem) override;
+  bool send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) override;
+  bool slot_busy(const uint8_t* slot) const override;
 
   const EngineLinkCounters& counters() const { return counters_; }
+  /** @return memzones of held frames still given to the engine (0 once it let them all go). */
+  size_t held_zones() const { return zones_.size(); }
   /** @return the mbuf whose frame the engine is processing now (inside poll()'s on_frame),
    *  or nullptr: a delivered span inside it may be kept zero-copy by taking a reference. */
   rte_mbuf* current_frame() const { return current_; }
@@ -104,6 +116,11 @@ class EngineLink final : public rel::FrameSink {
     EncapConfig encap;  // our base encapsulation with this peer's destination
   };
   const PeerAddr* find(rel::NodeId id) const;
+  bool room_for_one();
+  struct Zone {
+    uint8_t* mem;
+    const rte_memzone* mz;
+  };
 
   FaultyPort* port_ = nullptr;
   rte_mempool* pool_ = nullptr;
@@ -117,6 +134,8 @@ class EngineLink final : public rel::FrameSink {
   rte_mbuf* pending_[kMaxBurst];
   uint16_t pending_n_ = 0;
   rte_mbuf* current_ = nullptr;
+  std::vector<Zone> zones_;  ///< held-frame memory handed to the engine
+  uint32_t zone_serial_ = 0;
   EngineLinkCounters counters_;
 };
 

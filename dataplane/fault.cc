@@ -60,6 +60,16 @@ void FaultStage::hold(rte_mbuf* m, uint64_t delay_ns, uint64_t now_tsc) {
   counters_.held_max = std::max<uint64_t>(counters_.held_max, held());
 }
 
+rte_mbuf* FaultStage::writable(rte_mbuf* m) {
+  // A held frame (the engine's slot, sent again on a repair) or an mbuf shared with another
+  // holder must not change under them: spoil a copy.
+  if (RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1) return m;
+  rte_mbuf* copy = rte_pktmbuf_copy(m, dup_pool_, 0, UINT32_MAX);
+  counters_.dup_alloc_failed += copy == nullptr;
+  rte_pktmbuf_free(m);
+  return copy;
+}
+
 void FaultStage::corrupt(rte_mbuf* m, uint32_t pick) {
   uint32_t len = rte_pktmbuf_data_len(m);
   uint32_t from = corrupt_offset_ < len ? corrupt_offset_ : 0;
@@ -82,6 +92,7 @@ uint16_t FaultStage::push(rte_mbuf* const* in, uint16_t n, uint64_t now_tsc) {
       copy = rte_pktmbuf_copy(m, dup_pool_, 0, UINT32_MAX);
       counters_.dup_alloc_failed += copy == nullptr;
     }
+    if (v.corrupt && (m = writable(m)) == nullptr) continue;  // no copy to spoil: lost
     if (v.corrupt) corrupt(m, v.corrupt_pick);
     hold(m, v.delay_ns, now_tsc);
     if (copy) hold(copy, v.delay_ns, now_tsc);

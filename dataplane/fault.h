@@ -24,7 +24,7 @@ namespace imago::dp {
 /** Counters of one direction: the model's plus the shim's own. */
 struct FaultStageCounters {
   FaultCounters model;
-  uint64_t dup_alloc_failed = 0;  ///< a duplicate could not be copied (pool empty)
+  uint64_t dup_alloc_failed = 0;  ///< a duplicate, or a shared frame to corrupt, could not be copied (pool empty)
   uint64_t held_max = 0;          ///< most frames ever held at once
 };
 
@@ -79,6 +79,9 @@ class FaultStage {
   void hold(rte_mbuf* m, uint64_t delay_ns, uint64_t now_tsc);
   void fifo_put(rte_mbuf* m);
   unsigned fifo_count() const { return static_cast<unsigned>(fifo_tail_ - fifo_head_); }
+  /** @return @p m, or a copy of it when it is shared or external (@p m freed; nullptr: no
+   *  mbuf for the copy). */
+  rte_mbuf* writable(rte_mbuf* m);
   void corrupt(rte_mbuf* m, uint32_t pick);
 
   FaultModel model_{FaultConfig{}};

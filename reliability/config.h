@@ -33,7 +33,7 @@ struct Config {
 
   // Buffers (per peer).
   uint32_t send_window = 16384;                           ///< units in flight or queued
-  uint64_t send_buffer_bytes = (16u << 20) + (1u << 20);  ///< payload bytes queued
+  uint64_t send_buffer_bytes = (16u << 20) + (1u << 20);  ///< record bytes of the held frames
   uint32_t recv_window = 1024;                            ///< receive slots (one unit each)
   uint64_t max_message_size = 16u << 20;                  ///< also the reassembly buffer
   uint32_t max_peers = 64;

@@ -2,6 +2,7 @@
 // Engine set-up, the application send path, frame dispatch and read-only accessors.
 #include "reliability/engine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -59,8 +60,12 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   do token_ = rng_.next();
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
-  rec_seqs_cap_ = cfg.mtu / 2 + 1;
-  rec_seqs_ = std::make_unique<Seq[]>(rec_seqs_cap_);
+  room_ = frames->frame_room();
+  // Enough frames for the send buffer's bytes, and for the largest message one unit a frame.
+  const uint64_t budget = unit_cap_ + kMaxRecordHeader;
+  frames_per_peer_ = static_cast<uint32_t>(
+      std::max((cfg.send_buffer_bytes + budget - 1) / budget,
+               (cfg.max_message_size + unit_cap_ - 1) / unit_cap_) + 1);
   peers_.reserve(cfg.max_peers);
   index_.reserve(cfg.max_peers);
 }
@@ -86,7 +91,7 @@ int Engine::add_peer(NodeId id, uint64_t now_ns) {
   if (peers_.size() >= cfg_.max_peers) return -ENOSPC;
   auto p = std::make_unique<Peer>();
   p->id = id;
-  p->tx.init(cfg_.send_window, cfg_.send_buffer_bytes);
+  p->tx.init(cfg_.send_window, frames_per_peer_, cfg_.mtu, cfg_.max_sack, room_, frames_);
   p->rx.init(cfg_.recv_window, unit_cap_);
   p->reasm.init(cfg_.max_message_size);
   p->rto = RtoEstimator(cfg_.rto_initial_ns, cfg_.rto_min_ns, cfg_.rto_max_ns);
@@ -108,7 +113,7 @@ int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64
   if (msg.size() > cfg_.max_message_size) return -EMSGSIZE;
   const auto units = static_cast<uint32_t>(
       msg.size() <= unit_cap_ ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);  // no division for one unit
-  if (!p->tx.fits(units, msg.size(), unit_cap_)) return -EAGAIN;
+  if (!p->tx.fits(units, msg.size())) return -EAGAIN;
   now_ = now_ns;
   const bool fast = flags & send_flag::kFastpath;
   for (uint32_t i = 0; i < units; ++i) {
@@ -231,7 +236,7 @@ std::string Engine::debug_state(NodeId id) const {
 }
 
 size_t Engine::memory_bytes() const {
-  size_t n = cfg_.mtu + rec_seqs_cap_ * sizeof(Seq);
+  size_t n = cfg_.mtu;
   for (const auto& p : peers_)
     n += sizeof(Peer) + p->tx.memory_bytes() + p->rx.memory_bytes() + p->reasm.memory_bytes();
   return n;

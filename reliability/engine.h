@@ -23,22 +23,12 @@
 #include "reliability/codec.h"
 #include "reliability/config.h"
 #include "reliability/counters.h"
+#include "reliability/frame_sink.h"
 #include "reliability/rng.h"
 #include "reliability/session.h"
 #include "reliability/wire.h"
 
 namespace imago::rel {
-
-/** Where the engine writes frames (the dataplane, or the simulator). */
-class FrameSink {
- public:
-  virtual ~FrameSink() = default;
-  /**
-   * Transmit one frame to @p peer. The span is valid only during the call.
-   * @return false on back-pressure (TX ring full): the engine keeps the state and retries.
-   */
-  virtual bool send_frame(NodeId peer, std::span<const uint8_t> frame) = 0;
-};
 
 /** Where the engine hands messages and peer events (the API rings, or a test). */
 class AppSink {
@@ -179,9 +169,13 @@ class Engine {
   uint32_t flush(Peer& p, uint64_t now, bool all);
   size_t begin_frame(Peer& p, bool with_records, FrameMeta* m);
   bool transmit(Peer& p, size_t len, FrameType t, const FrameMeta* m, uint64_t now);
+  bool transmitted(Peer& p, bool taken, uint64_t now);
+  void carried(Peer& p, FrameType t, const FrameMeta& m, uint64_t now);
   bool want_data(const Peer& p, uint64_t now, bool all) const;
-  uint32_t build_records(Peer& p, uint8_t* buf, size_t* len, Seq* first, uint32_t* n_new);
-  void commit_records(Peer& p, uint32_t n, uint32_t n_new, uint64_t now);
+  int resend_lost(Peer& p, uint64_t now);
+  bool send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_t now);
+  bool send_held(Peer& p, uint32_t pos, bool again);
+  void commit_frame(Peer& p, uint32_t pos, uint64_t now);
   void update_ack_required(Peer& p);
 
   // engine_timer.cc.
@@ -201,9 +195,9 @@ class Engine {
   std::vector<std::unique_ptr<Peer>> peers_;
   std::unordered_map<NodeId, uint32_t> index_;
   Peer* last_found_ = nullptr;  ///< find()'s one-entry cache
-  std::unique_ptr<uint8_t[]> txbuf_;  ///< one frame being built
-  std::unique_ptr<Seq[]> rec_seqs_;   ///< seqs of the records in txbuf_
-  uint32_t rec_seqs_cap_ = 0;
+  std::unique_ptr<uint8_t[]> txbuf_;  ///< a header, or a frame without records, being built
+  FrameRoom room_;                    ///< the sink's room around held frames
+  uint32_t frames_per_peer_;          ///< held frame slots of each send window
   PeerCounters orphan_;  ///< rejects before a peer was identified
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Transmit path: coalescing queued units into frames (retransmissions first), piggy-backing
+// Transmit path: held frames out (repairs first, each as it first went out), piggy-backing
 // ACK/SACK/NACK/credit on every frame, and the sender-requested ACK water marks.
 #include <cstring>
 
@@ -51,9 +51,8 @@ size_t Engine::begin_frame(Peer& p, bool with_records, FrameMeta* m) {
   return len + size_t{n} * sizeof(SackRange);
 }
 
-bool Engine::transmit(Peer& p, size_t len, FrameType t, const FrameMeta* m, uint64_t now) {
-  finish_frame(txbuf_.get(), len, cfg_.crc);
-  if (!frames_->send_frame(p.id, {txbuf_.get(), len})) {
+bool Engine::transmitted(Peer& p, bool taken, uint64_t now) {
+  if (!taken) {
     p.c.tx_backpressure++;
     p.tx_blocked = true;
     return false;
@@ -61,81 +60,105 @@ bool Engine::transmit(Peer& p, size_t len, FrameType t, const FrameMeta* m, uint
   p.tx_blocked = false;
   p.last_sent = now;
   p.c.pkts_sent++;
-  if (m == nullptr) return true;  // handshake frame: no ACK state
+  return true;
+}
+
+bool Engine::transmit(Peer& p, size_t len, FrameType t, const FrameMeta* m, uint64_t now) {
+  finish_frame(txbuf_.get(), len, cfg_.crc);
+  if (!transmitted(p, frames_->send_frame(p.id, {txbuf_.get(), len}), now)) return false;
+  if (m != nullptr) carried(p, t, *m, now);  // none on a handshake frame
+  return true;
+}
+
+void Engine::carried(Peer& p, FrameType t, const FrameMeta& m, uint64_t now) {
   if (t == FrameType::kAck) p.c.ack_only_sent++;
-  if (m->nack) {
+  if (m.nack) {
     p.c.nacks_sent++;
     p.last_nack_ns = now;
-    p.last_nack_seq = m->ack;
+    p.last_nack_seq = m.ack;
   }
-  if (m->ack_req) {
+  if (m.ack_req) {
     p.c.ack_reqs_sent++;
     p.ack_req_deadline = now + cfg_.ack_delay_ns;
   }
   p.nack_now = p.ack_now = p.probe_now = false;
   p.ack_deadline = kNever;
-  p.credit_sent = m->credit;
-  return true;
+  p.credit_sent = m.credit;
 }
 
 bool Engine::want_data(const Peer& p, uint64_t now, bool all) const {
   if (p.s.state != PeerState::kEstablished) return false;
-  if (p.retx_count > 0 && p.credit_out.allows(p.retx_cursor)) return true;
   const SendWindow& tx = p.tx;
   if (!tx.has_unsent() || !p.credit_out.allows(tx.nxt())) return false;
   return all || p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu ||
          now - tx.at(tx.nxt()).enq_ns >= cfg_.coalesce_ns;
 }
 
-uint32_t Engine::build_records(Peer& p, uint8_t* buf, size_t* len, Seq* first, uint32_t* n_new) {
+bool Engine::send_held(Peer& p, uint32_t pos, bool again) {
   SendWindow& tx = p.tx;
-  uint32_t n = 0;
-  Seq prev = 0;
-  auto add = [&](Seq s) {
-    const TxUnit& u = tx.at(s);
-    const bool expl = n > 0 && s != prev + 1;
-    const size_t need = record_header_size(u.len, expl) + u.len;
-    if (*len + need > cfg_.mtu || n == rec_seqs_cap_) return false;
-    *len += encode_record_header(buf + *len, u.rec_flags, s, expl, u.len);
-    if (u.len) std::memcpy(buf + *len, tx.payload(u).data(), u.len);
-    *len += u.len;
-    if (n == 0) *first = s;
-    prev = s;
-    rec_seqs_[n++] = s;
-    return true;
-  };
-  // Retransmissions first, oldest first, within the credit.
-  uint32_t left = p.retx_count;
-  for (Seq s = p.retx_cursor; left > 0 && s != tx.nxt(); ++s) {
+  const TxFrame& f = tx.frame(pos);
+  uint8_t* slot = tx.slot(pos);
+  std::span<uint8_t> bytes{slot + f.start, f.len};
+  return tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, again)
+                          : frames_->send_frame(p.id, bytes);
+}
+
+int Engine::resend_lost(Peer& p, uint64_t now) {
+  // Repairs first, oldest first, within the credit: the frame that carried the unit, as it
+  // went out (its header's ACK and credit are stale then; the peer takes stale ones as
+  // reordered, and the fresh ones follow in the next frame).
+  SendWindow& tx = p.tx;
+  for (Seq s = p.retx_cursor; p.retx_count > 0 && s != tx.nxt(); ++s) {
     if (!tx.at(s).retx) {
       if (s == p.retx_cursor) p.retx_cursor = s + 1;  // keep the cursor on the first one
       continue;
     }
-    if (!p.credit_out.allows(s) || !add(s)) return n;
-    --left;
+    if (!p.credit_out.allows(s)) return 0;
+    const uint32_t pos = tx.at(s).fpos;
+    if (!transmitted(p, send_held(p, pos, true), now)) return -1;
+    commit_frame(p, pos, now);
+    return 1;
   }
-  *n_new = 0;
-  for (Seq s = tx.nxt(); s != tx.end() && p.credit_out.allows(s); ++s, ++*n_new)
-    if (!add(s)) break;
-  return n;
+  return 0;
 }
 
-void Engine::commit_records(Peer& p, uint32_t n, uint32_t n_new, uint64_t now) {
+bool Engine::send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_t now) {
   SendWindow& tx = p.tx;
+  uint32_t pos;
+  if (!tx.next_unsent(&pos)) return false;
+  TxFrame& f = tx.frame(pos);
+  // The header and SACK ranges built in txbuf_ go right before the frame's records.
+  set_seq(txbuf_.get(), f.first);
+  f.start = tx.records_offset() - static_cast<uint32_t>(hdr_len);
+  f.len = static_cast<uint32_t>(hdr_len) + f.rec_len;
+  uint8_t* frame = tx.slot(pos) + f.start;
+  std::memcpy(frame, txbuf_.get(), hdr_len);
+  finish_frame(frame, f.len, cfg_.crc);
+  if (!transmitted(p, send_held(p, pos, false), now)) return false;
+  carried(p, FrameType::kData, *m, now);
+  commit_frame(p, pos, now);
+  tx.mark_sent();
+  arm_tail_probe(p, now);  // the tail moved: probe after a PTO from now
+  return true;
+}
+
+void Engine::commit_frame(Peer& p, uint32_t pos, uint64_t now) {
+  SendWindow& tx = p.tx;
+  const TxFrame& f = tx.frame(pos);
+  // Transmissions are numbered for loss detection: the units of one frame arrive or vanish
+  // together, and frames sent in one clock tick share a timestamp but not a number.
+  const uint64_t number = ++p.frames_out;
   bool retx = false;
-  Seq last_retx = 0;
-  // Frames are numbered for loss detection: the units of one frame arrive or vanish
-  // together, and frames built in one clock tick share a timestamp but not a number.
-  const uint64_t frame = ++p.frames_out;
-  for (uint32_t i = 0; i < n; ++i) {
-    const Seq s = rec_seqs_[i];
+  // Units the peer acknowledged or holds (an ACK or SACK inside the frame) go again as
+  // duplicates it drops: no state of theirs changes.
+  for (Seq s = seq_lt(f.first, tx.una()) ? tx.una() : f.first; s != f.first + f.n; ++s) {
     TxUnit& u = tx.at(s);
+    if (u.sacked) continue;
     if (u.retx) {
       u.retx = false;
       --p.retx_count;
       p.c.msgs_retransmitted++;
       retx = true;
-      last_retx = s;
     } else if (u.tx_count == 0) {
       p.c.units_sent++;
       u.first_tx_ns = now;
@@ -144,13 +167,11 @@ void Engine::commit_records(Peer& p, uint32_t n, uint32_t n_new, uint64_t now) {
     }
     u.tx_count++;
     u.last_tx_ns = now;
-    u.frame = frame;
+    u.frame = number;
     tx.flight_push(s);
   }
-  for (uint32_t i = 0; i < n_new; ++i) tx.advance_nxt();
-  if (retx) p.retx_cursor = last_retx + 1;
+  if (retx && seq_lt(p.retx_cursor, f.first + f.n)) p.retx_cursor = f.first + f.n;
   if (p.rto_deadline == kNever) p.rto_deadline = now + p.rto.rto();
-  if (n_new > 0) arm_tail_probe(p, now);  // the tail moved: probe after a PTO from now
 }
 
 uint32_t Engine::flush(Peer& p, uint64_t now, bool all) {
@@ -163,22 +184,23 @@ uint32_t Engine::flush(Peer& p, uint64_t now, bool all) {
   }
   if (!p.s.known) return sent;  // ACKs need the peer's token
   for (;;) {
+    if (p.s.state == PeerState::kEstablished && p.retx_count > 0) {
+      const int r = resend_lost(p, now);
+      if (r < 0) break;
+      if (r > 0) {
+        ++sent;
+        continue;
+      }
+    }
     const bool data = want_data(p, now, all);
     const bool control = p.ack_now || p.nack_now || p.probe_now;
     if (!data && !control) break;
     FrameMeta m;
-    size_t len = begin_frame(p, data, &m);
-    uint32_t n = 0, n_new = 0;
-    Seq first = p.tx.nxt();
-    if (data) n = build_records(p, txbuf_.get(), &len, &first, &n_new);
-    if (n == 0 && !control) break;  // retransmissions held back by credit
-    const FrameType t = n > 0 ? FrameType::kData : FrameType::kAck;
-    txbuf_[offsetof(FrameHeader, type)] = static_cast<uint8_t>(t);
-    set_seq(txbuf_.get(), first);
-    if (!transmit(p, len, t, &m, now)) break;
+    const size_t len = begin_frame(p, data, &m);
+    if (data ? !send_new_frame(p, len, &m, now) : !transmit(p, len, FrameType::kAck, &m, now))
+      break;
     ++sent;
-    if (n == 0) break;
-    commit_records(p, n, n_new, now);
+    if (!data) break;
   }
   if (p.s.state == PeerState::kEstablished && p.tx.has_unsent() &&
       !p.credit_out.allows(p.tx.nxt())) {

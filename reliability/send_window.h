@@ -2,12 +2,16 @@
 /**
  * @file
  * Per-peer send buffer (Pupa's primary send buffer): a fixed ring of unit descriptors and a
- * fixed byte ring for their payloads, both allocated once.
+ * fixed ring of held frames, both allocated once.
  *
- * Sequence numbers (mod 2^32) split the ring like Pupa's low/sent/high pointers:
+ * Sequence numbers (mod 2^32) split the unit ring like Pupa's low/sent/high pointers:
  *   [una, nxt)  transmitted at least once, waiting for an ACK
  *   [nxt, end)  queued by the application, not yet transmitted
- * Units are released only from the front (cumulative ACK), so the byte ring is a FIFO too.
+ * A unit is copied once, as a record, into a frame slot; each frame holds a run of
+ * consecutive units and is transmitted whole, the same bytes on every retransmission
+ * (frame_sink.h). Frames, like units, are released only from the front (cumulative ACK), so
+ * the frame ring is a FIFO: [oldest, next unsent) sent, then the unsent ones, the last of
+ * which is open and takes more records until it is sent or full.
  * Units in flight (sent, not acknowledged, not SACKed, not queued for a repair) are also
  * linked in the order they were last transmitted, for loss detection by time (RACK).
  */
@@ -19,17 +23,20 @@
 #include <memory>
 #include <span>
 
+#include "reliability/codec.h"
+#include "reliability/frame_sink.h"
 #include "reliability/seq.h"
 
 namespace imago::rel {
 
 /** One unit (a message or a fragment) held until the peer acknowledges it. */
 struct TxUnit {
-  uint64_t off;          ///< byte-ring offset (monotonic; mod capacity to index)
   uint64_t first_tx_ns;  ///< first transmission (RTT sample when tx_count == 1)
   uint64_t last_tx_ns;   ///< last transmission (retransmission guard)
   uint64_t enq_ns;       ///< when the application queued it (coalescing age)
-  uint64_t frame;        ///< number of the frame that last carried it (per peer, increasing)
+  uint64_t frame;        ///< number of the transmission that last carried it (per peer, increasing)
+  uint32_t fpos;         ///< the frame slot holding it
+  uint32_t poff;         ///< its payload's offset in that slot
   uint32_t len;
   Seq older;  ///< in-flight list: the unit transmitted just before this one
   Seq newer;  ///< in-flight list: the unit transmitted just after this one
@@ -40,70 +47,134 @@ struct TxUnit {
   bool in_flight;     ///< on the in-flight list
 };
 
+/** One held frame: a run of units, and once sent the bytes that went out. */
+struct TxFrame {
+  Seq first;         ///< its first unit
+  uint32_t n;        ///< units in it
+  uint32_t rec_len;  ///< record bytes written so far
+  uint32_t start;    ///< offset of the frame's first byte in the slot (once sealed)
+  uint32_t len;      ///< frame bytes (once sealed)
+};
+
 class SendWindow {
  public:
-  /** Allocate @p slots descriptors and @p bytes payload bytes (control path). */
-  void init(uint32_t slots, uint64_t bytes) {
+  SendWindow() = default;
+  SendWindow(const SendWindow&) = delete;
+  SendWindow& operator=(const SendWindow&) = delete;
+  ~SendWindow() { release_memory(); }
+
+  /**
+   * Allocate @p slots unit descriptors and @p frames frame slots for frames of at most @p mtu
+   * bytes with up to @p max_sack SACK ranges, with @p room around each for @p sink (control
+   * path). Slot memory comes from the sink when it offers it, else from the heap.
+   */
+  void init(uint32_t slots, uint32_t frames, uint32_t mtu, uint32_t max_sack, FrameRoom room,
+            FrameSink* sink) {
     slots_ = slots;
     assert(slots != 0 && (slots & (slots - 1)) == 0);  // Engine::create checks it
     mask_ = slots - 1;  // a mask, not a division, on every access
-    bytes_ = bytes;
     units_ = std::make_unique<TxUnit[]>(slots);
-    data_ = std::make_unique_for_overwrite<uint8_t[]>(bytes);
+    frames_n_ = frames;
+    frames_ = std::make_unique<TxFrame[]>(frames);
+    const uint32_t hdr_room = static_cast<uint32_t>(sizeof(FrameHeader)) + 8 * max_sack;
+    rec_budget_ = mtu - hdr_room;
+    rec_off_ = align64(room.priv) + room.head + hdr_room;
+    slot_bytes_ = align64(rec_off_ + rec_budget_ + room.tail);
+    priv_ = room.priv;
+    const size_t bytes = size_t{frames} * slot_bytes_;
+    sink_ = sink;
+    mem_ = sink != nullptr ? sink->frame_memory_alloc(bytes) : nullptr;
+    if (mem_ == nullptr) {
+      own_ = std::make_unique_for_overwrite<uint8_t[]>(bytes + 64);
+      mem_ = own_.get() + (64 - reinterpret_cast<uintptr_t>(own_.get()) % 64) % 64;
+    }
+    for (uint32_t i = 0; i < frames; ++i) std::memset(slot(i), 0, priv_);
   }
   /** Empty the window and restart sequence numbers at @p isn. */
   void reset(Seq isn) {
     una_ = nxt_ = end_ = isn;
-    head_ = tail_ = 0;
     flight_n_ = 0;
+    fr_head_ = fr_nxt_ = 0;
+    fr_held_ = fr_sent_ = 0;
   }
+  /** @return true when the slot memory is the sink's: held frames go out through send_held(). */
+  bool sink_memory() const { return own_ == nullptr; }
 
   Seq una() const { return una_; }
   Seq nxt() const { return nxt_; }
   Seq end() const { return end_; }
   uint32_t used() const { return end_ - una_; }
   uint32_t free_slots() const { return slots_ - used(); }
-  uint64_t free_bytes() const { return bytes_ - (head_ - tail_); }
+  uint32_t free_frames() const { return frames_n_ - fr_held_; }
+  uint64_t free_bytes() const { return uint64_t{free_frames()} * rec_budget_; }
   uint32_t slots() const { return slots_; }
-  uint64_t capacity_bytes() const { return bytes_; }
+  uint64_t capacity_bytes() const { return uint64_t{frames_n_} * rec_budget_; }
   bool has_unsent() const { return nxt_ != end_; }
   bool has_outstanding() const { return una_ != nxt_; }
   /** @return true when @p s was transmitted and is not yet acknowledged. */
   bool outstanding(Seq s) const { return seq_le(una_, s) && seq_lt(s, nxt_); }
 
-  /** @return true when @p units units of @p bytes payload in total fit now. */
-  bool fits(uint32_t units, uint64_t bytes, uint32_t unit_cap) const {
-    return units <= free_slots() && bytes + unit_cap <= free_bytes();
+  /** @return true when @p units units (one message of @p bytes) can be queued now: unit
+   *  descriptors, and frame slots the sink no longer uses. */
+  bool fits(uint32_t units, uint64_t bytes) const {
+    if (units > free_slots()) return false;
+    const uint32_t need = units == 1 && open_room(bytes) ? 0 : units;
+    if (need > free_frames()) return false;
+    for (uint32_t k = 0, pos = wrap(fr_head_ + fr_held_); k < need; ++k, pos = wrap(pos + 1))
+      if (sink_ != nullptr && sink_memory() && sink_->slot_busy(slot(pos))) return false;
+    return true;
   }
 
   TxUnit& at(Seq s) { return units_[s & mask_]; }
   const TxUnit& at(Seq s) const { return units_[s & mask_]; }
-  std::span<const uint8_t> payload(const TxUnit& u) const {
-    return {data_.get() + u.off % bytes_, u.len};
-  }
+  std::span<const uint8_t> payload(const TxUnit& u) const { return {slot(u.fpos) + u.poff, u.len}; }
 
-  /** Queue one unit (caller checked fits()). @return its sequence number. */
+  /** Queue one unit as a record of the open frame, or of a new one (caller checked fits()).
+   *  @return its sequence number. */
   Seq push(std::span<const uint8_t> p, uint8_t rec_flags, uint64_t now) {
-    uint64_t at_off = head_ % bytes_;
-    if (at_off + p.size() > bytes_) head_ += bytes_ - at_off;  // keep payloads contiguous
+    if (!open_room(p.size())) open_frame();
+    const uint32_t pos = wrap(fr_head_ + fr_held_ - 1);
+    TxFrame& f = frames_[pos];
+    uint8_t* rec = slot(pos) + rec_off_ + f.rec_len;
+    const size_t h = encode_record_header(rec, rec_flags, end_, false, p.size());
+    const uint32_t poff = rec_off_ + f.rec_len + static_cast<uint32_t>(h);
+    if (!p.empty()) std::memcpy(slot(pos) + poff, p.data(), p.size());
+    f.rec_len += static_cast<uint32_t>(h + p.size());
+    f.n++;
     TxUnit& u = units_[end_ & mask_];
-    u = TxUnit{head_, 0, 0, now, 0, static_cast<uint32_t>(p.size()), 0, 0, 0, rec_flags,
+    u = TxUnit{0, 0, now, 0, pos, poff, static_cast<uint32_t>(p.size()), 0, 0, 0, rec_flags,
                false, false, false};
-    if (!p.empty()) std::memcpy(data_.get() + head_ % bytes_, p.data(), p.size());
-    head_ += p.size();
     return end_++;
   }
-  /** Mark the next unsent unit as transmitted. */
-  void advance_nxt() { ++nxt_; }
 
-  /** Release every unit before @p ack (cumulative ACK; caller checked the range). */
+  /** @return the slot @p pos (its priv bytes first). */
+  uint8_t* slot(uint32_t pos) const { return mem_ + size_t{pos} * slot_bytes_; }
+  TxFrame& frame(uint32_t pos) { return frames_[pos]; }
+  /** @return where the records of slot @p pos begin (the frame header ends there). */
+  uint8_t* records(uint32_t pos) const { return slot(pos) + rec_off_; }
+  uint32_t records_offset() const { return rec_off_; }
+  /** @return false when nothing is unsent, else the next frame to send. */
+  bool next_unsent(uint32_t* pos) const {
+    *pos = fr_nxt_;
+    return fr_sent_ != fr_held_;
+  }
+  /** The next unsent frame went out: its units are transmitted. */
+  void mark_sent() {
+    nxt_ += frames_[fr_nxt_].n;
+    fr_nxt_ = wrap(fr_nxt_ + 1);
+    ++fr_sent_;
+  }
+
+  /** Release every unit before @p ack, and the frames they filled (cumulative ACK; caller
+   *  checked the range). */
   void release_to(Seq ack) {
     if (ack == una_) return;
     for (Seq s = una_; s != ack; ++s) flight_remove(s);
-    const TxUnit& last = at(ack - 1);
-    tail_ = last.off + last.len;
     una_ = ack;
-    if (una_ == end_) head_ = tail_;  // nothing queued: no wrap gap left behind
+    while (fr_sent_ > 0 && ack - frames_[fr_head_].first >= frames_[fr_head_].n) {
+      fr_head_ = wrap(fr_head_ + 1);
+      --fr_held_, --fr_sent_;
+    }
   }
 
   /** @p s was just (re)transmitted: it becomes the newest unit in flight. */
@@ -146,16 +217,48 @@ class SendWindow {
       if (!(at(s).rec_flags & 0x01)) ++n;  // rec_flag::kMore clear: a message's last unit
     return n;
   }
-  size_t memory_bytes() const { return slots_ * sizeof(TxUnit) + bytes_; }
+  size_t memory_bytes() const {
+    return slots_ * sizeof(TxUnit) + frames_n_ * (sizeof(TxFrame) + size_t{slot_bytes_});
+  }
 
  private:
+  static uint32_t align64(uint32_t v) { return (v + 63) & ~uint32_t{63}; }
+  uint32_t wrap(uint32_t pos) const { return pos >= frames_n_ ? pos - frames_n_ : pos; }
+  /** @return true when the open frame (the newest, unsent) takes a record of @p len more. */
+  bool open_room(uint64_t len) const {
+    if (fr_sent_ == fr_held_) return false;
+    const TxFrame& f = frames_[wrap(fr_head_ + fr_held_ - 1)];
+    return f.rec_len + record_header_size(len, false) + len <= rec_budget_;
+  }
+  void open_frame() {
+    frames_[wrap(fr_head_ + fr_held_)] = TxFrame{end_, 0, 0, 0, 0};
+    ++fr_held_;
+  }
+  void release_memory() {
+    if (own_ != nullptr || mem_ == nullptr) return;
+    // A slot still referenced (a frame in a queue that outlives us) must not be freed under
+    // it: keep the memory then.
+    for (uint32_t i = 0; i < frames_n_; ++i)
+      if (sink_->slot_busy(slot(i))) return;
+    sink_->frame_memory_free(mem_);
+  }
+
   std::unique_ptr<TxUnit[]> units_;
-  std::unique_ptr<uint8_t[]> data_;
+  std::unique_ptr<TxFrame[]> frames_;
+  std::unique_ptr<uint8_t[]> own_;  ///< slot memory when the sink gave none
+  uint8_t* mem_ = nullptr;
+  FrameSink* sink_ = nullptr;
   uint32_t slots_ = 0;
   uint32_t mask_ = 0;  ///< slots_ - 1
-  uint64_t bytes_ = 0;
-  uint64_t head_ = 0;  ///< next free byte (monotonic)
-  uint64_t tail_ = 0;  ///< first byte still in use (monotonic)
+  uint32_t frames_n_ = 0;
+  uint32_t slot_bytes_ = 0;
+  uint32_t rec_off_ = 0;     ///< records' offset in a slot
+  uint32_t rec_budget_ = 0;  ///< record bytes one frame holds
+  uint32_t priv_ = 0;
+  uint32_t fr_head_ = 0;  ///< oldest held frame
+  uint32_t fr_nxt_ = 0;   ///< next frame to send
+  uint32_t fr_held_ = 0;  ///< frames held (sent and unsent)
+  uint32_t fr_sent_ = 0;  ///< ...of which sent
   Seq una_ = 0;
   Seq nxt_ = 0;
   Seq end_ = 0;

@@ -198,7 +198,7 @@ TEST_F(EngineTest, RetransmitsOnTimeoutWithExponentialBackoff) {
   uint64_t t1 = a.e->next_deadline();
   now = t1;
   a.e->poll(now);
-  ASSERT_EQ(a.out.size(), 1u);
+  expect_probe(a.out, 1);
   a.out.clear();
   uint64_t t2 = a.e->next_deadline();
   // Expect: the second timeout is twice as far away as the first.
@@ -215,11 +215,9 @@ TEST_F(EngineTest, RtoResendsOnlyTheOldestUnitAndItsAnswerRepairsTheLostTail) {
   a.out.clear();
   now = a.e->next_deadline();
   a.e->poll(now);
-  // Expect: one probe, the oldest unit alone, asking for an ACK.
-  ASSERT_EQ(a.out.size(), 1u);
-  ASSERT_EQ(records_of(a.out.front().second).size(), 1u);
+  // Expect: one probe, the oldest unit alone (its frame as first sent), asking for an ACK.
+  expect_probe(a.out, 1);
   EXPECT_EQ(records_of(a.out.front().second)[0].seq, first);
-  EXPECT_TRUE(header_of(a.out.front().second).flags & frame_flag::kAckReq);
   EXPECT_EQ(a.e->counters(2)->rto_expired, 1u);
   // Do: deliver the probe and its answer.
   move(a);
@@ -250,8 +248,7 @@ TEST_F(EngineTest, RtoNeverResendsUnitsThePeerSacked) {
     a.e->poll(now);
   }
   // Expect: the probe is the missing unit alone; the SACKed ones are never resent.
-  ASSERT_EQ(a.out.size(), 1u);
-  EXPECT_EQ(records_of(a.out.front().second).size(), 1u);
+  expect_probe(a.out, 1);
   settle();
   EXPECT_EQ(b.got.size(), 6u);
   EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 2u);
@@ -274,8 +271,7 @@ TEST_F(EngineTest, TailLossProbeResendsALoneLostMessageBeforeTheRto) {
   EXPECT_EQ(now - sent, cb.ack_delay_ns);
   EXPECT_LT(now - sent, ca.rto_min_ns);
   a.e->poll(now);
-  ASSERT_EQ(a.out.size(), 1u);
-  EXPECT_TRUE(header_of(a.out.front().second).flags & frame_flag::kAckReq);
+  expect_probe(a.out, 1);
   EXPECT_EQ(a.e->counters(2)->tail_probes, 1u);
   EXPECT_EQ(a.e->counters(2)->rto_expired, 0u);
   settle();

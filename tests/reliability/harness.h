@@ -65,6 +65,16 @@ inline std::vector<Record> records_of(const Bytes& f) {
   return v;
 }
 
+/** Expect @p out to be a repair probe: the held frame of @p units units as it first went
+ *  out (its header stale), then an ACK request with the fresh ACK state. */
+inline void expect_probe(const std::deque<std::pair<NodeId, Bytes>>& out, size_t units) {
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(header_of(out.front().second).type, FrameType::kData);
+  EXPECT_EQ(records_of(out.front().second).size(), units);
+  EXPECT_EQ(header_of(out.back().second).type, FrameType::kAck);
+  EXPECT_TRUE(header_of(out.back().second).flags & frame_flag::kAckReq);
+}
+
 /** Build a frame by hand, as a forging or lying sender would: header, SACK ranges, then
  *  @p body (records), sealed with a valid CRC. */
 inline Bytes forge(const HeaderOut& h, const std::vector<std::pair<Seq, Seq>>& sacks = {},

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Where the engine writes frames (the dataplane, or the simulator), and the held frames it
+ * keeps for retransmission.
+ *
+ * A data frame is built once, in a slot of the peer's send window: the application's bytes
+ * are copied into it (the only copy on the send side), and the slot is what goes out, again
+ * on every retransmission, until the peer acknowledges every unit in it. A sink that can send
+ * a slot as it is (DPDK: an mbuf attached to it as an external buffer) overrides send_held();
+ * the default copies it like any other frame.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "reliability/wire.h"
+
+namespace imago::rel {
+
+/** What a sink wants around every held frame of a send window. */
+struct FrameRoom {
+  uint32_t priv = 0;  ///< bytes at the start of each slot for the sink's own use (zeroed once)
+  uint32_t head = 0;  ///< bytes before the frame (a link header)
+  uint32_t tail = 0;  ///< bytes after it (a trailer)
+};
+
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  /**
+   * Transmit one frame to @p peer. The span is valid only during the call.
+   * @return false on back-pressure (TX ring full): the engine keeps the state and retries.
+   */
+  virtual bool send_frame(NodeId peer, std::span<const uint8_t> frame) = 0;
+
+  /** @return the room send_held() needs around each frame (asked once, by Engine::create). */
+  virtual FrameRoom frame_room() const { return {}; }
+  /**
+   * Memory for the held frames of one peer (control path): @p bytes, 64-byte aligned, from
+   * where the sink can send it (DPDK: hugepage memory another process may read too).
+   * @return nullptr to let the engine allocate it on its own heap; then send_held() is
+   *         never called and held frames go out through send_frame().
+   */
+  virtual uint8_t* frame_memory_alloc(size_t /*bytes*/) { return nullptr; }
+  /** Give back what frame_memory_alloc() returned (the engine is being destroyed). */
+  virtual void frame_memory_free(uint8_t* /*mem*/) {}
+  /**
+   * Transmit the held frame @p frame of the slot starting at @p slot (its priv bytes first),
+   * for the first time when @p again is false. The bytes stay as they are until the engine
+   * reuses the slot, which it does only once slot_busy() says the sink let go of it.
+   * @return false on back-pressure, as send_frame().
+   */
+  virtual bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) {
+    (void)slot, (void)again;
+    return send_frame(peer, frame);
+  }
+  /** @return true while a frame sent from @p slot is still in use by the sink or beyond it
+   *  (a PMD's queue, a receiver on the same host). Called from the engine's lcore. */
+  virtual bool slot_busy(const uint8_t* /*slot*/) const { return false; }
+};
+
+}  // namespace imago::rel
