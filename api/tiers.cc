@@ -137,10 +137,8 @@ int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t>
     s.c.rx_inline.add();
     return 0;
   }
-  // Not a frame in a sender's held slot (a peer node on this host, over net_ring): an
-  // application holding it would stop that sender's frame ring at the slot.
-  if (len > t.shm->pool_max && frame != nullptr && !RTE_MBUF_HAS_EXTBUF(frame) &&
-      inside(frame, body.data(), len) && s.rx_loans.outstanding() < mbuf_cap) {
+  if (len > t.shm->pool_max && frame != nullptr && inside(frame, body.data(), len) &&
+      s.rx_loans.outstanding() < mbuf_cap) {
     const uint32_t loan = s.rx_loans.lend(tag_mbuf(frame));
     if (loan == LoanTable::kNone) return -ENOSPC;
     rte_mbuf_refcnt_update(frame, 1);  // the application's reference, dropped by release

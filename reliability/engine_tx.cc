@@ -97,7 +97,7 @@ bool Engine::want_data(const Peer& p, uint64_t now, bool all) const {
 bool Engine::send_held(Peer& p, uint32_t pos, bool again) {
   SendWindow& tx = p.tx;
   const TxFrame& f = tx.frame(pos);
-  uint8_t* slot = tx.slot(pos);
+  uint8_t* slot = tx.slot_of(pos);
   std::span<uint8_t> bytes{slot + f.start, f.len};
   return tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, again)
                           : frames_->send_frame(p.id, bytes);
@@ -131,7 +131,7 @@ bool Engine::send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_
   set_seq(txbuf_.get(), f.first);
   f.start = tx.records_offset() - static_cast<uint32_t>(hdr_len);
   f.len = static_cast<uint32_t>(hdr_len) + f.rec_len;
-  uint8_t* frame = tx.slot(pos) + f.start;
+  uint8_t* frame = tx.slot_of(pos) + f.start;
   std::memcpy(frame, txbuf_.get(), hdr_len);
   finish_frame(frame, f.len, cfg_.crc);
   if (!transmitted(p, send_held(p, pos, false), now)) return false;

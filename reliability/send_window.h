@@ -11,12 +11,16 @@
  * consecutive units and is transmitted whole, the same bytes on every retransmission
  * (frame_sink.h). Frames, like units, are released only from the front (cumulative ACK), so
  * the frame ring is a FIFO: [oldest, next unsent) sent, then the unsent ones, the last of
- * which is open and takes more records until it is sent or full.
+ * which is open and takes more records until it is sent or full. The memory a frame is
+ * built in, its slot, comes from a stack of free slots (the one freed last, still warm in
+ * the cache, is used first); a released frame whose slot the sink still uses (a receiver on
+ * the same host holds it) parks the slot until the sink lets go, and spare slots stand in.
  * Units in flight (sent, not acknowledged, not SACKed, not queued for a repair) are also
  * linked in the order they were last transmitted, for loss detection by time (RACK).
  */
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
@@ -54,6 +58,7 @@ struct TxFrame {
   uint32_t rec_len;  ///< record bytes written so far
   uint32_t start;    ///< offset of the frame's first byte in the slot (once sealed)
   uint32_t len;      ///< frame bytes (once sealed)
+  uint32_t slot;     ///< the slot it is built in
 };
 
 class SendWindow {
@@ -76,22 +81,29 @@ class SendWindow {
     units_ = std::make_unique<TxUnit[]>(slots);
     frames_n_ = frames;
     frames_ = std::make_unique<TxFrame[]>(frames);
+    // Spares for slots parked in the sink's hands: a quarter of the ring, 64 to 1024.
+    slots_n_ = frames + std::min(1024u, std::max(64u, frames / 4));
+    free_ = std::make_unique<uint32_t[]>(slots_n_);
+    parked_ = std::make_unique<uint32_t[]>(slots_n_);
+    free_n_ = parked_n_ = 0;
+    for (uint32_t i = slots_n_; i-- > 0;) free_[free_n_++] = i;
     const uint32_t hdr_room = static_cast<uint32_t>(sizeof(FrameHeader)) + 8 * max_sack;
     rec_budget_ = mtu - hdr_room;
     rec_off_ = align64(room.priv) + room.head + hdr_room;
     slot_bytes_ = align64(rec_off_ + rec_budget_ + room.tail);
     priv_ = room.priv;
-    const size_t bytes = size_t{frames} * slot_bytes_;
+    const size_t bytes = size_t{slots_n_} * slot_bytes_;
     sink_ = sink;
     mem_ = sink != nullptr ? sink->frame_memory_alloc(bytes) : nullptr;
     if (mem_ == nullptr) {
       own_ = std::make_unique_for_overwrite<uint8_t[]>(bytes + 64);
       mem_ = own_.get() + (64 - reinterpret_cast<uintptr_t>(own_.get()) % 64) % 64;
     }
-    for (uint32_t i = 0; i < frames; ++i) std::memset(slot(i), 0, priv_);
+    for (uint32_t i = 0; i < slots_n_; ++i) std::memset(slot(i), 0, priv_);
   }
   /** Empty the window and restart sequence numbers at @p isn. */
   void reset(Seq isn) {
+    for (; fr_held_ > 0; --fr_held_, fr_head_ = wrap(fr_head_ + 1)) put_slot(frames_[fr_head_].slot);
     una_ = nxt_ = end_ = isn;
     flight_n_ = 0;
     fr_head_ = fr_nxt_ = 0;
@@ -116,18 +128,19 @@ class SendWindow {
 
   /** @return true when @p units units (one message of @p bytes) can be queued now: unit
    *  descriptors, and frame slots the sink no longer uses. */
-  bool fits(uint32_t units, uint64_t bytes) const {
+  bool fits(uint32_t units, uint64_t bytes) {
     if (units > free_slots()) return false;
     const uint32_t need = units == 1 && open_room(bytes) ? 0 : units;
     if (need > free_frames()) return false;
-    for (uint32_t k = 0, pos = wrap(fr_head_ + fr_held_); k < need; ++k, pos = wrap(pos + 1))
-      if (sink_ != nullptr && sink_memory() && sink_->slot_busy(slot(pos))) return false;
-    return true;
+    if (free_n_ < need) unpark();
+    return free_n_ >= need;
   }
 
   TxUnit& at(Seq s) { return units_[s & mask_]; }
   const TxUnit& at(Seq s) const { return units_[s & mask_]; }
-  std::span<const uint8_t> payload(const TxUnit& u) const { return {slot(u.fpos) + u.poff, u.len}; }
+  std::span<const uint8_t> payload(const TxUnit& u) const {
+    return {slot(frames_[u.fpos].slot) + u.poff, u.len};
+  }
 
   /** Queue one unit as a record of the open frame, or of a new one (caller checked fits()).
    *  @return its sequence number. */
@@ -135,10 +148,10 @@ class SendWindow {
     if (!open_room(p.size())) open_frame();
     const uint32_t pos = wrap(fr_head_ + fr_held_ - 1);
     TxFrame& f = frames_[pos];
-    uint8_t* rec = slot(pos) + rec_off_ + f.rec_len;
+    uint8_t* rec = slot(f.slot) + rec_off_ + f.rec_len;
     const size_t h = encode_record_header(rec, rec_flags, end_, false, p.size());
     const uint32_t poff = rec_off_ + f.rec_len + static_cast<uint32_t>(h);
-    if (!p.empty()) std::memcpy(slot(pos) + poff, p.data(), p.size());
+    if (!p.empty()) std::memcpy(slot(f.slot) + poff, p.data(), p.size());
     f.rec_len += static_cast<uint32_t>(h + p.size());
     f.n++;
     TxUnit& u = units_[end_ & mask_];
@@ -147,12 +160,13 @@ class SendWindow {
     return end_++;
   }
 
-  /** @return the slot @p pos (its priv bytes first). */
-  uint8_t* slot(uint32_t pos) const { return mem_ + size_t{pos} * slot_bytes_; }
+  /** @return the slot frame @p pos is built in (its priv bytes first). */
+  uint8_t* slot_of(uint32_t pos) const { return slot(frames_[pos].slot); }
   TxFrame& frame(uint32_t pos) { return frames_[pos]; }
-  /** @return where the records of slot @p pos begin (the frame header ends there). */
-  uint8_t* records(uint32_t pos) const { return slot(pos) + rec_off_; }
+  /** @return where a slot's records begin (the frame header ends there). */
   uint32_t records_offset() const { return rec_off_; }
+  /** @return slots set aside while the sink still uses them. */
+  uint32_t parked() const { return parked_n_; }
   /** @return false when nothing is unsent, else the next frame to send. */
   bool next_unsent(uint32_t* pos) const {
     *pos = fr_nxt_;
@@ -172,6 +186,7 @@ class SendWindow {
     for (Seq s = una_; s != ack; ++s) flight_remove(s);
     una_ = ack;
     while (fr_sent_ > 0 && ack - frames_[fr_head_].first >= frames_[fr_head_].n) {
+      put_slot(frames_[fr_head_].slot);
       fr_head_ = wrap(fr_head_ + 1);
       --fr_held_, --fr_sent_;
     }
@@ -218,7 +233,8 @@ class SendWindow {
     return n;
   }
   size_t memory_bytes() const {
-    return slots_ * sizeof(TxUnit) + frames_n_ * (sizeof(TxFrame) + size_t{slot_bytes_});
+    return slots_ * sizeof(TxUnit) + frames_n_ * sizeof(TxFrame) +
+           slots_n_ * (2 * sizeof(uint32_t) + size_t{slot_bytes_});
   }
 
  private:
@@ -231,26 +247,52 @@ class SendWindow {
     return f.rec_len + record_header_size(len, false) + len <= rec_budget_;
   }
   void open_frame() {
-    frames_[wrap(fr_head_ + fr_held_)] = TxFrame{end_, 0, 0, 0, 0};
+    if (free_n_ == 0) unpark();  // fits() made sure one is free
+    frames_[wrap(fr_head_ + fr_held_)] = TxFrame{end_, 0, 0, 0, 0, free_[--free_n_]};
     ++fr_held_;
+  }
+  uint8_t* slot(uint32_t i) const { return mem_ + size_t{i} * slot_bytes_; }
+  bool busy(uint32_t i) const { return sink_memory() && sink_->slot_busy(slot(i)); }
+  /** A frame let go of slot @p i: free, or parked while the sink still uses it. */
+  void put_slot(uint32_t i) {
+    if (busy(i))
+      parked_[parked_n_++] = i;
+    else
+      free_[free_n_++] = i;
+  }
+  /** Free the parked slots the sink let go of. */
+  void unpark() {
+    uint32_t keep = 0;
+    for (uint32_t k = 0; k < parked_n_; ++k) {
+      if (busy(parked_[k]))
+        parked_[keep++] = parked_[k];
+      else
+        free_[free_n_++] = parked_[k];
+    }
+    parked_n_ = keep;
   }
   void release_memory() {
     if (own_ != nullptr || mem_ == nullptr) return;
     // A slot still referenced (a frame in a queue that outlives us) must not be freed under
     // it: keep the memory then.
-    for (uint32_t i = 0; i < frames_n_; ++i)
-      if (sink_->slot_busy(slot(i))) return;
+    for (uint32_t i = 0; i < slots_n_; ++i)
+      if (busy(i)) return;
     sink_->frame_memory_free(mem_);
   }
 
   std::unique_ptr<TxUnit[]> units_;
   std::unique_ptr<TxFrame[]> frames_;
   std::unique_ptr<uint8_t[]> own_;  ///< slot memory when the sink gave none
+  std::unique_ptr<uint32_t[]> free_;    ///< free slots, the one freed last on top
+  std::unique_ptr<uint32_t[]> parked_;  ///< slots of released frames the sink still uses
   uint8_t* mem_ = nullptr;
   FrameSink* sink_ = nullptr;
   uint32_t slots_ = 0;
   uint32_t mask_ = 0;  ///< slots_ - 1
   uint32_t frames_n_ = 0;
+  uint32_t slots_n_ = 0;  ///< frames_n_ plus spares
+  uint32_t free_n_ = 0;
+  uint32_t parked_n_ = 0;
   uint32_t slot_bytes_ = 0;
   uint32_t rec_off_ = 0;     ///< records' offset in a slot
   uint32_t rec_budget_ = 0;  ///< record bytes one frame holds

@@ -704,6 +704,40 @@ TEST_F(EngineTest, EveryRetransmissionCarriesTheOriginalBytesOfItsUnit) {
   EXPECT_EQ(b.e->counters(1)->dup_received, resent - 12);
 }
 
+TEST_F(EngineTest, ARepairSendsTheHeldSlotAsItWasAndASlotStillInUseIsNeverWritten) {
+  a.hold = true;
+  remake();
+  connect();
+  // Do: three messages coalesced into one frame; the frame is lost, its slot still "in use".
+  for (uint8_t i = 0; i < 3; ++i) ASSERT_EQ(a.e->send(2, msg(30, i), 0, now), 0);
+  now += ca.coalesce_ns;
+  a.e->poll(now);
+  ASSERT_EQ(a.held_sends.size(), 1u);
+  const std::span<const uint8_t> first = a.held_sends[0];
+  const Bytes original(first.begin(), first.end());
+  const uint8_t* slot = a.held_slot[first.data()];
+  a.busy.insert(slot);
+  a.out.clear();
+  // Expect: the RTO's repair is the same bytes from the same place, header included.
+  while (a.e->counters(2)->rto_expired == 0) {
+    now = a.e->next_deadline();
+    a.e->poll(now);
+  }
+  ASSERT_EQ(a.held_sends.size(), 2u);
+  EXPECT_EQ(a.held_sends[1].data(), first.data());
+  EXPECT_EQ(Bytes(a.held_sends[1].begin(), a.held_sends[1].end()), original);
+  settle();
+  ASSERT_EQ(b.got.size(), 3u);
+  // Do: acknowledged, but still busy below; send more frames than the ring has slots.
+  int sent = 0;
+  for (; sent < 1000 && a.e->send(2, msg(8, 9), send_flag::kFastpath | send_flag::kAckReq, now) == 0; ++sent)
+    settle();
+  // Expect: no stall (the slot is parked, a spare stands in), and its bytes stay untouched.
+  EXPECT_EQ(sent, 1000);
+  EXPECT_EQ(b.got.size(), 3u + sent);
+  EXPECT_TRUE(std::equal(original.begin(), original.end(), first.data()));
+}
+
 TEST_F(EngineTest, ViewShowsTheSessionAndTheWindowsAnOperatorAsksAbout) {
   PeerView v;
   EXPECT_FALSE(a.e->view(9, &v));  // not a peer

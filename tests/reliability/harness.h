@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -30,11 +32,33 @@ struct Node : FrameSink, AppSink {
   int ups = 0, resets = 0, deaths = 0;
   uint64_t discarded = 0;
 
+  ~Node() override { e.reset(); }  // the engine gives its held frames back to the sink below
+
   bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
     if (sink_full) return false;
     out.emplace_back(peer, Bytes(f.begin(), f.end()));
     return true;
   }
+  // Held frames (frame_sink.h), when `hold` is set before the engine is made: slots in `mem`,
+  // each send logged with the bytes it went out from; `busy` slots are still "in use".
+  bool hold = false;
+  std::vector<uint8_t> mem;
+  std::vector<std::span<const uint8_t>> held_sends;  ///< the held bytes of each send_held()
+  std::set<const uint8_t*> busy;
+  uint8_t* frame_memory_alloc(size_t n) override {
+    if (!hold) return nullptr;
+    mem.assign(n, 0);
+    return mem.data();
+  }
+  bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> f, bool again) override {
+    if (!send_frame(peer, f)) return false;
+    held_sends.push_back(f);
+    held_slot[f.data()] = slot;
+    (void)again;
+    return true;
+  }
+  bool slot_busy(const uint8_t* slot) const override { return busy.count(slot) != 0; }
+  std::map<const uint8_t*, const uint8_t*> held_slot;  ///< frame bytes -> their slot
   bool deliver(NodeId, std::span<const uint8_t> m) override {
     if (!accept) return false;
     got.emplace_back(m.begin(), m.end());

@@ -62,26 +62,48 @@ TEST(SendWindowTest, CoalescesUnitsIntoFramesAndFreesFramesOnlyWhenAllTheirUnits
   EXPECT_EQ(w.messages_held(), 6u);
 }
 
-TEST(SendWindowTest, FitsChecksUnitsFramesAndSlotsTheSinkStillUses) {
+TEST(SendWindowTest, FitsChecksUnitsAndFrames) {
+  SendWindow w;
+  w.init(4, 2, kMtu, 0, FrameRoom{}, nullptr);
+  w.reset(0);
+  EXPECT_TRUE(w.fits(1, 14));
+  EXPECT_TRUE(w.fits(2, 40));   // two fragments, a frame each
+  EXPECT_FALSE(w.fits(3, 60));  // three frames: only two
+  EXPECT_FALSE(w.fits(5, 5));   // five units: only four
+  w.push(bytes(14, 1), 0, 0);
+  EXPECT_TRUE(w.fits(1, 14));   // joins the open frame
+  EXPECT_TRUE(w.fits(1, 30));   // needs the second frame
+  EXPECT_FALSE(w.fits(2, 40));  // needs two more
+}
+
+TEST(SendWindowTest, ASlotTheSinkStillUsesIsParkedAndSparesStandIn) {
   BusySink sink;
   SendWindow w;
   w.init(4, 2, kMtu, 0, FrameRoom{64, 16, 8}, &sink);
   w.reset(0);
   ASSERT_TRUE(w.sink_memory());
-  EXPECT_TRUE(w.fits(1, 14));
-  EXPECT_TRUE(w.fits(2, 40));   // two fragments, a frame each
-  EXPECT_FALSE(w.fits(3, 60));  // three frames: only two
-  EXPECT_FALSE(w.fits(5, 5));   // five units: only four
-  // Expect: the sink's priv bytes start zeroed, the frame's records after its room.
-  EXPECT_EQ(sink.mem[0], 0);
-  w.push(bytes(14, 1), 0, 0);
-  EXPECT_TRUE(w.fits(1, 14));   // joins the open frame
-  EXPECT_TRUE(w.fits(1, 30));   // needs the second frame
-  sink.busy.insert(w.slot(1));
-  EXPECT_TRUE(w.fits(1, 14));   // still joins the open frame
-  EXPECT_FALSE(w.fits(1, 30));  // the second slot is in use beyond the window
+  EXPECT_EQ(sink.mem[0], 0);  // the sink's priv bytes start zeroed
+  // Do: one unit a frame; the sink keeps each slot after its frame was sent and acknowledged.
+  Seq acked = 0;
+  int sent = 0;
+  while (w.fits(1, 30) && sent < 1000) {
+    w.push(bytes(30, 1), 0, 0);
+    uint32_t pos;
+    ASSERT_TRUE(w.next_unsent(&pos));
+    EXPECT_EQ(sink.busy.count(w.slot_of(pos)), 0u) << "a busy slot reused";
+    sink.busy.insert(w.slot_of(pos));
+    w.mark_sent();
+    w.release_to(++acked);
+    ++sent;
+  }
+  // Expect: the 2 frames' slots and 64 spares, each used once, then parked; none freed.
+  EXPECT_EQ(sent, 66);
+  EXPECT_EQ(w.parked(), 66u);
+  EXPECT_EQ(sink.busy.size(), 66u);
+  // Expect: let go, they are free again.
   sink.busy.clear();
   EXPECT_TRUE(w.fits(1, 30));
+  EXPECT_EQ(w.parked(), 0u);
 }
 
 }  // namespace
