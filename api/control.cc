@@ -2,6 +2,7 @@
 #include "api/control.h"
 
 #include <rte_eal.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,19 +11,26 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <string>
+#include <string_view>
 
 namespace imago::api {
 
 // A killed process may linger as a zombie until its parent reaps it: that is gone too.
 bool process_gone(int pid) {
   if (kill(pid, 0) < 0) return errno == ESRCH;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+  // read(2), not a stream: the process may vanish while we read (ESRCH), and libstdc++'s
+  // filebuf throws on that.
+  char path[32], buf[512];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ESRCH;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return n < 0 && errno == ESRCH;
+  const std::string_view stat(buf, static_cast<size_t>(n));
+  const size_t paren = stat.rfind(')');
+  return paren != std::string_view::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
 
 int ctl_request(CtlMsg& m) {

@@ -2,6 +2,7 @@
 #include "dataplane/engine_link.h"
 
 #include <rte_cycles.h>
+#include <rte_ethdev.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -71,11 +72,12 @@ namespace {
 
 /** What EngineLink keeps at the start of each held-frame slot (FrameRoom::priv). */
 struct SlotPriv {
-  rte_mbuf_ext_shared_info shinfo;  // refcnt: mbufs attached to the slot now
+  rte_mbuf_ext_shared_info shinfo;  // refcnt: 1 (the slot's own, from its first send) + mbufs attached now
   rte_iova_t iova;                  // the slot's IOVA, found at its first send (0: not yet)
 };
 
-// The engine owns the slot; an mbuf's free only drops the count it holds.
+// Never called: the slot's own count is never dropped, so no mbuf free (in whichever
+// process, where this address means nothing) takes the count to 0.
 void keep_slot(void*, void*) {}
 
 }  // namespace
@@ -86,6 +88,12 @@ rel::FrameRoom EngineLink::frame_room() const {
 }
 
 uint8_t* EngineLink::frame_memory_alloc(size_t bytes) {
+  // net_af_xdp sends an mbuf of its UMEM pool (ours) from the mbuf's own buffer, whatever it
+  // is attached to: held frames go out copied there.
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port_->port(), &info) == 0 && info.driver_name != nullptr &&
+      std::strcmp(info.driver_name, "net_af_xdp") == 0)
+    return nullptr;
   // A memzone: hugepage memory a secondary holding a delivered frame can read, IOVA
   // contiguous when the hugepages allow it (a real NIC's DMA reads the slot as it is).
   char name[RTE_MEMZONE_NAMESIZE];
@@ -110,7 +118,7 @@ void EngineLink::frame_memory_free(uint8_t* mem) {
 
 bool EngineLink::slot_busy(const uint8_t* slot) const {
   const auto* priv = reinterpret_cast<const SlotPriv*>(slot);
-  return __atomic_load_n(&priv->shinfo.refcnt, __ATOMIC_ACQUIRE) != 0;
+  return __atomic_load_n(&priv->shinfo.refcnt, __ATOMIC_ACQUIRE) > 1;
 }
 
 bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) {
@@ -134,9 +142,10 @@ bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> f
                                                        static_cast<uint16_t>(frame.size())));
   auto* priv = reinterpret_cast<SlotPriv*>(slot);
   if (priv->iova == 0) priv->iova = rte_mem_virt2iova(slot);
-  if (rte_mbuf_ext_refcnt_read(&priv->shinfo) == 0) {  // no other holder: ours to set up
+  if (rte_mbuf_ext_refcnt_read(&priv->shinfo) == 0) {  // first send from this slot
     priv->shinfo.free_cb = keep_slot;
     priv->shinfo.fcb_opaque = nullptr;
+    rte_mbuf_ext_refcnt_set(&priv->shinfo, 1);
   }
   rte_mbuf_ext_refcnt_update(&priv->shinfo, 1);
   rte_pktmbuf_attach_extbuf(m, link, priv->iova + static_cast<rte_iova_t>(link - slot), len, &priv->shinfo);

@@ -65,7 +65,7 @@ AREAS = [
     ("copies (memcpy/memmove)", r"memmove|memcpy"),
     ("application checks (build and verify messages)", r"StreamReceiver|SenderEvents|raw_fill|raw_verify|sender_task|receiver_task|take_at_b|send_some|receive_b|StreamCheck|checked_seq"),
     ("API rings and tiers", r"imago_|api::|describe_|lend_|release_sent|release_received|send_bytes|tier|handoff|rte_ring"),
-    ("engine send", r"Engine::send|commit_records|build_records|flush|encode|TxUnit|send_window|SendWindow"),
+    ("engine send", r"Engine::send|commit_records|build_records|commit_frame|send_new_frame|resend_lost|flush|encode|TxUnit|send_window|SendWindow"),
     ("engine receive", r"on_frame|on_data|on_unit|on_records|RecordReader|deliver|RecvWindow|recv_window|decode|reasm"),
     ("ACK bookkeeping", r"ack|release_acked|mark_sacked|update_ack|Sack|sack"),
     ("lcore loop and timers", r"LcoreRunner|poll|next_deadline|rte_rdtsc|timer"),
