@@ -192,8 +192,8 @@ int imago_detach(imago_t* h) {
   if (im == nullptr) return -EINVAL;  // another thread detached meanwhile
   if (im->rt) {
     im->rt->stop();
-  } else {
-    rte_eal_cleanup();
+  } else if (!im->primary_gone.load(std::memory_order_relaxed) && !process_gone(im->shm->primary_pid)) {
+    rte_eal_cleanup();  // not after imagod died: a lock it held in shared memory would hang us
   }
   *im = Attachment{};
   g_atts.remove(reinterpret_cast<uintptr_t>(h));
