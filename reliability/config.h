@@ -88,10 +88,15 @@ constexpr Config fast_link_preset(Config c = {}) {
  */
 int validate(const Config& c);
 
+/** @return the record bytes a frame of @p mtu bytes always holds beside its header and
+ *  room for @p max_sack SACK ranges. */
+constexpr uint32_t record_budget(uint32_t mtu, uint32_t max_sack) {
+  return mtu - static_cast<uint32_t>(sizeof(FrameHeader)) - 8 * max_sack;
+}
+
 /** @return the largest unit payload a frame of @p c.mtu can always carry. */
 constexpr uint32_t unit_capacity(const Config& c) {
-  return c.mtu - static_cast<uint32_t>(sizeof(FrameHeader)) - 8 * c.max_sack -
-         static_cast<uint32_t>(kMaxRecordHeader);
+  return record_budget(c.mtu, c.max_sack) - static_cast<uint32_t>(kMaxRecordHeader);
 }
 
 }  // namespace imago::rel

@@ -2,7 +2,6 @@
 // Engine set-up, the application send path, frame dispatch and read-only accessors.
 #include "reliability/engine.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -61,11 +60,8 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
   room_ = frames->frame_room();
-  // Enough frames for the send buffer's bytes, and for the largest message one unit a frame.
-  const uint64_t budget = unit_cap_ + kMaxRecordHeader;
-  frames_per_peer_ = static_cast<uint32_t>(
-      std::max((cfg.send_buffer_bytes + budget - 1) / budget,
-               (cfg.max_message_size + unit_cap_ - 1) / unit_cap_) + 1);
+  frames_per_peer_ = SendWindow::frames_for(cfg.send_buffer_bytes, cfg.max_message_size, unit_cap_,
+                                            cfg.mtu, cfg.max_sack);
   peers_.reserve(cfg.max_peers);
   index_.reserve(cfg.max_peers);
 }

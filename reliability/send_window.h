@@ -28,6 +28,7 @@
 #include <span>
 
 #include "reliability/codec.h"
+#include "reliability/config.h"
 #include "reliability/frame_sink.h"
 #include "reliability/seq.h"
 
@@ -68,6 +69,15 @@ class SendWindow {
   SendWindow& operator=(const SendWindow&) = delete;
   ~SendWindow() { release_memory(); }
 
+  /** @return the frames a window needs for @p bytes of records, and for a message of
+   *  @p max_message bytes at one fragment (of @p unit_cap bytes) a frame. */
+  static uint32_t frames_for(uint64_t bytes, uint64_t max_message, uint32_t unit_cap,
+                             uint32_t mtu, uint32_t max_sack) {
+    const uint64_t budget = record_budget(mtu, max_sack);
+    return static_cast<uint32_t>(
+        std::max((bytes + budget - 1) / budget, (max_message + unit_cap - 1) / unit_cap) + 1);
+  }
+
   /**
    * Allocate @p slots unit descriptors and @p frames frame slots for frames of at most @p mtu
    * bytes with up to @p max_sack SACK ranges, with @p room around each for @p sink (control
@@ -87,9 +97,8 @@ class SendWindow {
     parked_ = std::make_unique<uint32_t[]>(slots_n_);
     free_n_ = parked_n_ = 0;
     for (uint32_t i = slots_n_; i-- > 0;) free_[free_n_++] = i;
-    const uint32_t hdr_room = static_cast<uint32_t>(sizeof(FrameHeader)) + 8 * max_sack;
-    rec_budget_ = mtu - hdr_room;
-    rec_off_ = align64(room.priv) + room.head + hdr_room;
+    rec_budget_ = record_budget(mtu, max_sack);
+    rec_off_ = align64(room.priv) + room.head + (mtu - rec_budget_);
     slot_bytes_ = align64(rec_off_ + rec_budget_ + room.tail);
     priv_ = room.priv;
     const size_t bytes = size_t{slots_n_} * slot_bytes_;

@@ -42,13 +42,12 @@ struct Node : FrameSink, AppSink {
   // Held frames (frame_sink.h), when `hold` is set before the engine is made: slots in `mem`,
   // each send logged with the bytes it went out from; `busy` slots are still "in use".
   bool hold = false;
-  std::vector<uint8_t> mem;
+  std::deque<std::vector<uint8_t>> mem;  ///< one allocation per peer's window
   std::vector<std::span<const uint8_t>> held_sends;  ///< the held bytes of each send_held()
   std::set<const uint8_t*> busy;
   uint8_t* frame_memory_alloc(size_t n) override {
     if (!hold) return nullptr;
-    mem.assign(n, 0);
-    return mem.data();
+    return mem.emplace_back(n, 0).data();
   }
   bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> f, bool again) override {
     if (!send_frame(peer, f)) return false;
