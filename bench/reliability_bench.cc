@@ -129,10 +129,12 @@ BENCHMARK(BM_Engine_SendPath)->Arg(16)->Arg(64)->Arg(1024)->Arg(8192)->UseManual
 BENCHMARK(BM_Engine_ReceivePath)->Arg(16)->Arg(64)->Arg(1024)->Arg(8192)->UseManualTime();
 BENCHMARK(BM_Engine_AckPath)->Arg(16)->Arg(64)->Arg(1024)->Arg(8192)->UseManualTime();
 
-/** Goodput over the simulator: args = loss in units of 0.01 %, selective repeat (1) or GBN (0). */
+/** Goodput over the simulator: args = loss in units of 0.01 %, selective repeat (1) or GBN (0),
+ *  Pupa's timers and a small window (0) or the fast-link preset DPDK nodes run with (1). */
 void BM_Engine_Goodput(benchmark::State& state) {
   const double loss = static_cast<double>(state.range(0)) / 10000.0;
   const bool sr = state.range(1) != 0;
+  const bool fast_link = state.range(2) != 0;
   imago::sim::Scenario sc;
   sc.nodes = 2;
   sc.one_way = true;
@@ -146,6 +148,11 @@ void BM_Engine_Goodput(benchmark::State& state) {
   sc.cfg.max_message_size = 1u << 20;
   sc.cfg.send_buffer_bytes = 4u << 20;
   sc.cfg.selective_repeat = sr;
+  if (fast_link) {
+    sc.cfg.send_window = 16384;
+    sc.cfg.send_buffer_bytes = imago::rel::Config{}.send_buffer_bytes;
+    sc.cfg = imago::rel::fast_link_preset(sc.cfg);
+  }
   sc.faults.loss = loss;
   sc.faults.delay_ns = 10'000;
   double gbps = 0;
@@ -167,8 +174,8 @@ void BM_Engine_Goodput(benchmark::State& state) {
   state.counters["nacks"] = static_cast<double>(c.valid_nacks);
 }
 BENCHMARK(BM_Engine_Goodput)
-    ->ArgNames({"loss_bp", "sr"})
-    ->ArgsProduct({{0, 10, 100, 500, 1000}, {1, 0}})
+    ->ArgNames({"loss_bp", "sr", "fast"})
+    ->ArgsProduct({{0, 10, 100, 500, 1000}, {1, 0}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -60,6 +60,13 @@ inline void decode_sack(std::span<const uint8_t> frame, uint32_t i, Seq* start, 
   *end = r.end.get();
 }
 
+/** @return SACK bitmap word @p i of a frame already accepted by decode_header(). */
+inline uint64_t decode_sack_word(std::span<const uint8_t> frame, uint32_t i) {
+  SackWord w;
+  std::memcpy(&w, frame.data() + sizeof(FrameHeader) + i * sizeof(SackWord), sizeof(w));
+  return w.bits.get();
+}
+
 /**
  * Walks the records of a kData body. next() validates each record before returning it.
  */
@@ -120,7 +127,16 @@ inline void encode_sack(uint8_t* buf, uint32_t i, Seq start, Seq end) {
   std::memcpy(buf + sizeof(FrameHeader) + i * sizeof(SackRange), &r, sizeof(r));
 }
 
+/** Append SACK bitmap word number @p i (flag kSackBitmap). */
+inline void encode_sack_word(uint8_t* buf, uint32_t i, uint64_t bits) {
+  SackWord w;
+  w.bits.set(bits);
+  std::memcpy(buf + sizeof(FrameHeader) + i * sizeof(SackWord), &w, sizeof(w));
+}
+
 inline void set_sack_count(uint8_t* buf, uint8_t n) { buf[offsetof(FrameHeader, sack_count)] = n; }
+/** Set frame_flag bits @p f in the header at @p buf. */
+inline void add_flags(uint8_t* buf, uint8_t f) { buf[offsetof(FrameHeader, flags)] |= f; }
 inline void or_flags(uint8_t* buf, uint8_t f) { buf[offsetof(FrameHeader, flags)] |= f; }
 inline void set_seq(uint8_t* buf, Seq s) {
   Be32 v;

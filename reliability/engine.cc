@@ -2,6 +2,7 @@
 // Engine set-up, the application send path, frame dispatch and read-only accessors.
 #include "reliability/engine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -55,7 +56,10 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
       // Node id and epoch hashed into the seed: engines given the same seed, or a restart
       // given seed+1 and epoch+1, still draw different tokens (a plain xor would collide).
       rng_(seed_mix(seed_mix(seed_mix(cfg.seed) + cfg.node_id) + cfg.epoch)),
-      unit_cap_(unit_capacity(cfg)) {
+      unit_cap_(unit_capacity(cfg)),
+      ack_sack_max_(std::min<uint32_t>(kMaxSackRanges,
+                                       (cfg.mtu - sizeof(FrameHeader)) / sizeof(SackRange))),
+      ack_req_spacing_(std::max(1u, cfg.send_window / 256)) {
   do token_ = rng_.next();
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
@@ -222,12 +226,13 @@ std::string Engine::debug_state(NodeId id) const {
   std::snprintf(b, sizeof b,
                 "state %d known %d confirmed %d tx una %u nxt %u end %u retx %u cursor %u "
                 "ackreq %d credit %s rto %lu rto_dl %lu | rx dlv %u nxt %u high %u limited %d "
-                "credit_sent %u blocked %d reasm %d",
+                "credit_sent %u blocked %d reasm %d | una tx %u retx %d sacked %d flight %d",
                 static_cast<int>(p->s.state), p->s.known, p->s.confirmed, p->tx.una(), p->tx.nxt(),
                 p->tx.end(), p->retx_count, p->retx_cursor, p->ack_required,
                 p->credit_out.unlimited() ? "unl" : "lim", p->rto.rto(), p->rto_deadline,
                 p->rx.dlv(), p->rx.nxt(), p->rx.high(), p->credit_in.limited(), p->credit_sent,
-                p->deliver_blocked, p->reasm.in_message());
+                p->deliver_blocked, p->reasm.in_message(), p->tx.at(p->tx.una()).tx_count,
+                p->tx.at(p->tx.una()).retx, p->tx.sacked(p->tx.una()), p->tx.at(p->tx.una()).in_flight);
   return b;
 }
 

@@ -152,9 +152,9 @@ class Engine {
   bool records_ok(std::span<const uint8_t> body, Seq first) const;
   void on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now);
   void release_acked(Peer& p, Seq ack, uint64_t now);
-  void mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx);
   bool sample_ok(const Peer& p, const TxUnit& u, Seq s) const;
-  void detect_losses(Peer& p, const Header& h, Seq sack_max, bool sack_complete, uint64_t now);
+  void detect_losses(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max,
+                     bool sack_complete, uint64_t now);
   uint32_t mark_lost_by_order(Peer& p);
   void on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload, uint64_t now);
@@ -164,6 +164,13 @@ class Engine {
   uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);
+
+  // engine_sack.cc: the SACK block, built and taken.
+  uint32_t build_sack(const Peer& p, uint8_t* buf, uint32_t max) const;
+  bool take_sack(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq* sack_max,
+                 uint64_t* sample_tx);
+  void mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx);
+  uint32_t mark_holes(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max);
 
   // engine_tx.cc: frame building and flushing.
   uint32_t flush(Peer& p, uint64_t now, bool all);
@@ -191,6 +198,8 @@ class Engine {
   Rng rng_;
   uint64_t token_;
   uint32_t unit_cap_;
+  uint32_t ack_sack_max_;  ///< SACK ranges an ACK frame carries (a DATA frame: max_sack)
+  uint32_t ack_req_spacing_;  ///< units between ACK requests in ACK-required state
   uint64_t now_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::unordered_map<NodeId, uint32_t> index_;

@@ -41,21 +41,14 @@ void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> fram
   if (cfg_.flow_control) update_credit(p, ack, h.credit);
   Seq sack_max = ack;
   uint64_t sample_tx = 0;  // first transmission of the newest newly SACKed unit sent once
-  const uint32_t sent = tx.nxt() - ack;  // units sent beyond the ACK: where ranges may lie
-  for (uint32_t i = 0; i < h.sack_count && cfg_.selective_repeat; ++i) {
-    Seq a, b;
-    decode_sack(frame, i, &a, &b);
-    // ack < a < b <= nxt, by unsigned distance from the ACK (see above).
-    if (a - ack == 0 || a - ack >= b - ack || b - ack > sent) return count(p, Reject::kBadSack);
-    mark_sacked(p, a, b, &sample_tx);
-    if (seq_gt(b, sack_max)) sack_max = b;
-  }
+  if (cfg_.selective_repeat && h.sack_count > 0 && !take_sack(p, h, frame, &sack_max, &sample_tx))
+    return count(p, Reject::kBadSack);
   if (sample_tx != 0) p.rto.sample(now - sample_tx);
-  // Fewer ranges than fit: the peer holds nothing beyond sack_max (always so in go-back-N).
-  const bool sack_complete = h.sack_count < cfg_.max_sack || !cfg_.selective_repeat;
+  // Without SACK_MORE the peer holds nothing beyond sack_max (always so in go-back-N).
+  const bool sack_complete = !(h.flags & frame_flag::kSackMore) || !cfg_.selective_repeat;
   p.unreported_from = sack_complete ? tx.nxt() : sack_max;
   p.unreported_to = tx.nxt();
-  detect_losses(p, h, sack_max, sack_complete, now);
+  detect_losses(p, h, frame, sack_max, sack_complete, now);
 }
 
 bool Engine::sample_ok(const Peer& p, const TxUnit& u, Seq s) const {
@@ -68,16 +61,17 @@ bool Engine::sample_ok(const Peer& p, const TxUnit& u, Seq s) const {
 void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   SendWindow& tx = p.tx;
   const TxUnit& last = tx.at(ack - 1);
+  const bool last_sacked = tx.sacked(ack - 1);
   // A unit SACKed before was sampled then: it has waited for a repair below it since, and
   // sampling it now would stretch the RTT by the whole repair (Karn: sent once only).
-  if (!last.sacked && sample_ok(p, last, ack - 1)) p.rto.sample(now - last.first_tx_ns);
+  if (!last_sacked && sample_ok(p, last, ack - 1)) p.rto.sample(now - last.first_tx_ns);
   p.rto.reset_backoff();
   // RACK evidence: the frame that last carried it got through. Without timestamps on the
   // wire a repair's answer cannot be told from a late original's, and RFC 8985's min_rtt
   // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
   // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
   // at worst a few spurious repairs when an original was reordered past its repair.
-  if (!last.sacked) p.rack_frame = std::max(p.rack_frame, last.frame);
+  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.frame);
   for (Seq s = tx.una(); s != ack; ++s)
     if (tx.at(s).retx) --p.retx_count;
   tx.release_to(ack);
@@ -88,21 +82,8 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   update_ack_required(p);
 }
 
-void Engine::mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx) {
-  for (Seq s = from; s != to; ++s) {
-    TxUnit& u = p.tx.at(s);
-    if (u.sacked) continue;  // its evidence was taken when it was first reported
-    if (u.retx) --p.retx_count;
-    u.sacked = true;
-    u.retx = false;
-    p.tx.flight_remove(s);
-    p.rack_frame = std::max(p.rack_frame, u.frame);
-    if (sample_ok(p, u, s)) *sample_tx = std::max(*sample_tx, u.first_tx_ns);
-  }
-}
-
-void Engine::detect_losses(Peer& p, const Header& h, Seq sack_max, bool sack_complete,
-                           uint64_t now) {
+void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max,
+                           bool sack_complete, uint64_t now) {
   SendWindow& tx = p.tx;
   const Seq ack = h.ack;
   const bool nack = (h.flags & frame_flag::kNack) && tx.outstanding(ack);
@@ -112,7 +93,7 @@ void Engine::detect_losses(Peer& p, const Header& h, Seq sack_max, bool sack_com
     // Selective repeat, RACK style (RFC 8985): a hole is lost once a unit sent in a later
     // frame arrived. A repair is therefore resent only after something sent later got
     // through, never just because another NACK came.
-    lost = mark_lost(p, ack, sack_max, kNever, p.rack_frame);
+    lost = mark_holes(p, h, frame, sack_max);
   } else if (nack && (ack != p.goback_seq || now - p.goback_ns >= p.rto.srtt())) {
     // Go-back-N, or an overflow the receiver could not buffer: everything from the ACK on,
     // except what was sent less than one path RTT ago (min_rtt, not srtt: srtt carries the
@@ -130,7 +111,7 @@ uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t
   uint32_t n = 0;
   for (Seq s = from; s != to; ++s) {
     TxUnit& u = p.tx.at(s);
-    if (u.sacked || u.retx || u.last_tx_ns > sent_by || u.frame >= before_frame) continue;
+    if (p.tx.sacked(s) || u.retx || u.last_tx_ns > sent_by || u.frame >= before_frame) continue;
     u.retx = true;
     p.tx.flight_remove(s);
     ++p.retx_count;
@@ -187,7 +168,7 @@ void Engine::on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> pay
     p.nack_now = p.ack_now = true;  // Pupa: NACK + credit update at once
     return;
   }
-  if (rx.slot(s).present) {
+  if (rx.present(s)) {
     p.c.dup_received++;
     return;
   }
@@ -198,8 +179,14 @@ void Engine::on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> pay
   }
   if (d > 0) {
     p.c.out_of_order++;
-    nack_request(p, now);
-    if (!cfg_.selective_repeat) return;  // go-back-N keeps only in-order units
+    if (!cfg_.selective_repeat) return nack_request(p, now);  // go-back-N keeps only in-order units
+    // A unit beyond all that is held opens a new hole: report it at once, so the sender's
+    // RACK finds the loss one round trip after it happened. More units past the same holes
+    // repeat the NACK at most every nack_interval_ns. At most one ACK per frame received.
+    if (seq_gt(s, rx.high()))
+      p.nack_now = p.ack_now = true;
+    else
+      nack_request(p, now);
   }
   rx.store(s, flags, payload);
   if (p.ack_deadline == kNever) p.ack_deadline = now + cfg_.ack_delay_ns;

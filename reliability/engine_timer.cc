@@ -88,11 +88,14 @@ void Engine::on_tail_probe(Peer& p) {
   // Nothing was heard for a PTO: resend the newest unit with an ACK request. If the tail was
   // lost the probe repairs its last unit, and the SACK it brings back marks the rest (RACK),
   // after one round trip instead of one RTO; a lone lost message (a ping) is simply resent.
-  // One probe per flight: new data or an advancing ACK re-arms it; the RTO stays armed.
+  // When the peer holds the newest unit, what is missing is a repair that vanished too: the
+  // probe resends the unit in flight the longest instead. One probe per flight: new data or
+  // an advancing ACK re-arms it; the RTO stays armed.
   p.tlp_deadline = kNever;
   if (p.s.state != PeerState::kEstablished || !p.tx.has_outstanding()) return;
-  const Seq last = p.tx.nxt() - 1;
-  if (!p.credit_out.allows(last) || mark_lost(p, last, last + 1, kNever, kNever) == 0) return;
+  Seq probe = p.tx.nxt() - 1;
+  if (p.tx.sacked(probe) && !p.tx.flight_oldest(&probe)) return;
+  if (!p.credit_out.allows(probe) || mark_lost(p, probe, probe + 1, kNever, kNever) == 0) return;
   p.c.tail_probes++;
   p.probe_now = true;
 }

@@ -20,7 +20,10 @@ size_t Engine::begin_frame(Peer& p, bool with_records, FrameMeta* m) {
   m->ack = p.rx.nxt();
   m->credit = p.credit_in.advertise(p.rx.free_from_ack(), p.rx.has_gap());
   m->nack = p.nack_now;
-  m->ack_req = p.probe_now || (with_records && p.ack_required);
+  // In ACK-required state a DATA frame asks once per ack_req_spacing_ units sent: an ACK for
+  // every frame of a large window would cost the receiver more than the data.
+  m->ack_req = p.probe_now || (with_records && p.ack_required &&
+                               p.tx.nxt() - p.ack_req_seq >= ack_req_spacing_);
   uint8_t flags = static_cast<uint8_t>((m->nack ? frame_flag::kNack : 0) |
                                        (m->ack_req ? frame_flag::kAckReq : 0));
   HeaderOut h{with_records ? FrameType::kData : FrameType::kAck,
@@ -37,17 +40,9 @@ size_t Engine::begin_frame(Peer& p, bool with_records, FrameMeta* m) {
   encode_header(h, buf);
   size_t len = sizeof(FrameHeader);
   if (!cfg_.selective_repeat || !p.rx.has_gap()) return len;
-  // SACK: the runs of units held beyond the cumulative ACK, lowest first.
-  uint8_t n = 0;
-  Seq s = p.rx.nxt();
-  while (n < cfg_.max_sack && seq_lt(s, p.rx.high())) {
-    while (seq_lt(s, p.rx.high()) && !p.rx.slot(s).present) ++s;
-    if (!seq_lt(s, p.rx.high())) break;
-    const Seq start = s;
-    while (seq_lt(s, p.rx.high()) && p.rx.slot(s).present) ++s;
-    encode_sack(buf, n++, start, s);
-  }
-  set_sack_count(buf, n);
+  // SACK: what is held beyond the cumulative ACK, as much as the frame holds (a DATA frame
+  // keeps its room for records).
+  const uint32_t n = build_sack(p, buf, with_records ? cfg_.max_sack : ack_sack_max_);
   return len + size_t{n} * sizeof(SackRange);
 }
 
@@ -79,6 +74,7 @@ void Engine::carried(Peer& p, FrameType t, const FrameMeta& m, uint64_t now) {
   }
   if (m.ack_req) {
     p.c.ack_reqs_sent++;
+    p.ack_req_seq = p.tx.nxt();
     p.ack_req_deadline = now + cfg_.ack_delay_ns;
   }
   p.nack_now = p.ack_now = p.probe_now = false;
@@ -152,8 +148,8 @@ void Engine::commit_frame(Peer& p, uint32_t pos, uint64_t now) {
   // Units the peer acknowledged or holds (an ACK or SACK inside the frame) go again as
   // duplicates it drops: no state of theirs changes.
   for (Seq s = seq_lt(f.first, tx.una()) ? tx.una() : f.first; s != f.first + f.n; ++s) {
+    if (tx.sacked(s)) continue;
     TxUnit& u = tx.at(s);
-    if (u.sacked) continue;
     if (u.retx) {
       u.retx = false;
       --p.retx_count;
@@ -221,6 +217,7 @@ void Engine::update_ack_required(Peer& p) {
   auto above = [&](uint64_t pct) { return free_slots > pct * slots && free_bytes > pct * bytes; };
   if (!p.ack_required && below(cfg_.ack_req_low_pct)) {
     p.ack_required = true;
+    p.ack_req_seq = p.tx.nxt() - ack_req_spacing_;  // the next frame asks
   } else if (p.ack_required && above(cfg_.ack_req_high_pct)) {
     p.ack_required = false;
     p.ack_req_deadline = kNever;

@@ -42,6 +42,7 @@ struct Peer {
   Seq unreported_to = 0;
   uint32_t retx_count = 0;             ///< units with retx set
   uint32_t fast_pending = 0;           ///< unsent units queued with FASTPATH
+  Seq ack_req_seq = 0;                 ///< nxt when the last DATA frame asked for an ACK
   bool ack_required = false;           ///< Pupa's "acknowledgment required" state
   bool probe_now = false;              ///< send an ACK request even with no data
 

@@ -18,13 +18,13 @@
 #include <span>
 
 #include "reliability/seq.h"
+#include "reliability/seq_bitmap.h"
 
 namespace imago::rel {
 
 struct RxSlot {
   uint32_t len;
   uint8_t rec_flags;
-  bool present;
 };
 
 class RecvWindow {
@@ -36,11 +36,12 @@ class RecvWindow {
     mask_ = slots - 1;  // a mask, not a division, on every access
     cap_ = unit_cap;
     meta_ = std::make_unique<RxSlot[]>(slots);
+    present_.init(slots);
     data_ = std::make_unique_for_overwrite<uint8_t[]>(uint64_t{slots} * unit_cap);
   }
   /** Empty the window; the peer's first unit will be @p isn. */
   void reset(Seq isn) {
-    for (uint32_t i = 0; i < slots_; ++i) meta_[i].present = false;
+    present_.clear_all();
     dlv_ = nxt_ = high_ = isn;
   }
 
@@ -55,6 +56,21 @@ class RecvWindow {
   bool fits(Seq s) const { return seq_le(nxt_, s) && seq_lt(s, dlv_ + slots_); }
 
   const RxSlot& slot(Seq s) const { return meta_[s & mask_]; }
+  /** @return true when unit @p s is held (received, not yet taken by the application). */
+  bool present(Seq s) const { return present_.test(s); }
+  /** @return which of the 64 units from @p s are held (bit j: unit s + j). */
+  uint64_t held_bits(Seq s) const { return present_.bits64(s); }
+  /**
+   * The first run of held units at or after @p from, below high().
+   * @return false when none is held there, else [*start, *end).
+   */
+  bool next_run(Seq from, Seq* start, Seq* end) const {
+    const Seq a = from + present_.find(from, high_ - from, true);
+    if (a == high_) return false;
+    *start = a;
+    *end = a + present_.find(a, high_ - a, false);
+    return true;
+  }
   std::span<const uint8_t> payload(Seq s) const {
     return {data_.get() + uint64_t{s & mask_} * cap_, meta_[s & mask_].len};
   }
@@ -65,10 +81,11 @@ class RecvWindow {
    */
   void store(Seq s, uint8_t rec_flags, std::span<const uint8_t> p) {
     RxSlot& m = meta_[s & mask_];
-    m = RxSlot{static_cast<uint32_t>(p.size()), rec_flags, true};
+    m = RxSlot{static_cast<uint32_t>(p.size()), rec_flags};
+    present_.set(s);
     if (!p.empty()) std::memcpy(data_.get() + uint64_t{s & mask_} * cap_, p.data(), p.size());
     if (seq_ge(s, high_)) high_ = s + 1;
-    while (nxt_ != high_ && meta_[nxt_ & mask_].present) ++nxt_;
+    advance();
   }
   /**
    * Unit @p s == dlv == nxt went straight to the application without a copy into its slot:
@@ -78,18 +95,22 @@ class RecvWindow {
     if (seq_ge(s, high_)) high_ = s + 1;
     dlv_ = s + 1;
     nxt_ = s + 1;
-    while (nxt_ != high_ && meta_[nxt_ & mask_].present) ++nxt_;
+    advance();
   }
   /** The application took unit dlv: free its slot. */
   void pop() {
-    meta_[dlv_ & mask_].present = false;
+    present_.clear(dlv_);
     ++dlv_;
   }
-  size_t memory_bytes() const { return slots_ * (sizeof(RxSlot) + cap_); }
+  size_t memory_bytes() const { return slots_ * (sizeof(RxSlot) + cap_) + present_.memory_bytes(); }
 
  private:
+  /** Move the cumulative ACK over the units now contiguous. */
+  void advance() { nxt_ += present_.find(nxt_, high_ - nxt_, false); }
+
   std::unique_ptr<RxSlot[]> meta_;
   std::unique_ptr<uint8_t[]> data_;
+  SeqBitmap present_;  ///< units held in [dlv, high)
   uint32_t slots_ = 0;
   uint32_t mask_ = 0;  ///< slots_ - 1
   uint32_t cap_ = 0;

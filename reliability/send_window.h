@@ -31,6 +31,7 @@
 #include "reliability/config.h"
 #include "reliability/frame_sink.h"
 #include "reliability/seq.h"
+#include "reliability/seq_bitmap.h"
 
 namespace imago::rel {
 
@@ -47,7 +48,6 @@ struct TxUnit {
   Seq newer;  ///< in-flight list: the unit transmitted just after this one
   uint16_t tx_count;
   uint8_t rec_flags;  ///< rec_flag::kMore/kCont/kFast
-  bool sacked;        ///< peer holds it out of order (selective repeat)
   bool retx;          ///< queued for retransmission
   bool in_flight;     ///< on the in-flight list
 };
@@ -89,6 +89,7 @@ class SendWindow {
     assert(slots != 0 && (slots & (slots - 1)) == 0);  // Engine::create checks it
     mask_ = slots - 1;  // a mask, not a division, on every access
     units_ = std::make_unique<TxUnit[]>(slots);
+    sacked_.init(slots);
     frames_n_ = frames;
     frames_ = std::make_unique<TxFrame[]>(frames);
     // Spares for slots parked in the sink's hands: a quarter of the ring, 64 to 1024.
@@ -145,6 +146,14 @@ class SendWindow {
     return free_n_ >= need;
   }
 
+  /** @return true when the peer holds unit @p s out of order (SACK, selective repeat). */
+  bool sacked(Seq s) const { return sacked_.test(s); }
+  void set_sacked(Seq s) { sacked_.set(s); }
+  /** @return which of the 64 units from @p s are SACKed (bit j: unit s + j). */
+  uint64_t sacked_bits(Seq s) const { return sacked_.bits64(s); }
+  /** @return the distance from @p s to the first unit of [s, s + n) not SACKed, or n. */
+  uint32_t sacked_run(Seq s, uint32_t n) const { return sacked_.find(s, n, false); }
+
   TxUnit& at(Seq s) { return units_[s & mask_]; }
   const TxUnit& at(Seq s) const { return units_[s & mask_]; }
   std::span<const uint8_t> payload(const TxUnit& u) const {
@@ -165,7 +174,8 @@ class SendWindow {
     f.n++;
     TxUnit& u = units_[end_ & mask_];
     u = TxUnit{0, 0, now, 0, pos, poff, static_cast<uint32_t>(p.size()), 0, 0, 0, rec_flags,
-               false, false, false};
+               false, false};
+    sacked_.clear(end_);
     return end_++;
   }
 
@@ -242,7 +252,7 @@ class SendWindow {
     return n;
   }
   size_t memory_bytes() const {
-    return slots_ * sizeof(TxUnit) + frames_n_ * sizeof(TxFrame) +
+    return slots_ * sizeof(TxUnit) + sacked_.memory_bytes() + frames_n_ * sizeof(TxFrame) +
            slots_n_ * (2 * sizeof(uint32_t) + size_t{slot_bytes_});
   }
 
@@ -290,6 +300,7 @@ class SendWindow {
   }
 
   std::unique_ptr<TxUnit[]> units_;
+  SeqBitmap sacked_;  ///< units the peer holds out of order
   std::unique_ptr<TxFrame[]> frames_;
   std::unique_ptr<uint8_t[]> own_;  ///< slot memory when the sink gave none
   std::unique_ptr<uint32_t[]> free_;    ///< free slots, the one freed last on top

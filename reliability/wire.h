@@ -36,7 +36,9 @@ namespace frame_flag {
 inline constexpr uint8_t kAckReq = 0x01;  ///< sender asks for an ACK at once
 inline constexpr uint8_t kNack = 0x02;    ///< receiver saw a gap or an overflow
 inline constexpr uint8_t kCrc = 0x04;     ///< FrameHeader::crc holds a CRC32C of the frame
-inline constexpr uint8_t kAll = 0x07;
+inline constexpr uint8_t kSackMore = 0x08;    ///< the receiver holds units beyond what the SACK lists
+inline constexpr uint8_t kSackBitmap = 0x10;  ///< the SACK entries are SackWord bitmaps, not ranges
+inline constexpr uint8_t kAll = 0x1F;
 }  // namespace frame_flag
 
 /** Credit value meaning "no limit" (optimistic flow control's normal state). */
@@ -77,8 +79,19 @@ struct __attribute__((packed)) SackRange {
 static_assert(sizeof(SackRange) == 8);
 static_assert(offsetof(SackRange, end) == 4);
 
-/** Most SACK ranges a frame may carry (sack_count is validated against it). */
-inline constexpr uint32_t kMaxSackRanges = 16;
+/**
+ * One SACK bitmap word (flag kSackBitmap): 64 units, bit j (value 1 << j) set when unit
+ * base + 64 * i + j is held beyond the cumulative ACK, where i is the word's index and base
+ * the ACK rounded down to a multiple of 64. Same size as a SackRange.
+ */
+struct __attribute__((packed)) SackWord {
+  Be64 bits;
+};
+static_assert(sizeof(SackWord) == sizeof(SackRange));
+
+/** Most SACK ranges a frame may carry (sack_count is validated against it). DATA frames carry
+ *  up to Config::max_sack; ACK frames as many as their MTU holds, up to this. */
+inline constexpr uint32_t kMaxSackRanges = 128;
 
 /**
  * Record header flags (first byte of every record in a kData frame). A record carries one

@@ -195,6 +195,38 @@ TEST_F(LyingPeerTest, SackRangesOutsideTheWindowAreCountedAndMarkNothing) {
   expect_legit_stream_intact();
 }
 
+TEST_F(LyingPeerTest, SackBitmapsClaimingUnitsNeverSentAreCountedAndMarkNothing) {
+  victim_sends_liar(4);
+  units_to_liar();
+  const Seq base = v_isn & ~Seq{63}, nxt = v_isn + 4;
+  // A bitmap word travels where a range would: as (high 32 bits, low 32 bits).
+  auto words = [&](std::initializer_list<Seq> units) {
+    std::vector<std::pair<Seq, Seq>> w(3, {0, 0});
+    for (Seq u : units) {
+      const uint64_t bit = uint64_t{1} << ((u - base) % 64);
+      auto& [hi, lo] = w[(u - base) / 64];
+      hi |= static_cast<Seq>(bit >> 32);
+      lo |= static_cast<Seq>(bit);
+    }
+    return w;
+  };
+  const uint8_t bitmap = frame_flag::kSackBitmap;
+  // Do: bits for the next unit to send, and for one two words on; then one for a unit below
+  // the ACK, which says nothing (not a lie) and marks nothing.
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn, kCreditUnlimited, bitmap), words({nxt})));
+  legit(5);
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn, kCreditUnlimited, bitmap),
+            words({v_isn + 1, base + 130})));
+  legit(5);
+  lie(forge(from_liar(FrameType::kAck, kLiarIsn, v_isn + 1, kCreditUnlimited, bitmap),
+            words({v_isn})));
+  legit(5);
+  // Expect: the two lies counted; the honest ACK confirmed one message and the rest wait.
+  EXPECT_EQ(liar_rejects(Reject::kBadSack), 2u);
+  EXPECT_EQ(v.e->unconfirmed_messages(kLiar), 3u);
+  expect_legit_stream_intact();
+}
+
 TEST_F(LyingPeerTest, AckAndSackExactlyHalfTheSequenceSpaceAwayAreLiesNotAdvances) {
   // Found by the engine fuzzer: at 2^31 apart serial comparison says neither "before" nor
   // "after", so an ACK of una + 2^31 passed the window check and released 2^31 units (a loop
