@@ -94,7 +94,7 @@ int Engine::add_peer(NodeId id, uint64_t now_ns) {
   p->tx.init(cfg_.send_window, frames_per_peer_, cfg_.mtu, cfg_.max_sack, room_, frames_);
   p->rx.init(cfg_.recv_window, unit_cap_);
   p->reasm.init(cfg_.max_message_size);
-  p->rto = RtoEstimator(cfg_.rto_initial_ns, cfg_.rto_min_ns, cfg_.rto_max_ns);
+  p->rto = RtoEstimator(cfg_.rto_initial_ns, cfg_.rto_min_ns, cfg_.rto_max_ns, cfg_.ack_delay_ns);
   p->credit_in = CreditGrant(cfg_.flow_control, static_cast<uint32_t>(uint64_t{cfg_.recv_window} *
                                                                       cfg_.credit_high_pct / 100));
   now_ = now_ns;

@@ -2,7 +2,8 @@
 /**
  * @file
  * Adaptive retransmission timeout after RFC 6298: smoothed RTT and RTT variance from
- * samples of units sent once (Karn), clamped to [min, max], doubled on every expiry.
+ * samples of units sent once (Karn), plus the peer's ACK delay (as QUIC's PTO), clamped to
+ * [min, max], doubled on every expiry.
  */
 #pragma once
 
@@ -14,8 +15,10 @@ namespace imago::rel {
 class RtoEstimator {
  public:
   RtoEstimator() = default;
-  RtoEstimator(uint64_t initial_ns, uint64_t min_ns, uint64_t max_ns)
-      : rto_(initial_ns), initial_(initial_ns), min_(min_ns), max_(max_ns) {}
+  /** @p ack_delay_ns: how long the peer may hold an ACK back. Samples carry it only when
+   *  the ACK was delayed; a unit at the end of a run is answered that late at worst. */
+  RtoEstimator(uint64_t initial_ns, uint64_t min_ns, uint64_t max_ns, uint64_t ack_delay_ns = 0)
+      : rto_(initial_ns), initial_(initial_ns), min_(min_ns), max_(max_ns), ack_delay_(ack_delay_ns) {}
 
   /** Feed one RTT sample (ns) taken from a unit that was transmitted exactly once. */
   void sample(uint64_t rtt) {
@@ -51,7 +54,7 @@ class RtoEstimator {
 
  private:
   uint64_t computed() const {
-    return std::clamp(srtt_ + std::max<uint64_t>(1, 4 * rttvar_), min_, max_);
+    return std::clamp(srtt_ + std::max<uint64_t>(1, 4 * rttvar_) + ack_delay_, min_, max_);
   }
 
   uint64_t srtt_ = 0;
@@ -61,6 +64,7 @@ class RtoEstimator {
   uint64_t initial_ = 100'000'000;
   uint64_t min_ = 1;
   uint64_t max_ = ~uint64_t{0};
+  uint64_t ack_delay_ = 0;
   bool has_sample_ = false;
 };
 

@@ -24,5 +24,15 @@ TEST(RtoTest, FollowsRfc6298AndBacksOff) {
   EXPECT_EQ(r.min_rtt(), 200u);
 }
 
+TEST(RtoTest, AddsThePeersAckDelaySoASteadyQueueIsNoLoss) {
+  // Do: samples that never vary (a full queue): RTTVAR decays towards 0.
+  RtoEstimator plain(1000, 100, 100000), delayed(1000, 100, 100000, 500);
+  for (int i = 0; i < 100; ++i) plain.sample(2000), delayed.sample(2000);
+  // Expect: without the ACK delay the RTO hugs SRTT; with it, a unit whose ACK the peer held
+  // back for up to 500 is not taken for lost.
+  EXPECT_LT(plain.rto(), 2000u + 10);
+  EXPECT_EQ(delayed.rto(), plain.rto() + 500);
+}
+
 }  // namespace
 }  // namespace imago::rel
