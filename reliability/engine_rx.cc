@@ -202,9 +202,14 @@ bool Engine::deliver_one(Peer& p, std::span<const uint8_t> m) {
 bool Engine::deliver_direct(Peer& p, uint8_t flags, std::span<const uint8_t> payload) {
   // The in-order case with nothing waiting: hand the frame's own bytes up (no copy into the
   // window, and a zero-copy sink can keep them). Credit bookkeeping needs the slow path.
-  if (p.deliver_blocked || p.reasm.in_message() || p.credit_in.limited()) return false;
-  if (flags & (rec_flag::kMore | rec_flag::kCont)) return false;
-  return deliver_one(p, payload);
+  if (p.deliver_blocked || p.credit_in.limited() || p.reasm.complete()) return false;
+  if (!(flags & (rec_flag::kMore | rec_flag::kCont)))
+    return !p.reasm.in_message() && deliver_one(p, payload);
+  // A fragment: straight into the reassembly buffer, one copy instead of two (none into the
+  // window slot); its last one delivers the message.
+  if (Reject r = p.reasm.add(flags, payload); r != Reject::kNone) count(p, r);
+  if (p.reasm.complete()) try_deliver(p);
+  return true;
 }
 
 void Engine::try_deliver(Peer& p) {
