@@ -39,8 +39,10 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},
       {"pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_max) && o.pool_max > IMAGO_MSG_INLINE_MAX && o.pool_max <= kFrameClass; }},
-      {"max-message", "BYTES", "largest message [65536]",
-       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.max_message) && o.max_message >= 1024; }},
+      {"max-message", "BYTES", "largest message, 1024..16777216 (16 MiB) [65536]",
+       [](RuntimeOptions& o, const std::string& v) {
+         return dp::parse_num(v, o.max_message) && o.max_message >= 1024 && o.max_message <= (16u << 20);
+       }},
       {"pool-buffers", "N", "buffers in the pool tier [4096]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_buffers) && o.pool_buffers >= 64; }},
       {"loss", "P", "drop this fraction of received frames, 0..1 (testing; as --fault-rx loss=P) [0]",

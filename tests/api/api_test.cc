@@ -25,6 +25,7 @@
 #include "api/imago.hpp"
 #include "api/shm.h"
 #include "api/tiers.h"
+#include "tests/api/pool_use.h"
 
 extern "C" int imago_c_roundtrip(imago_ep_t* a, imago_ep_t* b, int max_polls);
 
@@ -33,52 +34,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+using namespace imago::test;  // pool_use(), settles_to(), shm()
+
 imago::Attachment* g_att = nullptr;
 imago_t* im() { return g_att->get(); }
 
 std::string unique(const char* what) {
   static unsigned n = 0;
   return std::string(what) + std::to_string(n++);
-}
-
-const imago::api::ShmRoot* shm() {
-  const rte_memzone* mz = rte_memzone_lookup(imago::api::kShmName);
-  return mz ? static_cast<const imago::api::ShmRoot*>(mz->addr) : nullptr;
-}
-
-// What is out of every pool imago owns: the three message pools and the ports' mbuf pools.
-struct PoolUse {
-  unsigned msg = 0, frame = 0, big = 0, mbuf = 0;
-  bool operator==(const PoolUse&) const = default;
-};
-
-PoolUse pool_use() {
-  PoolUse u;
-  // Out of the pools and out of every owner's cache (engines', applications').
-  u.msg = imago::api::pool_in_use(*shm(), shm()->msg_pool);
-  u.frame = imago::api::pool_in_use(*shm(), shm()->frame_pool);
-  u.big = imago::api::pool_in_use(*shm(), shm()->big_pool);
-  rte_mempool_walk(
-      [](rte_mempool* mp, void* arg) {
-        if (std::strncmp(mp->name, "imago_mbuf_", 11) == 0) *static_cast<unsigned*>(arg) += rte_mempool_in_use_count(mp);
-      },
-      &u.mbuf);
-  return u;
-}
-
-std::string show(const PoolUse& u) {
-  return "msg=" + std::to_string(u.msg) + " frame=" + std::to_string(u.frame) + " big=" + std::to_string(u.big) +
-         " mbuf=" + std::to_string(u.mbuf);
-}
-
-// Frames in flight (heartbeats, ACKs) hold mbufs for microseconds: wait for @p want.
-bool settles_to(const PoolUse& want, std::chrono::milliseconds limit = 3000ms) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (pool_use() == want) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pool_use() == want;
 }
 
 template <typename Pred>
