@@ -107,7 +107,8 @@ class Testbed:
             return self._imago_api_imagod(case)
         if s.family in ("imago", "raw"):
             if s.link == "ring":
-                extra = {"imago-api-pair": ["--via", "api"], "imago-api-rtc": ["--via", "api", "--run-to-completion"]}
+                extra = {"imago-api-pair": ["--via", "api"], "imago-api-rtc": ["--via", "api", "--run-to-completion"],
+                         "imago-pair-loss1": ["--loss", "0.01"], "imago-pair-loss10": ["--loss", "0.1"]}
                 return self._imago_pair(case, extra.get(s.key, []))
             return self._imago_procs(case)
         return self._peer(case)

@@ -24,8 +24,8 @@ COMPARE = REPO_ROOT / "bench" / "compare"
 RUN_LIMIT_S = 180
 SMOKE_ARGS = ["--quick", "--sizes", "64", "--msgs-scale", "0.05"]
 #: Every series bench/compare draws (bench/compare_lib/plan.py SERIES), by test.
-THROUGHPUT_SERIES = {"imago-veth", "imago-memif", "imago-pair", "tcp-veth", "zmq-tcp", "zmq-ipc",
-                     "raw-veth", "raw-memif", "raw-pair"}
+THROUGHPUT_SERIES = {"imago-veth", "imago-memif", "imago-pair", "imago-pair-loss1", "imago-pair-loss10",
+                     "tcp-veth", "zmq-tcp", "zmq-ipc", "raw-veth", "raw-memif", "raw-pair"}
 RTT_SERIES = {"imago-veth", "imago-memif", "imago-pair", "tcp-veth-spin", "tcp-veth-sleep",
               "zmq-tcp-spin", "zmq-tcp-sleep", "zmq-ipc-spin", "zmq-ipc-sleep", "raw-veth",
               "raw-memif", "raw-pair"}
