@@ -59,7 +59,9 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
       unit_cap_(unit_capacity(cfg)),
       ack_sack_max_(std::min<uint32_t>(kMaxSackRanges,
                                        (cfg.mtu - sizeof(FrameHeader)) / sizeof(SackRange))),
-      ack_req_spacing_(std::max(1u, cfg.send_window / 256)) {
+      // Go-back-N asks in every frame, as Pupa: its receiver keeps nothing beyond a gap, and
+      // ACKs are how the sender finds out early.
+      ack_req_spacing_(cfg.selective_repeat ? std::max(1u, cfg.send_window / 256) : 1) {
   do token_ = rng_.next();
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
