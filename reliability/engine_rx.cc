@@ -108,15 +108,27 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
 }
 
 uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame) {
+  SendWindow& tx = p.tx;
   uint32_t n = 0;
-  for (Seq s = from; s != to; ++s) {
-    TxUnit& u = p.tx.at(s);
-    if (p.tx.sacked(s) || u.retx || u.last_tx_ns > sent_by || u.frame >= before_frame) continue;
+  for (Seq s = from; s != to;) {
+    TxUnit& u = tx.at(s);
+    if (tx.sacked(s)) {
+      ++s;
+      continue;
+    }
+    if (u.retx || u.last_tx_ns > sent_by || u.frame >= before_frame) {
+      // The units of a frame the peer does not hold all went out in the same transmissions,
+      // and a frame queued for repair carries every one of them: skip to the frame's end.
+      const Seq end = tx.frame_end(u);
+      s = end - from < to - from ? end : to;
+      continue;
+    }
     u.retx = true;
-    p.tx.flight_remove(s);
+    tx.flight_remove(s);
     ++p.retx_count;
     ++n;
     if (seq_lt(s, p.retx_cursor)) p.retx_cursor = s;
+    ++s;
   }
   return n;
 }

@@ -179,6 +179,8 @@ class SendWindow {
     return end_++;
   }
 
+  /** @return one past the last unit of the frame that holds @p u. */
+  Seq frame_end(const TxUnit& u) const { return frames_[u.fpos].first + frames_[u.fpos].n; }
   /** @return the slot frame @p pos is built in (its priv bytes first). */
   uint8_t* slot_of(uint32_t pos) const { return slot(frames_[pos].slot); }
   TxFrame& frame(uint32_t pos) { return frames_[pos]; }
