@@ -372,7 +372,9 @@ void build_records(Reader& in, uint8_t n, Seq first, Bytes& body) {
 Bytes build_frame(Reader& in, NodeId src, Ident id, Seq seq_near, Seq ack_near, Seq ack_other, bool* sealed) {
   const uint8_t b0 = in.u8();
   const auto type = static_cast<FrameType>((b0 & 3) + 1);
-  const uint8_t flags = (b0 >> 2) & (rel::frame_flag::kAckReq | rel::frame_flag::kNack);
+  const uint8_t flags = static_cast<uint8_t>(((b0 >> 2) & (rel::frame_flag::kAckReq | rel::frame_flag::kNack)) |
+                                             (b0 & 0x20 ? rel::frame_flag::kSackBitmap : 0) |
+                                             (b0 & 0x80 ? rel::frame_flag::kSackMore : 0));
   *sealed = !(b0 & 0x10);
   uint64_t dst_token = 0;
   NodeId dst = kA;
@@ -391,6 +393,10 @@ Bytes build_frame(Reader& in, NodeId src, Ident id, Seq seq_near, Seq ack_near, 
   Bytes f(sizeof(rel::FrameHeader) + nsack * sizeof(rel::SackRange));
   rel::encode_header({type, flags, src, dst, id.epoch, id.token, dst_token, seq, ack, credit}, f.data());
   for (uint8_t i = 0; i < nsack; ++i) {
+    if (flags & rel::frame_flag::kSackBitmap) {  // a bitmap word: any 64 bits
+      rel::encode_sack_word(f.data(), i, in.u64());
+      continue;
+    }
     const uint8_t m = in.u8(), l = in.u8();
     const Seq start = m & 0x80 ? in.u32() : ack + (m & 0x7F);
     rel::encode_sack(f.data(), i, start, start + l);
