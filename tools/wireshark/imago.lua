@@ -37,7 +37,9 @@ f.flags = ProtoField.uint8("imago.rel.flags", "Flags", base.HEX)
 f.flag_ack_req = ProtoField.bool("imago.rel.flags.ack_req", "ACK_REQ", 8, nil, 0x01)
 f.flag_nack = ProtoField.bool("imago.rel.flags.nack", "NACK", 8, nil, 0x02)
 f.flag_crc = ProtoField.bool("imago.rel.flags.crc", "CRC", 8, nil, 0x04)
-f.sack_count = ProtoField.uint8("imago.rel.sack_count", "SACK ranges")
+f.flag_sack_more = ProtoField.bool("imago.rel.flags.sack_more", "SACK_MORE", 8, nil, 0x08)
+f.flag_sack_bitmap = ProtoField.bool("imago.rel.flags.sack_bitmap", "SACK_BITMAP", 8, nil, 0x10)
+f.sack_count = ProtoField.uint8("imago.rel.sack_count", "SACK entries")
 f.src_node = ProtoField.uint32("imago.rel.src_node", "Source node")
 f.dst_node = ProtoField.uint32("imago.rel.dst_node", "Destination node")
 f.src_epoch = ProtoField.uint32("imago.rel.src_epoch", "Source epoch")
@@ -51,6 +53,8 @@ f.records = ProtoField.uint32("imago.rel.records", "Records in this frame")
 -- 3.2.2 SackRange
 f.sack_start = ProtoField.uint32("imago.sack.start", "SACK start")
 f.sack_end = ProtoField.uint32("imago.sack.end", "SACK end")
+-- 3.2.2.1 SackWord (flag SACK_BITMAP)
+f.sack_word = ProtoField.uint64("imago.sack.word", "SACK bitmap word", base.HEX)
 -- 3.2.3 records
 f.rec_flags = ProtoField.uint8("imago.rec.flags", "Record flags", base.HEX)
 f.rec_more = ProtoField.bool("imago.rec.more", "MORE", 8, nil, 0x01)
@@ -159,6 +163,8 @@ local function dissect_reliability(buf, tree)
   fl:add(f.flag_ack_req, buf(2, 1))
   fl:add(f.flag_nack, buf(2, 1))
   fl:add(f.flag_crc, buf(2, 1))
+  fl:add(f.flag_sack_more, buf(2, 1))
+  fl:add(f.flag_sack_bitmap, buf(2, 1))
   -- The rest of the 48 bytes, in order: field, offset, size.
   for _, x in ipairs({ { f.sack_count, 3, 1 }, { f.src_node, 4, 4 }, { f.dst_node, 8, 4 }, { f.src_epoch, 12, 4 },
                        { f.src_token, 16, 8 }, { f.dst_token, 24, 8 }, { f.seq, 32, 4 }, { f.ack, 36, 4 },
@@ -166,15 +172,23 @@ local function dissect_reliability(buf, tree)
     t:add(x[1], buf(x[2], x[3]))
   end
   local sacks = buf(3, 1):uint()
+  local bitmap = bit.band(buf(2, 1):uint(), 0x10) ~= 0
   local off = 48
   for i = 1, sacks do
     if off + 8 > buf:len() then
-      t:add_proto_expert_info(ef_bad, "SACK ranges run past the frame")
+      t:add_proto_expert_info(ef_bad, "SACK entries run past the frame")
       break
     end
-    local s = t:add(imago, buf(off, 8), string.format("SACK %d..%d", buf(off, 4):uint(), buf(off + 4, 4):uint()))
-    s:add(f.sack_start, buf(off, 4))
-    s:add(f.sack_end, buf(off + 4, 4))
+    if bitmap then
+      -- Bit j of word i: unit (ack rounded down to 64) + 64 i + j is held.
+      local base = buf(36, 4):uint() - buf(36, 4):uint() % 64 + 64 * (i - 1)
+      t:add(imago, buf(off, 8), string.format("SACK bitmap, units %d..%d", base, base + 63))
+        :add(f.sack_word, buf(off, 8))
+    else
+      local s = t:add(imago, buf(off, 8), string.format("SACK %d..%d", buf(off, 4):uint(), buf(off + 4, 4):uint()))
+      s:add(f.sack_start, buf(off, 4))
+      s:add(f.sack_end, buf(off + 4, 4))
+    end
     off = off + 8
   end
   local n = 0
