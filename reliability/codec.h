@@ -135,8 +135,6 @@ inline void encode_sack_word(uint8_t* buf, uint32_t i, uint64_t bits) {
 }
 
 inline void set_sack_count(uint8_t* buf, uint8_t n) { buf[offsetof(FrameHeader, sack_count)] = n; }
-/** Set frame_flag bits @p f in the header at @p buf. */
-inline void add_flags(uint8_t* buf, uint8_t f) { buf[offsetof(FrameHeader, flags)] |= f; }
 inline void or_flags(uint8_t* buf, uint8_t f) { buf[offsetof(FrameHeader, flags)] |= f; }
 inline void set_seq(uint8_t* buf, Seq s) {
   Be32 v;

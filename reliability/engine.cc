@@ -66,8 +66,7 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
   room_ = frames->frame_room();
-  frames_per_peer_ = SendWindow::frames_for(cfg.send_buffer_bytes, cfg.max_message_size, unit_cap_,
-                                            cfg.mtu, cfg.max_sack);
+  frames_per_peer_ = SendWindow::frames_for(cfg);
   peers_.reserve(cfg.max_peers);
   index_.reserve(cfg.max_peers);
 }

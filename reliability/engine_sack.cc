@@ -59,12 +59,12 @@ uint32_t Engine::build_sack(const Peer& p, uint8_t* buf, uint32_t max) const {
       const Seq lo = base + 64 * k;
       encode_sack_word(buf, k, rx.held_bits(lo) & units_between(lo, rx.nxt(), 0, rx.high() - rx.nxt()));
     }
-    add_flags(buf, frame_flag::kSackBitmap);
+    or_flags(buf, frame_flag::kSackBitmap);
     n = words;
     s = seq_lt(base + 64 * words, rx.high()) ? base + 64 * words : rx.high();
   }
   set_sack_count(buf, static_cast<uint8_t>(n));
-  if (s != rx.high()) add_flags(buf, frame_flag::kSackMore);
+  if (s != rx.high()) or_flags(buf, frame_flag::kSackMore);
   return n;
 }
 

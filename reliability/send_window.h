@@ -69,13 +69,12 @@ class SendWindow {
   SendWindow& operator=(const SendWindow&) = delete;
   ~SendWindow() { release_memory(); }
 
-  /** @return the frames a window needs for @p bytes of records, and for a message of
-   *  @p max_message bytes at one fragment (of @p unit_cap bytes) a frame. */
-  static uint32_t frames_for(uint64_t bytes, uint64_t max_message, uint32_t unit_cap,
-                             uint32_t mtu, uint32_t max_sack) {
-    const uint64_t budget = record_budget(mtu, max_sack);
-    return static_cast<uint32_t>(
-        std::max((bytes + budget - 1) / budget, (max_message + unit_cap - 1) / unit_cap) + 1);
+  /** @return the frames a window of @p c needs: for send_buffer_bytes of records, and for a
+   *  message of max_message_size bytes at one fragment a frame. */
+  static uint32_t frames_for(const Config& c) {
+    const uint64_t budget = record_budget(c.mtu, c.max_sack), cap = unit_capacity(c);
+    return static_cast<uint32_t>(std::max((c.send_buffer_bytes + budget - 1) / budget,
+                                          (c.max_message_size + cap - 1) / cap) + 1);
   }
 
   /**
