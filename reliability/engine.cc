@@ -223,17 +223,19 @@ size_t Engine::peer_ids(NodeId* out, size_t max) const {
 std::string Engine::debug_state(NodeId id) const {
   const Peer* p = find(id);
   if (p == nullptr) return "unknown peer";
+  // The frame holding the oldest unacknowledged unit (none when nothing is outstanding).
+  const TxFrame* una = p->tx.has_outstanding() ? &p->tx.frame(p->tx.fpos(p->tx.una())) : nullptr;
   char b[512];
   std::snprintf(b, sizeof b,
                 "state %d known %d confirmed %d tx una %u nxt %u end %u retx %u cursor %u "
                 "ackreq %d credit %s rto %lu rto_dl %lu | rx dlv %u nxt %u high %u limited %d "
                 "credit_sent %u blocked %d reasm %d | una tx %u retx %d sacked %d flight %d",
                 static_cast<int>(p->s.state), p->s.known, p->s.confirmed, p->tx.una(), p->tx.nxt(),
-                p->tx.end(), p->retx_count, p->retx_cursor, p->ack_required,
+                p->tx.end(), p->tx.retx_frames(), p->retx_cursor, p->ack_required,
                 p->credit_out.unlimited() ? "unl" : "lim", p->rto.rto(), p->rto_deadline,
                 p->rx.dlv(), p->rx.nxt(), p->rx.high(), p->credit_in.limited(), p->credit_sent,
-                p->deliver_blocked, p->reasm.in_message(), p->tx.at(p->tx.una()).tx_count,
-                p->tx.at(p->tx.una()).retx, p->tx.sacked(p->tx.una()), p->tx.at(p->tx.una()).in_flight);
+                p->deliver_blocked, p->reasm.in_message(), una ? una->tx_count : 0,
+                una && una->retx, p->tx.sacked(p->tx.una()), una && una->in_flight);
   return b;
 }
 

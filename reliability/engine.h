@@ -74,7 +74,7 @@ struct PeerView {
 };
 
 struct Peer;       // engine-private per-peer state (peer.h)
-struct TxUnit;     // engine-private: one unit of the send window (send_window.h)
+struct TxFrame;    // engine-private: one frame of the send window (send_window.h)
 struct FrameMeta;  // engine-private: what a frame being built carries (engine_tx.cc)
 
 class Engine {
@@ -152,7 +152,7 @@ class Engine {
   bool records_ok(std::span<const uint8_t> body, Seq first) const;
   void on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now);
   void release_acked(Peer& p, Seq ack, uint64_t now);
-  bool sample_ok(const Peer& p, const TxUnit& u, Seq s) const;
+  bool sample_ok(const Peer& p, const TxFrame& f, Seq s) const;
   void detect_losses(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max,
                      bool sack_complete, uint64_t now);
   uint32_t mark_lost_by_order(Peer& p);

@@ -51,16 +51,17 @@ void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> fram
   detect_losses(p, h, frame, sack_max, sack_complete, now);
 }
 
-bool Engine::sample_ok(const Peer& p, const TxUnit& u, Seq s) const {
-  // Karn: only a unit sent once gives an unambiguous RTT. And only one the peer reports at
-  // once: a unit the last ACK could not list (beyond its max_sack ranges) may have been held
-  // for many round trips, and one such sample inflates the RTO by orders of magnitude.
-  return u.tx_count == 1 && !(seq_le(p.unreported_from, s) && seq_lt(s, p.unreported_to));
+bool Engine::sample_ok(const Peer& p, const TxFrame& f, Seq s) const {
+  // Karn: only a frame sent once gives an unambiguous RTT. And only unit @p s of it that the
+  // peer reports at once: a unit the last ACK could not list (beyond its SACK entries) may
+  // have been held for many round trips, and one such sample inflates the RTO by orders of
+  // magnitude.
+  return f.tx_count == 1 && !(seq_le(p.unreported_from, s) && seq_lt(s, p.unreported_to));
 }
 
 void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   SendWindow& tx = p.tx;
-  const TxUnit& last = tx.at(ack - 1);
+  const TxFrame& last = tx.frame(tx.fpos(ack - 1));
   const bool last_sacked = tx.sacked(ack - 1);
   // A unit SACKed before was sampled then: it has waited for a repair below it since, and
   // sampling it now would stretch the RTT by the whole repair (Karn: sent once only).
@@ -71,9 +72,7 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
   // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
   // at worst a few spurious repairs when an original was reordered past its repair.
-  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.frame);
-  for (Seq s = tx.una(); s != ack; ++s)
-    if (tx.at(s).retx) --p.retx_count;
+  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.number);
   tx.release_to(ack);
   if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
   p.c.valid_acks++;
@@ -108,43 +107,36 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
 }
 
 uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame) {
+  // A frame's units all went out in the same transmissions, and a repair carries every one
+  // of them: the walk goes a frame at a time.
   SendWindow& tx = p.tx;
   uint32_t n = 0;
   for (Seq s = from; s != to;) {
-    TxUnit& u = tx.at(s);
-    if (tx.sacked(s)) {
-      ++s;
-      continue;
+    const uint32_t pos = tx.fpos(s);
+    const TxFrame& f = tx.frame(pos);
+    if (f.in_flight && f.last_tx_ns <= sent_by && f.number < before_frame) {
+      tx.set_retx(pos);
+      ++n;
+      const Seq first = tx.frame_first(pos);
+      if (seq_lt(first, p.retx_cursor)) p.retx_cursor = first;
     }
-    if (u.retx || u.last_tx_ns > sent_by || u.frame >= before_frame) {
-      // The units of a frame the peer does not hold all went out in the same transmissions,
-      // and a frame queued for repair carries every one of them: skip to the frame's end.
-      const Seq end = tx.frame_end(u);
-      s = end - from < to - from ? end : to;
-      continue;
-    }
-    u.retx = true;
-    tx.flight_remove(s);
-    ++p.retx_count;
-    ++n;
-    if (seq_lt(s, p.retx_cursor)) p.retx_cursor = s;
-    ++s;
+    const Seq end = tx.frame_end(pos);
+    s = end - from < to - from ? end : to;
   }
   return n;
 }
 
 uint32_t Engine::mark_lost_by_order(Peer& p) {
   // RACK without the SACK bound: the peer holds nothing beyond its SACK ranges, so every
-  // unit in flight that was sent in a frame before one that got through is lost. This
-  // repairs a lost tail after an RTO probe or a tail-loss probe, and units the receiver had
-  // no room for. The in-flight list is in transmission order, so the walk stops at the
-  // first unit sent in that frame or later: O(1) per marked unit.
+  // frame in flight that was sent before one that got through is lost. This repairs a lost
+  // tail after an RTO probe or a tail-loss probe, and units the receiver had no room for.
+  // The in-flight list is in transmission order, so the walk stops at the first frame sent
+  // then or later: O(1) per marked frame.
   uint32_t n = 0;
-  Seq s;
-  while (p.tx.flight_oldest(&s) && p.tx.at(s).frame < p.rack_frame) {
-    const uint32_t m = mark_lost(p, s, s + 1, kNever, kNever);
-    if (m == 0) p.tx.flight_remove(s);  // not lost after all (defensive: keeps the walk finite)
-    n += m;
+  uint32_t pos;
+  while (p.tx.flight_oldest(&pos) && p.tx.frame(pos).number < p.rack_frame) {
+    const Seq s = p.tx.frame_first(pos);
+    n += mark_lost(p, s, s + 1, kNever, kNever);
   }
   return n;
 }

@@ -70,18 +70,24 @@ uint32_t Engine::build_sack(const Peer& p, uint8_t* buf, uint32_t max) const {
 
 void Engine::mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx) {
   SendWindow& tx = p.tx;
-  for (Seq s = from;; ++s) {
+  for (Seq s = from;;) {
     // Skip what earlier ACKs reported (its evidence was taken then), 64 units a step: every
     // ACK repeats the SACK of the ones before.
     s += tx.sacked_run(s, to - s);
     if (s == to) return;
-    TxUnit& u = tx.at(s);
-    if (u.retx) --p.retx_count;
-    tx.set_sacked(s);
-    u.retx = false;
-    tx.flight_remove(s);
-    p.rack_frame = std::max(p.rack_frame, u.frame);
-    if (sample_ok(p, u, s)) *sample_tx = std::max(*sample_tx, u.first_tx_ns);
+    // The new units of one frame: its transmission got through (RACK evidence), and once
+    // the peer holds all of it, it needs no repair and is no longer in flight.
+    const uint32_t pos = tx.fpos(s);
+    const TxFrame& f = tx.frame(pos);
+    const Seq end = tx.frame_end(pos);
+    const Seq stop = end - s < to - s ? end : to;
+    p.rack_frame = std::max(p.rack_frame, f.number);
+    if (sample_ok(p, f, s)) *sample_tx = std::max(*sample_tx, f.first_tx_ns);
+    for (; s != stop; ++s) tx.set_sacked(s);
+    if (tx.frame_delivered(pos)) {
+      tx.clear_retx(pos);
+      tx.flight_remove(pos);
+    }
   }
 }
 

@@ -146,7 +146,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.unsent_bytes = 0;
   p.rack_frame = p.goback_ns = 0;
   p.retx_cursor = p.unreported_from = p.unreported_to = p.s.my_isn;
-  p.retx_count = p.fast_pending = 0;
+  p.fast_pending = 0;
   p.ack_required = p.probe_now = p.ack_now = p.nack_now = false;
   p.deliver_blocked = p.hello_ack_now = p.tx_blocked = false;
   p.hello_deadline = now_;

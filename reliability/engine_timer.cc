@@ -46,8 +46,8 @@ void Engine::on_rto(Peer& p, uint64_t now) {
   p.rto_deadline = kNever;
   if (tx.has_outstanding()) {
     const uint64_t rto = p.rto.rto();
-    Seq oldest;  // the unit in flight transmitted longest ago (not SACKed, not queued)
-    const uint64_t sent = tx.flight_oldest(&oldest) ? tx.at(oldest).last_tx_ns : now;
+    uint32_t oldest;  // the frame in flight transmitted longest ago (not SACKed, not queued)
+    const uint64_t sent = tx.flight_oldest(&oldest) ? tx.frame(oldest).last_tx_ns : now;
     if (now - sent < rto) {  // everything was (re)sent recently: wait for the oldest
       p.rto_deadline = sent + rto;
       return;
@@ -94,7 +94,11 @@ void Engine::on_tail_probe(Peer& p) {
   p.tlp_deadline = kNever;
   if (p.s.state != PeerState::kEstablished || !p.tx.has_outstanding()) return;
   Seq probe = p.tx.nxt() - 1;
-  if (p.tx.sacked(probe) && !p.tx.flight_oldest(&probe)) return;
+  if (p.tx.sacked(probe)) {
+    uint32_t pos;
+    if (!p.tx.flight_oldest(&pos)) return;
+    probe = p.tx.frame_first(pos);
+  }
   if (!p.credit_out.allows(probe) || mark_lost(p, probe, probe + 1, kNever, kNever) == 0) return;
   p.c.tail_probes++;
   p.probe_now = true;
@@ -107,7 +111,7 @@ uint64_t Engine::peer_deadline(const Peer& p) const {
   // known they are not work that is due, or a caller would spin on them.
   const bool control = p.s.known && (p.ack_now || p.nack_now || p.probe_now);
   const bool pending = control || p.hello_ack_now ||
-                       (established && p.retx_count > 0 && p.credit_out.allows(p.retx_cursor));
+                       (established && p.tx.retx_frames() > 0 && p.credit_out.allows(p.retx_cursor));
   // Work is due now, unless the sink pushed back: then retry shortly, never spin.
   if (pending) return p.tx_blocked ? now_ + cfg_.tx_retry_ns : now_;
   uint64_t d = std::min({p.rto_deadline, p.tlp_deadline, p.ack_deadline,
@@ -117,7 +121,7 @@ uint64_t Engine::peer_deadline(const Peer& p) const {
   if (p.s.known) d = std::min(d, p.last_sent + cfg_.ack_refresh_ns);
   if (established && p.tx.has_unsent() && p.credit_out.allows(p.tx.nxt())) {
     const bool now_due = p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu;
-    uint64_t due = now_due ? now_ : p.tx.at(p.tx.nxt()).enq_ns + cfg_.coalesce_ns;
+    uint64_t due = now_due ? now_ : p.tx.unsent_enq_ns() + cfg_.coalesce_ns;
     d = std::min(d, p.tx_blocked ? std::max(due, now_ + cfg_.tx_retry_ns) : due);
   }
   if (p.deliver_blocked) d = std::min(d, now_ + cfg_.deliver_retry_ns);

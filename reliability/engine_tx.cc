@@ -87,7 +87,7 @@ bool Engine::want_data(const Peer& p, uint64_t now, bool all) const {
   const SendWindow& tx = p.tx;
   if (!tx.has_unsent() || !p.credit_out.allows(tx.nxt())) return false;
   return all || p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu ||
-         now - tx.at(tx.nxt()).enq_ns >= cfg_.coalesce_ns;
+         now - tx.unsent_enq_ns() >= cfg_.coalesce_ns;
 }
 
 bool Engine::send_held(Peer& p, uint32_t pos, bool again) {
@@ -104,13 +104,15 @@ int Engine::resend_lost(Peer& p, uint64_t now) {
   // went out (its header's ACK and credit are stale then; the peer takes stale ones as
   // reordered, and the fresh ones follow in the next frame).
   SendWindow& tx = p.tx;
-  for (Seq s = p.retx_cursor; p.retx_count > 0 && s != tx.nxt(); ++s) {
-    if (!tx.at(s).retx) {
-      if (s == p.retx_cursor) p.retx_cursor = s + 1;  // keep the cursor on the first one
+  for (Seq s = p.retx_cursor; tx.retx_frames() > 0 && s != tx.nxt();) {
+    const uint32_t pos = tx.fpos(s);
+    if (!tx.frame(pos).retx) {
+      const bool first = s == p.retx_cursor;
+      s = tx.frame_end(pos);
+      if (first) p.retx_cursor = s;  // keep the cursor on the first one
       continue;
     }
     if (!p.credit_out.allows(s)) return 0;
-    const uint32_t pos = tx.at(s).fpos;
     if (!transmitted(p, send_held(p, pos, true), now)) return -1;
     commit_frame(p, pos, now);
     return 1;
@@ -140,33 +142,26 @@ bool Engine::send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_
 
 void Engine::commit_frame(Peer& p, uint32_t pos, uint64_t now) {
   SendWindow& tx = p.tx;
-  const TxFrame& f = tx.frame(pos);
-  // Transmissions are numbered for loss detection: the units of one frame arrive or vanish
-  // together, and frames sent in one clock tick share a timestamp but not a number.
-  const uint64_t number = ++p.frames_out;
-  bool retx = false;
-  // Units the peer acknowledged or holds (an ACK or SACK inside the frame) go again as
-  // duplicates it drops: no state of theirs changes.
-  for (Seq s = seq_lt(f.first, tx.una()) ? tx.una() : f.first; s != f.first + f.n; ++s) {
-    if (tx.sacked(s)) continue;
-    TxUnit& u = tx.at(s);
-    if (u.retx) {
-      u.retx = false;
-      --p.retx_count;
-      p.c.msgs_retransmitted++;
-      retx = true;
-    } else if (u.tx_count == 0) {
-      p.c.units_sent++;
-      u.first_tx_ns = now;
-      p.unsent_bytes -= u.len + record_header_size(u.len, false);
-      if (u.rec_flags & rec_flag::kFast) --p.fast_pending;
-    }
-    u.tx_count++;
-    u.last_tx_ns = now;
-    u.frame = number;
-    tx.flight_push(s);
+  TxFrame& f = tx.frame(pos);
+  if (f.retx) {
+    // Units the peer acknowledged or holds (an ACK or SACK inside the frame) go again as
+    // duplicates it drops: they are not counted as retransmitted.
+    p.c.msgs_retransmitted += tx.frame_missing(pos);
+    tx.clear_retx(pos);
+    const Seq end = tx.frame_end(pos);
+    if (seq_lt(p.retx_cursor, end)) p.retx_cursor = end;
+  } else if (f.tx_count == 0) {
+    p.c.units_sent += f.n;
+    f.first_tx_ns = now;
+    p.unsent_bytes -= f.rec_len;
+    p.fast_pending -= f.fast;
   }
-  if (retx && seq_lt(p.retx_cursor, f.first + f.n)) p.retx_cursor = f.first + f.n;
+  // Transmissions are numbered for loss detection: frames sent in one clock tick share a
+  // timestamp but not a number.
+  f.number = ++p.frames_out;
+  f.tx_count++;
+  f.last_tx_ns = now;
+  tx.flight_push(pos);
   if (p.rto_deadline == kNever) p.rto_deadline = now + p.rto.rto();
 }
 
@@ -180,7 +175,7 @@ uint32_t Engine::flush(Peer& p, uint64_t now, bool all) {
   }
   if (!p.s.known) return sent;  // ACKs need the peer's token
   for (;;) {
-    if (p.s.state == PeerState::kEstablished && p.retx_count > 0) {
+    if (p.s.state == PeerState::kEstablished && p.tx.retx_frames() > 0) {
       const int r = resend_lost(p, now);
       if (r < 0) break;
       if (r > 0) {

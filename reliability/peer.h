@@ -32,15 +32,14 @@ struct Peer {
   uint64_t rto_deadline = kNever;
   uint64_t ack_req_deadline = kNever;  ///< ACK-timer tick re-sending a pending ACK request
   uint64_t unsent_bytes = 0;           ///< record bytes queued in [nxt, end)
-  uint64_t frames_out = 0;             ///< frames with records sent (numbers TxUnit::frame)
+  uint64_t frames_out = 0;             ///< frames with records sent (numbers TxFrame::number)
   uint64_t rack_frame = 0;             ///< newest frame a unit known delivered was sent in
   uint64_t tlp_deadline = kNever;      ///< tail-loss probe (one per flight; RTO stays armed)
   uint64_t goback_ns = 0;  ///< last go-back (NACK without SACK) and the ACK it went back to
   Seq goback_seq = 0;
-  Seq retx_cursor = 0;                 ///< no unit before this has retx set
+  Seq retx_cursor = 0;                 ///< no frame before this unit has retx set
   Seq unreported_from = 0;  ///< [from, to): units the last ACK could not list (SACK full)
   Seq unreported_to = 0;
-  uint32_t retx_count = 0;             ///< units with retx set
   uint32_t fast_pending = 0;           ///< unsent units queued with FASTPATH
   Seq ack_req_seq = 0;                 ///< nxt when the last DATA frame asked for an ACK
   bool ack_required = false;           ///< Pupa's "acknowledgment required" state

@@ -15,8 +15,10 @@
  * built in, its slot, comes from a stack of free slots (the one freed last, still warm in
  * the cache, is used first); a released frame whose slot the sink still uses (a receiver on
  * the same host holds it) parks the slot until the sink lets go, and spare slots stand in.
- * Units in flight (sent, not acknowledged, not SACKed, not queued for a repair) are also
- * linked in the order they were last transmitted, for loss detection by time (RACK).
+ * Transmission state is kept per frame (a unit descriptor says only where the unit is): a
+ * frame's units go out, arrive and vanish together. Frames in flight (sent, not wholly
+ * acknowledged or SACKed, not queued for a repair) are linked in the order they were last
+ * transmitted, for loss detection by time (RACK).
  */
 #pragma once
 
@@ -35,31 +37,36 @@
 
 namespace imago::rel {
 
-/** One unit (a message or a fragment) held until the peer acknowledges it. */
+/** One unit (a message or a fragment): where it is. Every other state is its frame's. */
 struct TxUnit {
-  uint64_t first_tx_ns;  ///< first transmission (RTT sample when tx_count == 1)
-  uint64_t last_tx_ns;   ///< last transmission (retransmission guard)
-  uint64_t enq_ns;       ///< when the application queued it (coalescing age)
-  uint64_t frame;        ///< number of the transmission that last carried it (per peer, increasing)
-  uint32_t fpos;         ///< the frame slot holding it
-  uint32_t poff;         ///< its payload's offset in that slot
-  uint32_t len;
-  Seq older;  ///< in-flight list: the unit transmitted just before this one
-  Seq newer;  ///< in-flight list: the unit transmitted just after this one
-  uint16_t tx_count;
+  uint32_t fpos;      ///< the frame holding it
+  uint32_t poff;      ///< its payload's offset in that frame's slot
+  uint16_t len;       ///< payload bytes
   uint8_t rec_flags;  ///< rec_flag::kMore/kCont/kFast
-  bool retx;          ///< queued for retransmission
-  bool in_flight;     ///< on the in-flight list
 };
 
-/** One held frame: a run of units, and once sent the bytes that went out. */
+/**
+ * One held frame: a run of units, and once sent the bytes that went out and the state of
+ * its transmissions. A frame's units arrive or vanish together, so loss detection, repair,
+ * RTT samples and the in-flight list are per frame, not per unit.
+ */
 struct TxFrame {
-  Seq first;         ///< its first unit
-  uint32_t n;        ///< units in it
-  uint32_t rec_len;  ///< record bytes written so far
-  uint32_t start;    ///< offset of the frame's first byte in the slot (once sealed)
-  uint32_t len;      ///< frame bytes (once sealed)
-  uint32_t slot;     ///< the slot it is built in
+  Seq first;             ///< its first unit
+  uint32_t n;            ///< units in it
+  uint32_t rec_len;      ///< record bytes written so far
+  uint32_t start;        ///< offset of the frame's first byte in the slot (once sealed)
+  uint32_t len;          ///< frame bytes (once sealed)
+  uint32_t slot;         ///< the slot it is built in
+  uint64_t enq_ns;       ///< when the application queued its first unit (coalescing age)
+  uint64_t first_tx_ns;  ///< first transmission (RTT sample when tx_count == 1)
+  uint64_t last_tx_ns;   ///< last transmission (retransmission guard)
+  uint64_t number;       ///< number of its last transmission (per peer, increasing)
+  uint32_t older;        ///< in-flight list: the frame transmitted just before this one
+  uint32_t newer;        ///< in-flight list: the frame transmitted just after this one
+  uint16_t tx_count;
+  uint16_t fast;         ///< units queued with rec_flag::kFast
+  bool retx;             ///< queued for retransmission
+  bool in_flight;        ///< sent, not yet delivered, not queued for a repair
 };
 
 class SendWindow {
@@ -114,7 +121,7 @@ class SendWindow {
   void reset(Seq isn) {
     for (; fr_held_ > 0; --fr_held_, fr_head_ = wrap(fr_head_ + 1)) put_slot(frames_[fr_head_].slot);
     una_ = nxt_ = end_ = isn;
-    flight_n_ = 0;
+    flight_n_ = retx_n_ = 0;
     fr_head_ = fr_nxt_ = 0;
     fr_held_ = fr_sent_ = 0;
   }
@@ -153,16 +160,17 @@ class SendWindow {
   /** @return the distance from @p s to the first unit of [s, s + n) not SACKed, or n. */
   uint32_t sacked_run(Seq s, uint32_t n) const { return sacked_.find(s, n, false); }
 
-  TxUnit& at(Seq s) { return units_[s & mask_]; }
   const TxUnit& at(Seq s) const { return units_[s & mask_]; }
   std::span<const uint8_t> payload(const TxUnit& u) const {
     return {slot(frames_[u.fpos].slot) + u.poff, u.len};
   }
+  /** @return the frame holding unit @p s (one in [una, end)). */
+  uint32_t fpos(Seq s) const { return units_[s & mask_].fpos; }
 
   /** Queue one unit as a record of the open frame, or of a new one (caller checked fits()).
    *  @return its sequence number. */
   Seq push(std::span<const uint8_t> p, uint8_t rec_flags, uint64_t now) {
-    if (!open_room(p.size())) open_frame();
+    if (!open_room(p.size())) open_frame(now);
     const uint32_t pos = wrap(fr_head_ + fr_held_ - 1);
     TxFrame& f = frames_[pos];
     uint8_t* rec = slot(f.slot) + rec_off_ + f.rec_len;
@@ -171,18 +179,50 @@ class SendWindow {
     if (!p.empty()) std::memcpy(slot(f.slot) + poff, p.data(), p.size());
     f.rec_len += static_cast<uint32_t>(h + p.size());
     f.n++;
-    TxUnit& u = units_[end_ & mask_];
-    u = TxUnit{0, 0, now, 0, pos, poff, static_cast<uint32_t>(p.size()), 0, 0, 0, rec_flags,
-               false, false};
+    f.fast = static_cast<uint16_t>(f.fast + ((rec_flags & rec_flag::kFast) != 0));
+    units_[end_ & mask_] = TxUnit{pos, poff, static_cast<uint16_t>(p.size()), rec_flags};
     sacked_.clear(end_);
     return end_++;
   }
 
-  /** @return one past the last unit of the frame that holds @p u. */
-  Seq frame_end(const TxUnit& u) const { return frames_[u.fpos].first + frames_[u.fpos].n; }
+  /** @return one past the last unit of frame @p pos. */
+  Seq frame_end(uint32_t pos) const { return frames_[pos].first + frames_[pos].n; }
+  /** @return the first unit of frame @p pos not yet acknowledged. */
+  Seq frame_first(uint32_t pos) const {
+    return seq_lt(frames_[pos].first, una_) ? una_ : frames_[pos].first;
+  }
+  /** @return how many units of frame @p pos the peer has neither acknowledged nor SACKed. */
+  uint32_t frame_missing(uint32_t pos) const {
+    uint32_t n = 0;
+    for (Seq s = frame_first(pos); s != frame_end(pos); ++s) n += !sacked_.test(s);
+    return n;
+  }
+  /** @return true when the peer holds every unit of frame @p pos. */
+  bool frame_delivered(uint32_t pos) const {
+    const Seq from = frame_first(pos);
+    const uint32_t n = frame_end(pos) - from;
+    return sacked_.find(from, n, false) == n;
+  }
+  /** Frame @p pos is lost: queue it for a repair. */
+  void set_retx(uint32_t pos) {
+    flight_remove(pos);
+    frames_[pos].retx = true;
+    ++retx_n_;
+  }
+  /** Frame @p pos needs no repair any more (resent, or the peer holds it all). */
+  void clear_retx(uint32_t pos) {
+    if (!frames_[pos].retx) return;
+    frames_[pos].retx = false;
+    --retx_n_;
+  }
+  /** @return the frames queued for a repair. */
+  uint32_t retx_frames() const { return retx_n_; }
+  /** @return when the application queued the first unsent unit (has_unsent() is true). */
+  uint64_t unsent_enq_ns() const { return frames_[fr_nxt_].enq_ns; }
   /** @return the slot frame @p pos is built in (its priv bytes first). */
   uint8_t* slot_of(uint32_t pos) const { return slot(frames_[pos].slot); }
   TxFrame& frame(uint32_t pos) { return frames_[pos]; }
+  const TxFrame& frame(uint32_t pos) const { return frames_[pos]; }
   /** @return where a slot's records begin (the frame header ends there). */
   uint32_t records_offset() const { return rec_off_; }
   /** @return slots set aside while the sink still uses them. */
@@ -202,46 +242,46 @@ class SendWindow {
   /** Release every unit before @p ack, and the frames they filled (cumulative ACK; caller
    *  checked the range). */
   void release_to(Seq ack) {
-    if (ack == una_) return;
-    for (Seq s = una_; s != ack; ++s) flight_remove(s);
     una_ = ack;
     while (fr_sent_ > 0 && ack - frames_[fr_head_].first >= frames_[fr_head_].n) {
+      flight_remove(fr_head_);
+      clear_retx(fr_head_);
       put_slot(frames_[fr_head_].slot);
       fr_head_ = wrap(fr_head_ + 1);
       --fr_held_, --fr_sent_;
     }
   }
 
-  /** @p s was just (re)transmitted: it becomes the newest unit in flight. */
-  void flight_push(Seq s) {
-    flight_remove(s);
-    TxUnit& u = at(s);
-    u.in_flight = true;
-    u.older = newest_;
+  /** Frame @p pos was just (re)transmitted: it becomes the newest frame in flight. */
+  void flight_push(uint32_t pos) {
+    flight_remove(pos);
+    TxFrame& f = frames_[pos];
+    f.in_flight = true;
+    f.older = newest_;
     if (flight_n_++ == 0)
-      oldest_ = s;
+      oldest_ = pos;
     else
-      at(newest_).newer = s;
-    newest_ = s;
+      frames_[newest_].newer = pos;
+    newest_ = pos;
   }
-  /** @p s left flight: acknowledged, SACKed or queued for a repair. */
-  void flight_remove(Seq s) {
-    TxUnit& u = at(s);
-    if (!u.in_flight) return;
-    u.in_flight = false;
+  /** Frame @p pos left flight: acknowledged, SACKed whole or queued for a repair. */
+  void flight_remove(uint32_t pos) {
+    TxFrame& f = frames_[pos];
+    if (!f.in_flight) return;
+    f.in_flight = false;
     if (--flight_n_ == 0) return;
-    if (s == oldest_)
-      oldest_ = u.newer;
+    if (pos == oldest_)
+      oldest_ = f.newer;
     else
-      at(u.older).newer = u.newer;
-    if (s == newest_)
-      newest_ = u.older;
+      frames_[f.older].newer = f.newer;
+    if (pos == newest_)
+      newest_ = f.older;
     else
-      at(u.newer).older = u.older;
+      frames_[f.newer].older = f.older;
   }
-  /** @return false when nothing is in flight, else the unit transmitted longest ago. */
-  bool flight_oldest(Seq* s) const {
-    *s = oldest_;
+  /** @return false when nothing is in flight, else the frame transmitted longest ago. */
+  bool flight_oldest(uint32_t* pos) const {
+    *pos = oldest_;
     return flight_n_ != 0;
   }
 
@@ -266,9 +306,10 @@ class SendWindow {
     const TxFrame& f = frames_[wrap(fr_head_ + fr_held_ - 1)];
     return f.rec_len + record_header_size(len, false) + len <= rec_budget_;
   }
-  void open_frame() {
+  void open_frame(uint64_t now) {
     if (free_n_ == 0) unpark();  // fits() made sure one is free
-    frames_[wrap(fr_head_ + fr_held_)] = TxFrame{end_, 0, 0, 0, 0, free_[--free_n_]};
+    frames_[wrap(fr_head_ + fr_held_)] =
+        TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0, false, false};
     ++fr_held_;
   }
   uint8_t* slot(uint32_t i) const { return mem_ + size_t{i} * slot_bytes_; }
@@ -325,9 +366,10 @@ class SendWindow {
   Seq una_ = 0;
   Seq nxt_ = 0;
   Seq end_ = 0;
-  Seq oldest_ = 0;  ///< in-flight list ends (valid while flight_n_ > 0)
-  Seq newest_ = 0;
+  uint32_t oldest_ = 0;  ///< in-flight list ends, frame positions (valid while flight_n_ > 0)
+  uint32_t newest_ = 0;
   uint32_t flight_n_ = 0;
+  uint32_t retx_n_ = 0;  ///< frames with retx set
 };
 
 }  // namespace imago::rel

@@ -62,6 +62,54 @@ TEST(SendWindowTest, CoalescesUnitsIntoFramesAndFreesFramesOnlyWhenAllTheirUnits
   EXPECT_EQ(w.messages_held(), 6u);
 }
 
+TEST(SendWindowTest, TransmissionStateIsPerFrame) {
+  SendWindow w;
+  w.init(8, 4, kMtu, 0, FrameRoom{}, nullptr);
+  w.reset(10);
+  // Do: six units, three frames of two (10-11, 12-13, 14-15), sent and put in flight in
+  // that order.
+  for (uint8_t i = 0; i < 6; ++i) w.push(bytes(14, i), 0, 0);
+  uint32_t pos[3];
+  for (uint32_t& p : pos) {
+    ASSERT_TRUE(w.next_unsent(&p));
+    w.mark_sent();
+    w.flight_push(p);
+  }
+  EXPECT_EQ(w.fpos(12), pos[1]);
+  EXPECT_EQ(w.fpos(13), pos[1]);
+  EXPECT_EQ(w.frame_end(pos[1]), 14u);
+  uint32_t oldest;
+  ASSERT_TRUE(w.flight_oldest(&oldest));
+  EXPECT_EQ(oldest, pos[0]);
+  // Expect: half a frame SACKed is not delivered; all of it is.
+  w.set_sacked(12);
+  EXPECT_FALSE(w.frame_delivered(pos[1]));
+  EXPECT_EQ(w.frame_missing(pos[1]), 1u);
+  w.set_sacked(13);
+  EXPECT_TRUE(w.frame_delivered(pos[1]));
+  // Expect: a lost frame leaves flight; retransmitted, it is the newest in flight.
+  w.set_retx(pos[0]);
+  EXPECT_EQ(w.retx_frames(), 1u);
+  ASSERT_TRUE(w.flight_oldest(&oldest));
+  EXPECT_EQ(oldest, pos[1]);
+  w.clear_retx(pos[0]);
+  w.flight_push(pos[0]);
+  w.flight_remove(pos[1]);
+  ASSERT_TRUE(w.flight_oldest(&oldest));
+  EXPECT_EQ(oldest, pos[2]);
+  // Expect: an ACK inside a frame keeps it; its unacknowledged part is what is missing.
+  w.set_retx(pos[2]);
+  w.release_to(15);
+  EXPECT_EQ(w.frame_first(pos[2]), 15u);
+  EXPECT_EQ(w.frame_missing(pos[2]), 1u);
+  EXPECT_EQ(w.retx_frames(), 1u);
+  // Expect: the ACK past it releases it, its repair and its place in flight.
+  w.release_to(16);
+  EXPECT_EQ(w.retx_frames(), 0u);
+  EXPECT_FALSE(w.flight_oldest(&oldest));
+  EXPECT_EQ(w.free_frames(), 4u);
+}
+
 TEST(SendWindowTest, FitsChecksUnitsAndFrames) {
   SendWindow w;
   w.init(4, 2, kMtu, 0, FrameRoom{}, nullptr);
