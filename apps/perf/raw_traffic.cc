@@ -3,6 +3,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <nmmintrin.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +23,26 @@ uint32_t raw_check(const uint8_t* payload, uint16_t len) {
   return crc32c(c, payload + offsetof(RawHdr, flags), len - offsetof(RawHdr, flags));
 }
 
+// Short payloads: raw_check()'s CRC from the values just written, not read back, since loads
+// right behind the stores that wrote them stall (40 % of a 64 B sender's time). Long ones
+// read it back: one serial chain in registers is three times slower than crc32c()'s lanes.
+constexpr uint16_t kFillInRegisters = 256;
+
+uint32_t fill_check(const RawHdr& h, uint64_t stamp, uint8_t fill, uint16_t len) {
+  uint64_t w[2];
+  std::memcpy(w, &h, sizeof w);
+  uint64_t c = _mm_crc32_u64(_mm_crc32_u64(0xFFFFFFFFu, w[0]), w[1]);
+  size_t k = sizeof h;
+  if (stamp != 0) c = _mm_crc32_u64(c, stamp), k += sizeof stamp;
+  const uint64_t pattern = fill * 0x0101010101010101ull;
+  for (; k + 8 <= len; k += 8) c = _mm_crc32_u64(c, pattern);
+  auto c32 = static_cast<uint32_t>(c);
+  if ((len - k) & 4) c32 = _mm_crc32_u32(c32, static_cast<uint32_t>(pattern));
+  if ((len - k) & 2) c32 = _mm_crc32_u16(c32, static_cast<uint16_t>(pattern));
+  if ((len - k) & 1) c32 = _mm_crc32_u8(c32, fill);
+  return ~c32;
+}
+
 }  // namespace
 
 void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags, uint64_t stamp) {
@@ -30,12 +51,13 @@ void raw_fill(uint8_t* payload, uint16_t len, uint64_t seq, uint16_t flags, uint
   h.check.set(0);
   h.flags.set(flags);
   h.length.set(len);
-  std::memcpy(payload, &h, sizeof h);
   // Filler that depends on seq, so a frame spliced from two others fails the check.
   auto fill = static_cast<uint8_t>(seq * 131 + 7);
+  const bool stamped = stamp && len >= kRawStampedSize;
+  std::memcpy(payload, &h, sizeof h);
   std::memset(payload + sizeof h, fill, len - sizeof h);
-  if (stamp && len >= kRawStampedSize) std::memcpy(payload + sizeof h, &stamp, sizeof stamp);
-  h.check.set(raw_check(payload, len));
+  if (stamped) std::memcpy(payload + sizeof h, &stamp, sizeof stamp);
+  h.check.set(len > kFillInRegisters ? raw_check(payload, len) : fill_check(h, stamped ? stamp : 0, fill, len));
   std::memcpy(payload + offsetof(RawHdr, check), &h.check, sizeof h.check);
 }
 
