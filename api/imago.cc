@@ -399,7 +399,7 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
       c.rx_no_buffer.get(), c.tx_invalid.get(), rte_ring_count(ep->tx), rte_ring_count(ep->rx),
       s.peer_ready.load(std::memory_order_acquire), 0, s.release_invalid.get(), s.buffer_invalid.get(),
       c.peer_resets.get(), c.peer_deaths.get(), c.msgs_unconfirmed.get(), c.last_unconfirmed_first.get(),
-      c.last_unconfirmed_count.get()};
+      c.last_unconfirmed_count.get(), c.rx_rebuilt.get()};
   return 0;
 }
 

@@ -309,6 +309,9 @@ struct imago_ep_stats {
 	                                      this endpoint); 0 if none was ever dropped */
 	uint64_t last_unconfirmed_count; /**< ...and how many (they run to last_unconfirmed_first
 	                                      + count - 1) */
+	uint64_t rx_rebuilt;      /**< of rx_pool: messages of more than one frame reassembled
+	                               in the buffer they were delivered in (no copy after
+	                               reassembly; the others were copied from the engine's) */
 };
 
 /** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */

@@ -195,21 +195,45 @@ bool Node::tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8
 
 // --- engine -> application ---
 
-bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) {
+bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) { return take(peer, msg, nullptr); }
+
+uint64_t Node::rebuild_above() const { return kTagBytes + kFrameClass; }
+
+rel::RebuildBuffer Node::rebuild_buffer(rel::NodeId) {
+  void* obj = buffer_get(shm_->big_pool, caches_);
+  if (obj == nullptr) return {};  // rebuilt in the engine's buffer, copied when delivered
+  // The tag in the headroom's end, the body at kHeadroom: where the pool tier has it.
+  return {static_cast<uint8_t*>(obj) + kHeadroom - kTagBytes, shm_->big_pool->elt_size - kHeadroom + kTagBytes, obj};
+}
+
+bool Node::deliver_rebuilt(rel::NodeId peer, std::span<const uint8_t> msg, rel::RebuildBuffer b) {
+  return take(peer, msg, b.cookie);
+}
+
+void Node::rebuild_buffer_free(rel::NodeId, rel::RebuildBuffer b) { buffer_put(b.cookie, caches_); }
+
+// A message from the engine, in the pool buffer @p rebuilt (rebuild_buffer()) or, with
+// nullptr, in the engine's memory. @return false to have the engine keep it (and the buffer)
+// for later; true when it was handed over or dropped, the buffer with it.
+bool Node::take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt) {
+  auto dropped = [&] {
+    if (rebuilt != nullptr) buffer_put(rebuilt, caches_);
+    return true;
+  };
   if (msg.size() < kTagBytes) {
     ++c_.control_bad;
-    return true;
+    return dropped();
   }
   const uint32_t hash = get_tag(msg.data());
   auto body = msg.subspan(kTagBytes);
   if (hash == 0) {
     on_control(peer, body);
-    return true;
+    return dropped();
   }
   Active* a = find(peer, hash);
   if (a == nullptr) {
     shm_->no_endpoint[spec_.index].add();  // closed here: nobody to give it to
-    return true;
+    return dropped();
   }
   EndpointSlot& s = *a->slot;
   if (a->staged_n == kStage) flush_staged(*a);
@@ -217,16 +241,20 @@ bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) {
     s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
     return false;
   }
-  int rc = describe_received(side(s), peer, body, ne_.link.current_frame(), kMbufLoanCap, a->staged[a->staged_n]);
+  imago_msg& d = a->staged[a->staged_n];
+  const auto len = static_cast<uint32_t>(body.size());
+  int rc = rebuilt != nullptr ? describe_pooled(side(s), peer, rebuilt, len, d)
+                              : describe_received(side(s), peer, body, ne_.link.current_frame(), kMbufLoanCap, d);
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
-    return true;
+    return dropped();
   }
   if (rc < 0) {
     (rc == -ENOBUFS ? s.c.rx_no_buffer : s.c.rx_ring_full).add();
     return false;
   }
   ++a->staged_n;
+  if (rebuilt != nullptr) s.c.rx_rebuilt.add();
   s.c.msgs_received.add();
   s.c.bytes_received.add(body.size());
   return true;

@@ -67,6 +67,12 @@ class Node final : public rel::AppSink {
 
   // rel::AppSink, called by the engine from inside poll().
   bool deliver(rel::NodeId peer, std::span<const uint8_t> msg) override;
+  // Messages above the frame-sized tier are rebuilt in a big-pool buffer and handed over in
+  // it, with no copy after reassembly.
+  uint64_t rebuild_above() const override;
+  rel::RebuildBuffer rebuild_buffer(rel::NodeId peer) override;
+  bool deliver_rebuilt(rel::NodeId peer, std::span<const uint8_t> msg, rel::RebuildBuffer b) override;
+  void rebuild_buffer_free(rel::NodeId peer, rel::RebuildBuffer b) override;
   void on_peer_up(rel::NodeId peer) override;
   void on_peer_reset(rel::NodeId peer, uint64_t discarded) override;
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
@@ -113,6 +119,7 @@ class Node final : public rel::AppSink {
 
   unsigned drain_tx(Active& a, uint64_t now_ns);
   bool tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch);
+  bool take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt);
   void flush_staged(Active& a);
   TierSide side(EndpointSlot& s) const { return {shm_, &s, caches_}; }
 

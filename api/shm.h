@@ -47,7 +47,7 @@ struct Counter {
 /** Written by the engine lcore only. */
 struct EngineSideCounters {
   Counter msgs_sent, bytes_sent, msgs_received, bytes_received;
-  Counter tx_inline, tx_pool, tx_zero_copy, rx_inline, rx_pool, rx_mbuf;
+  Counter tx_inline, tx_pool, tx_zero_copy, rx_inline, rx_pool, rx_mbuf, rx_rebuilt;
   Counter rx_ring_full, rx_no_buffer, tx_invalid;
   // The peer node restarted or died: messages of this endpoint the engine dropped
   // unconfirmed (the last ones it took, always), and the latest such drop's range.

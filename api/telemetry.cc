@@ -45,6 +45,7 @@ void add_slot(rte_tel_data* d, const ShmRoot& shm, uint32_t i) {
                       {"msgs_received", &c.msgs_received}, {"bytes_received", &c.bytes_received},
                       {"tx_inline", &c.tx_inline}, {"tx_pool", &c.tx_pool}, {"tx_zero_copy", &c.tx_zero_copy},
                       {"rx_inline", &c.rx_inline}, {"rx_pool", &c.rx_pool}, {"rx_mbuf", &c.rx_mbuf},
+                      {"rx_rebuilt", &c.rx_rebuilt},
                       {"rx_ring_full", &c.rx_ring_full}, {"rx_no_buffer", &c.rx_no_buffer},
                       {"tx_invalid", &c.tx_invalid}, {"peer_resets", &c.peer_resets},
                       {"peer_deaths", &c.peer_deaths}, {"msgs_unconfirmed", &c.msgs_unconfirmed},

@@ -151,15 +151,18 @@ int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t>
   if (len > mp->elt_size - kHeadroom) return -EMSGSIZE;
   void* obj = buffer_get(mp, t.caches);
   if (obj == nullptr) return -ENOBUFS;
+  std::memcpy(static_cast<uint8_t*>(obj) + kHeadroom, body.data(), len);
+  const int rc = describe_pooled(t, peer, obj, len, d);
+  if (rc < 0) buffer_put(obj, t.caches);
+  return rc;
+}
+
+int describe_pooled(const TierSide& t, uint64_t peer, void* obj, uint32_t len, imago_msg& d) {
+  EndpointSlot& s = *t.slot;
   const uint32_t loan = s.rx_loans.lend(obj);
-  if (loan == LoanTable::kNone) {
-    buffer_put(obj, t.caches);
-    return -ENOSPC;
-  }
-  auto* data = static_cast<uint8_t*>(obj) + kHeadroom;
-  std::memcpy(data, body.data(), len);
+  if (loan == LoanTable::kNone) return -ENOSPC;
   head(d, peer, len, 0, IMAGO_TIER_POOL);
-  d.u.ext = {data, obj, loan};
+  d.u.ext = {static_cast<uint8_t*>(obj) + kHeadroom, obj, loan};
   s.c.rx_pool.add();
   return 0;
 }

@@ -109,6 +109,10 @@ std::span<const uint8_t> send_bytes(const EndpointSlot& s, const imago_msg& d);
 /** The engine is done with a descriptor it took from the tx ring: free what it holds. */
 void release_sent(const TierSide& t, const imago_msg& d);
 
+/** Describe in @p d a received message of @p len bytes already in pool buffer @p obj (at
+ *  kHeadroom), lending it to the application. @return 0, or -ENOSPC (loan table full; @p obj
+ *  stays the caller's). */
+int describe_pooled(const TierSide& t, uint64_t peer, void* obj, uint32_t len, imago_msg& d);
 /** Describe the received message @p body into @p d: inline, zero-copy in @p frame (when the
  *  bytes lie in it, the message is above the pool tier and the endpoint holds fewer than
  *  @p mbuf_cap mbufs), or copied into a pool buffer. Counts the tier in the slot.

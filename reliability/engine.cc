@@ -61,7 +61,8 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
                                        (cfg.mtu - sizeof(FrameHeader)) / sizeof(SackRange))),
       // Go-back-N asks in every frame, as Pupa: its receiver keeps nothing beyond a gap, and
       // ACKs are how the sender finds out early.
-      ack_req_spacing_(cfg.selective_repeat ? std::max(1u, cfg.send_window / 256) : 1) {
+      ack_req_spacing_(cfg.selective_repeat ? std::max(1u, cfg.send_window / 256) : 1),
+      rebuild_above_(app->rebuild_above()) {
   do token_ = rng_.next();
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
@@ -71,7 +72,9 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   index_.reserve(cfg.max_peers);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  for (auto& p : peers_) drop_reassembly(*p);  // lent buffers go back
+}
 
 Peer* Engine::find(NodeId id) {
   // Streams come in runs to one peer: remember the last one (peers are never removed).

@@ -24,6 +24,7 @@
 #include "reliability/config.h"
 #include "reliability/counters.h"
 #include "reliability/frame_sink.h"
+#include "reliability/reassembly.h"
 #include "reliability/rng.h"
 #include "reliability/session.h"
 #include "reliability/wire.h"
@@ -48,6 +49,25 @@ class AppSink {
   virtual void on_peer_reset(NodeId /*peer*/, uint64_t /*discarded*/) {}
   /** @p peer was silent too long; @p discarded unconfirmed messages were dropped. */
   virtual void on_peer_dead(NodeId /*peer*/, uint64_t /*discarded*/) {}
+
+  /**
+   * Lending buffers to rebuild large messages in, so that they are delivered without a copy
+   * (reassembly.h). Once a fragmented message from @p peer has more than rebuild_above()
+   * bytes, the engine asks for a buffer of at least max_message_size bytes and rebuilds the
+   * message in it; none (data nullptr) keeps it in the engine's own buffer.
+   */
+  virtual uint64_t rebuild_above() const { return UINT64_MAX; }
+  virtual RebuildBuffer rebuild_buffer(NodeId /*peer*/) { return {}; }
+  /**
+   * Deliver a message rebuilt in the lent buffer @p b (msg lies in it). @return true when the
+   * application took the message and the buffer with it (or dropped both: freeing it is the
+   * application's either way), false as deliver() (the engine keeps both and retries).
+   */
+  virtual bool deliver_rebuilt(NodeId peer, std::span<const uint8_t> msg, RebuildBuffer /*b*/) {
+    return deliver(peer, msg);
+  }
+  /** Take back a lent buffer whose message was not delivered (a reset, the engine's end). */
+  virtual void rebuild_buffer_free(NodeId /*peer*/, RebuildBuffer /*b*/) {}
 };
 
 /** send() flags. */
@@ -161,6 +181,9 @@ class Engine {
   void try_deliver(Peer& p);
   bool deliver_one(Peer& p, std::span<const uint8_t> m);
   bool deliver_direct(Peer& p, uint8_t flags, std::span<const uint8_t> payload);
+  void add_fragment(Peer& p, uint8_t flags, std::span<const uint8_t> payload);
+  bool deliver_rebuilt(Peer& p);
+  void drop_reassembly(Peer& p);
   uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);
@@ -200,6 +223,7 @@ class Engine {
   uint32_t unit_cap_;
   uint32_t ack_sack_max_;  ///< SACK ranges an ACK frame carries (a DATA frame: max_sack)
   uint32_t ack_req_spacing_;  ///< units between ACK requests in ACK-required state
+  uint64_t rebuild_above_;    ///< app_->rebuild_above(), asked once
   uint64_t now_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::unordered_map<NodeId, uint32_t> index_;

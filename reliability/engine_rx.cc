@@ -211,21 +211,54 @@ bool Engine::deliver_direct(Peer& p, uint8_t flags, std::span<const uint8_t> pay
     return !p.reasm.in_message() && deliver_one(p, payload);
   // A fragment: straight into the reassembly buffer, one copy instead of two (none into the
   // window slot); its last one delivers the message.
-  if (Reject r = p.reasm.add(flags, payload); r != Reject::kNone) count(p, r);
+  add_fragment(p, flags, payload);
   if (p.reasm.complete()) try_deliver(p);
   return true;
+}
+
+void Engine::add_fragment(Peer& p, uint8_t flags, std::span<const uint8_t> payload) {
+  Reassembly& ra = p.reasm;
+  // Past rebuild_above() bytes, rebuild in a buffer the application lends: the message is
+  // then delivered in it, with no copy (the bytes so far move once).
+  const bool first = !(flags & rec_flag::kCont);
+  const uint64_t so_far = first ? 0 : ra.length();
+  if (!ra.lent() && (first ? (flags & rec_flag::kMore) != 0 : ra.active()) &&
+      so_far + payload.size() > rebuild_above_) {
+    const RebuildBuffer b = app_->rebuild_buffer(p.id);
+    if (b.data != nullptr && b.cap >= cfg_.max_message_size)
+      ra.adopt(b);
+    else if (b.data != nullptr)
+      app_->rebuild_buffer_free(p.id, b);  // too small to hold every message: unusable
+  }
+  if (Reject r = ra.add(flags, payload); r != Reject::kNone) count(p, r);
+}
+
+bool Engine::deliver_rebuilt(Peer& p) {
+  Reassembly& ra = p.reasm;
+  if (!ra.lent()) {
+    if (!deliver_one(p, ra.message())) return false;
+    ra.consumed();
+    return true;
+  }
+  const std::span<const uint8_t> m = ra.message();
+  if (!app_->deliver_rebuilt(p.id, m, ra.loan())) return false;
+  p.c.msgs_received++;
+  p.c.bytes_received += m.size();
+  ra.give_back();  // the application's now
+  return true;
+}
+
+void Engine::drop_reassembly(Peer& p) {
+  if (const RebuildBuffer b = p.reasm.give_back(); b.data != nullptr) app_->rebuild_buffer_free(p.id, b);
 }
 
 void Engine::try_deliver(Peer& p) {
   RecvWindow& rx = p.rx;
   bool freed = false, refused = false;
   for (;;) {
-    if (p.reasm.complete()) {
-      if (!deliver_one(p, p.reasm.message())) {
-        refused = true;
-        break;
-      }
-      p.reasm.consumed();
+    if (p.reasm.complete() && !deliver_rebuilt(p)) {
+      refused = true;
+      break;
     }
     if (rx.dlv() == rx.nxt()) break;
     const RxSlot& sl = rx.slot(rx.dlv());
@@ -239,8 +272,8 @@ void Engine::try_deliver(Peer& p) {
         refused = true;
         break;
       }
-    } else if (Reject r = p.reasm.add(sl.rec_flags, rx.payload(rx.dlv())); r != Reject::kNone) {
-      count(p, r);
+    } else {
+      add_fragment(p, sl.rec_flags, rx.payload(rx.dlv()));
     }
     rx.pop();
     freed = true;

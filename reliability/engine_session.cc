@@ -40,7 +40,7 @@ void Engine::learn_peer(Peer& p, const Header& h) {
   p.s.token = h.src_token;
   p.s.peer_isn = h.seq;
   p.rx.reset(h.seq);
-  p.reasm.reset();
+  drop_reassembly(p);
   p.credit_in.reset();
   p.credit_sent = kCreditUnlimited;
   p.ack_deadline = kNever;
@@ -138,7 +138,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.s.my_isn = isn;
   p.tx.reset(p.s.my_isn);
   p.rx.reset(0);
-  p.reasm.reset();
+  drop_reassembly(p);
   p.credit_out.reset();
   p.credit_in.reset();
   p.credit_sent = kCreditUnlimited;

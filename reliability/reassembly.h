@@ -4,6 +4,10 @@
  * Reassembly of fragmented messages. Fragments arrive here in order (the receive window
  * already ordered them), so one bounded buffer per peer suffices: it holds the message being
  * rebuilt, then the complete message until the application accepts it.
+ *
+ * The application may lend a buffer of its own to rebuild a large message in (adopt()): the
+ * message is then delivered in that buffer and becomes the application's without another
+ * copy. The bytes rebuilt so far move once, when the buffer is adopted.
  */
 #pragma once
 
@@ -17,18 +21,47 @@
 
 namespace imago::rel {
 
+/** A buffer the application lends the engine to rebuild one message in. */
+struct RebuildBuffer {
+  uint8_t* data = nullptr;  ///< nullptr: none lent
+  uint64_t cap = 0;         ///< bytes at data
+  void* cookie = nullptr;   ///< the application's name for it
+};
+
 class Reassembly {
  public:
   /** Allocate a buffer of @p max_bytes (pages are touched only when used). */
   void init(uint64_t max_bytes) {
     cap_ = max_bytes;
-    buf_ = std::make_unique_for_overwrite<uint8_t[]>(max_bytes);
+    own_ = std::make_unique_for_overwrite<uint8_t[]>(max_bytes);
+    buf_ = own_.get();
   }
   void reset() { len_ = 0, active_ = complete_ = discarding_ = false; }
 
   bool active() const { return active_; }
   bool complete() const { return complete_; }
-  std::span<const uint8_t> message() const { return {buf_.get(), len_}; }
+  std::span<const uint8_t> message() const { return {buf_, len_}; }
+  /** @return how many bytes of the message are rebuilt so far. */
+  uint64_t length() const { return len_; }
+  /** @return true while the message is rebuilt in a lent buffer. */
+  bool lent() const { return lent_.data != nullptr; }
+  /** @return the lent buffer (data nullptr: none). */
+  const RebuildBuffer& loan() const { return lent_; }
+  /** Go on rebuilding in @p b (lent() false; b.cap >= the size limit): the bytes so far move. */
+  void adopt(RebuildBuffer b) {
+    std::memcpy(b.data, buf_, len_);
+    lent_ = b;
+    buf_ = b.data;
+  }
+  /** Go back to the own buffer, the message (if any) dropped. @return the lent buffer (none:
+   *  data nullptr), the caller's again: delivered to the application, or to be given back. */
+  RebuildBuffer give_back() {
+    const RebuildBuffer b = lent_;
+    lent_ = RebuildBuffer{};
+    buf_ = own_.get();
+    reset();
+    return b;
+  }
 
   /**
    * Add the next in-order fragment.
@@ -50,7 +83,7 @@ class Reassembly {
       len_ = 0, active_ = false, discarding_ = more;  // swallow the rest of this message
       return Reject::kTooLarge;
     }
-    std::memcpy(buf_.get() + len_, p.data(), p.size());
+    std::memcpy(buf_ + len_, p.data(), p.size());
     len_ += p.size();
     if (!more) active_ = false, complete_ = true;
     return status;
@@ -62,7 +95,9 @@ class Reassembly {
   size_t memory_bytes() const { return cap_; }
 
  private:
-  std::unique_ptr<uint8_t[]> buf_;
+  std::unique_ptr<uint8_t[]> own_;
+  uint8_t* buf_ = nullptr;  ///< own_, or the lent buffer
+  RebuildBuffer lent_;
   uint64_t cap_ = 0;
   uint64_t len_ = 0;
   bool active_ = false;

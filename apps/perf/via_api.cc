@@ -157,7 +157,7 @@ app::Json ep_json(imago_ep_t* ep) {
   imago_stats(ep, &s);
   app::Json j;
   j.num("msgs_sent", s.msgs_sent).num("msgs_received", s.msgs_received).num("tx_inline", s.tx_inline)
-      .num("tx_pool", s.tx_pool).num("rx_inline", s.rx_inline).num("rx_pool", s.rx_pool).num("rx_mbuf", s.rx_mbuf)
+      .num("tx_pool", s.tx_pool).num("rx_inline", s.rx_inline).num("rx_pool", s.rx_pool).num("rx_mbuf", s.rx_mbuf).num("rx_rebuilt", s.rx_rebuilt)
       .num("tx_ring_full", s.tx_ring_full).num("rx_ring_full", s.rx_ring_full).num("rx_no_buffer", s.rx_no_buffer)
       .num("peer_deaths", s.peer_deaths).num("msgs_unconfirmed", s.msgs_unconfirmed);
   return j;

@@ -384,8 +384,9 @@ TEST(Messages, EveryTierArrivesInOrderAndIntact) {
   const PoolUse before = pool_use();
   Checker c = transfer(p.a, p.b, count, size_of, 8);
   // Expect: the counters agree with what was sent, tier by tier.
-  uint64_t bytes = 0, small = 0;
-  for (uint32_t s = 0; s < count; ++s) bytes += size_of(s), small += size_of(s) <= IMAGO_MSG_INLINE_MAX;
+  uint64_t bytes = 0, small = 0, big = 0;
+  for (uint32_t s = 0; s < count; ++s)
+    bytes += size_of(s), small += size_of(s) <= IMAGO_MSG_INLINE_MAX, big += size_of(s) > imago::api::kFrameClass;
   imago_ep_stats tx = stats_of(p.a), rx = stats_of(p.b);
   EXPECT_EQ(tx.msgs_sent, count);
   EXPECT_EQ(tx.bytes_sent, bytes);
@@ -400,6 +401,8 @@ TEST(Messages, EveryTierArrivesInOrderAndIntact) {
   EXPECT_EQ(rx.rx_inline + rx.rx_pool + rx.rx_mbuf, count);
   EXPECT_GT(rx.rx_pool, 0u);
   EXPECT_GT(rx.rx_mbuf, 0u);
+  // Every message above the frame-sized tier was reassembled in the buffer it came in.
+  EXPECT_EQ(rx.rx_rebuilt, big);
   EXPECT_EQ(rx.rx_ring_used, 0u);
   // Everything released: no buffer is left out of its pool.
   EXPECT_TRUE(settles_to(before)) << show(before) << " now " << show(pool_use());

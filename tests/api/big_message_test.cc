@@ -87,6 +87,10 @@ TEST(BigMessages, SixteenMiBUnderTenPercentLossArriveIntactAndEveryBufferComesBa
   imago_node_stats st{};
   ASSERT_EQ(imago_node_stats_get(g_im, 0, &st), 0);
   EXPECT_GT(st.msgs_retransmitted, 0u);
+  // Expect: each was reassembled in the buffer it was delivered in.
+  imago_ep_stats es{};
+  ASSERT_EQ(imago_stats(b, &es), 0);
+  EXPECT_EQ(es.rx_rebuilt, kCount);
   // Expect: once everything is acknowledged, every buffer back where it was.
   EXPECT_TRUE(settles_to(before, 5000ms)) << "before " << show(before) << ", now " << show(pool_use());
   imago_close(a);

@@ -63,6 +63,33 @@ struct Node : FrameSink, AppSink {
     got.emplace_back(m.begin(), m.end());
     return true;
   }
+  // Rebuild buffers (AppSink::rebuild_buffer): one, of lend_cap bytes, lent past lend_above
+  // bytes (read when the engine is made).
+  uint64_t lend_above = UINT64_MAX;
+  uint64_t lend_cap = 0;
+  Bytes loan;
+  bool loan_out = false;
+  int rebuilt = 0, given_back = 0;
+  uint64_t rebuild_above() const override { return lend_above; }
+  RebuildBuffer rebuild_buffer(NodeId) override {
+    if (loan_out) return {};
+    loan_out = true;
+    loan.assign(lend_cap, 0);
+    return {loan.data(), lend_cap, this};
+  }
+  bool deliver_rebuilt(NodeId, std::span<const uint8_t> m, RebuildBuffer b) override {
+    EXPECT_TRUE(loan_out && b.data == loan.data() && m.data() == loan.data() && b.cookie == this);
+    if (!accept) return false;
+    got.emplace_back(m.begin(), m.end());
+    ++rebuilt;
+    loan_out = false;
+    return true;
+  }
+  void rebuild_buffer_free(NodeId, RebuildBuffer b) override {
+    EXPECT_TRUE(loan_out && b.data == loan.data());
+    ++given_back;
+    loan_out = false;
+  }
   void on_peer_up(NodeId) override { ++ups; }
   void on_peer_reset(NodeId, uint64_t d) override { ++resets, discarded += d; }
   void on_peer_dead(NodeId, uint64_t d) override { ++deaths, discarded += d; }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ struct Scenario {
   double big = 0.02;             ///< share of multi-frame messages
   uint32_t big_size = 6000;
   uint32_t fixed_size = 0;  ///< >= 16: every message has exactly this size
+  /** The applications lend up to lend_buffers buffers to rebuild messages of more than
+   *  lend_above bytes in (AppSink::rebuild_buffer). */
+  uint64_t lend_above = UINT64_MAX;
+  uint32_t lend_buffers = 0;
   uint64_t time_limit_ns = 600ull * 1'000'000'000;
 };
 
@@ -102,8 +107,10 @@ class Cluster {
     uint32_t same = 0;
     while (error_.empty()) {
       if (done()) {
-        for (const auto& n : nodes_)
+        for (const auto& n : nodes_) {
           if (n.e && n.e->memory_bytes() != n.memory) return "engine memory grew";
+          if (n.lent.size() >= sc_.nodes) return "more rebuild buffers held than peers";
+        }
         return "";
       }
       if (now_ > sc_.time_limit_ns) return "time limit reached: " + progress();
@@ -130,6 +137,8 @@ class Cluster {
     return n;
   }
   uint64_t delivered_bytes() const { return delivered_bytes_; }
+  /** @return messages delivered in buffers the applications lent (Scenario::lend_above). */
+  uint64_t rebuilt() const { return rebuilt_; }
   uint64_t excused() const {
     uint64_t n = 0;
     for (const auto& s : streams_) n += s.excused_below;
@@ -187,6 +196,32 @@ class Cluster {
       c->log(PeerEvent::kDead, id, peer, d);
       c->excuse(id, peer, true);
     }
+
+    // Rebuild buffers lent to the engine: each comes back exactly once, delivered with its
+    // message or given back.
+    std::set<const uint8_t*> lent;
+    uint64_t rebuild_above() const override { return c->sc_.lend_above; }
+    rel::RebuildBuffer rebuild_buffer(NodeId) override {
+      TrackAllocs off(false);
+      if (lent.size() >= c->sc_.lend_buffers) return {};
+      const uint64_t cap = c->sc_.cfg.max_message_size;
+      auto* b = new uint8_t[cap];
+      lent.insert(b);
+      return {b, cap, b};
+    }
+    bool deliver_rebuilt(NodeId peer, std::span<const uint8_t> m, rel::RebuildBuffer b) override {
+      TrackAllocs off(false);
+      if (m.data() != b.data || m.size() > b.cap) c->error_ = "a rebuilt message outside its buffer";
+      if (!c->on_deliver(peer, id, m)) return false;
+      rebuild_buffer_free(peer, b);
+      ++c->rebuilt_;
+      return true;
+    }
+    void rebuild_buffer_free(NodeId, rel::RebuildBuffer b) override {
+      TrackAllocs off(false);
+      if (lent.erase(b.data) != 1) c->error_ = "a rebuild buffer given back twice, or never lent";
+      delete[] b.data;
+    }
   };
 
   Stream& stream(NodeId s, NodeId d) { return streams_[size_t{s} * sc_.nodes + d]; }
@@ -215,6 +250,7 @@ class Cluster {
     past_.add(n.e->total_counters());
     n.e.reset();
     n.up = false;
+    if (!n.lent.empty()) error_ = "rebuild buffers kept past the engine's end";
     for (NodeId j = 0; j < sc_.nodes; ++j) {
       if (j == i) continue;
       excuse(i, j, false);  // what i had not confirmed dies with it
@@ -429,6 +465,7 @@ class Cluster {
   uint64_t steps_ = 0;
   size_t max_memory_ = 0;
   std::string error_;
+  uint64_t rebuilt_ = 0;
 };
 
 }  // namespace imago::sim
