@@ -23,7 +23,7 @@ void BM_Crc32c(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(len));
 }
-BENCHMARK(BM_Crc32c)->Arg(16)->Arg(64)->Arg(1024)->Arg(8192);
+BENCHMARK(BM_Crc32c)->Arg(16)->Arg(64)->Arg(256)->Arg(512)->Arg(1024)->Arg(1454)->Arg(8192)->Arg(16384);
 
 }  // namespace
 

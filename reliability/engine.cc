@@ -66,6 +66,7 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   do token_ = rng_.next();
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
+  recs_ = std::make_unique<Record[]>(kRecordCache);
   room_ = frames->frame_room();
   frames_per_peer_ = SendWindow::frames_for(cfg);
   peers_.reserve(cfg.max_peers);
@@ -165,12 +166,17 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
   flush(*p, now_ns, false);
 }
 
-bool Engine::records_ok(std::span<const uint8_t> body, Seq first) const {
+bool Engine::records_ok(std::span<const uint8_t> body, Seq first) {
   RecordReader rd(body, first);
   Record rec;
   int rc;
-  while ((rc = rd.next(&rec)) == 1)
+  recs_n_ = 0;
+  while ((rc = rd.next(&rec)) == 1) {
     if (rec.payload.size() > unit_cap_) return false;
+    if (recs_n_ < kRecordCache) recs_[recs_n_] = rec;
+    ++recs_n_;
+  }
+  recs_whole_ = recs_n_ <= kRecordCache;
   return rc == 0;
 }
 

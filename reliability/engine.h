@@ -169,7 +169,7 @@ class Engine {
   bool session_ok(Peer& p, const Header& h);
 
   // engine_rx.cc: ACK side and receive side of a data/ack frame.
-  bool records_ok(std::span<const uint8_t> body, Seq first) const;
+  bool records_ok(std::span<const uint8_t> body, Seq first);
   void on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now);
   void release_acked(Peer& p, Seq ack, uint64_t now);
   bool sample_ok(const Peer& p, const TxFrame& f, Seq s) const;
@@ -229,6 +229,12 @@ class Engine {
   std::unordered_map<NodeId, uint32_t> index_;
   Peer* last_found_ = nullptr;  ///< find()'s one-entry cache
   std::unique_ptr<uint8_t[]> txbuf_;  ///< a header, or a frame without records, being built
+  // The records of the data frame being received, decoded once by records_ok() and used by
+  // on_records() (a frame of more records than fit is decoded again there).
+  static constexpr uint32_t kRecordCache = 512;
+  std::unique_ptr<Record[]> recs_;
+  uint32_t recs_n_ = 0;
+  bool recs_whole_ = false;
   FrameRoom room_;                    ///< the sink's room around held frames
   uint32_t frames_per_peer_;          ///< held frame slots of each send window
   PeerCounters orphan_;  ///< rejects before a peer was identified

@@ -73,6 +73,23 @@ TEST_F(EngineTest, CoalescesUntilAgeThenSendsOneFrame) {
   EXPECT_EQ(b.got[2], msg(20, 2));
 }
 
+TEST_F(EngineTest, AFrameOfMoreRecordsThanTheDecodeCacheHoldsIsDeliveredWhole) {
+  ca.mtu = cb.mtu = 4000;
+  ca.send_window = cb.send_window = ca.recv_window = cb.recv_window = 2048;
+  remake();
+  connect();
+  // Do: 1,200 messages of 1 byte: one frame of 1,200 three-byte records.
+  for (uint32_t i = 0; i < 1200; ++i) ASSERT_EQ(a.e->send(2, msg(1, static_cast<uint8_t>(i)), 0, now), 0);
+  now += ca.coalesce_ns;
+  a.e->poll(now);
+  ASSERT_EQ(a.out.size(), 1u);
+  EXPECT_EQ(records_of(a.out.front().second).size(), 1200u);
+  move(a);
+  // Expect: every one delivered, in order.
+  ASSERT_EQ(b.got.size(), 1200u);
+  for (uint32_t i = 0; i < 1200; ++i) ASSERT_EQ(b.got[i], msg(1, static_cast<uint8_t>(i))) << i;
+}
+
 TEST_F(EngineTest, FastpathFlushesAtOnce) {
   connect();
   // Do: one message with FASTPATH.
