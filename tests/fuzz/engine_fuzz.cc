@@ -18,7 +18,9 @@
 // A delivers from B exactly B's messages, in order, once each, and B from A the same
 // (after a reset or death between them, in order and once each, with gaps); the blind
 // forger never gets anything delivered; and unless A and B reset or declared each other
-// dead, once the wire is fair again every message either accepted reaches the other side.
+// dead, once the wire is fair again every message either accepted reaches the other side;
+// A rebuilds messages of more than 512 bytes in buffers the harness lends (two), and each
+// comes back exactly once, with its message or at A's end.
 #include <sanitizer/allocator_interface.h>
 
 #include <algorithm>
@@ -155,6 +157,20 @@ struct Side : rel::FrameSink, rel::AppSink {
   bool deliver(NodeId peer, std::span<const uint8_t> m) override;
   void on_peer_reset(NodeId peer, uint64_t) override;
   void on_peer_dead(NodeId peer, uint64_t) override;
+
+  // A's rebuild buffers, made before the ops: which are out with the engine.
+  std::array<Bytes, 2> loan;
+  std::array<bool, 2> out{};
+  uint64_t rebuild_above() const override { return self == kA ? 512 : UINT64_MAX; }
+  rel::RebuildBuffer rebuild_buffer(NodeId) override;
+  bool deliver_rebuilt(NodeId peer, std::span<const uint8_t> m, rel::RebuildBuffer b) override;
+  void rebuild_buffer_free(NodeId, rel::RebuildBuffer b) override;
+  /** @return which loan @p b is (it must be one that is out). */
+  size_t loan_of(const rel::RebuildBuffer& b) const {
+    const size_t i = b.cookie == &out[0] ? 0 : 1;
+    FUZZ_CHECK(b.cookie == &out[i] && out[i] && b.data == loan[i].data() && b.cap == loan[i].size());
+    return i;
+  }
 };
 
 struct World {
@@ -258,6 +274,25 @@ bool Side::deliver(NodeId peer, std::span<const uint8_t> m) {
   if (peer == kB) w.b_to_a.check(m, w.ab_broken);
   return true;
 }
+
+rel::RebuildBuffer Side::rebuild_buffer(NodeId) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i]) continue;
+    out[i] = true;
+    return {loan[i].data(), loan[i].size(), &out[i]};
+  }
+  return {};
+}
+
+bool Side::deliver_rebuilt(NodeId peer, std::span<const uint8_t> m, rel::RebuildBuffer b) {
+  const size_t i = loan_of(b);
+  FUZZ_CHECK(m.data() == b.data && m.size() <= b.cap);
+  if (!deliver(peer, m)) return false;
+  out[i] = false;
+  return true;
+}
+
+void Side::rebuild_buffer_free(NodeId, rel::RebuildBuffer b) { out[loan_of(b)] = false; }
 
 void Side::on_peer_reset(NodeId peer, uint64_t) {
   if (peer == kA || peer == kB) w.ab_broken = true;
@@ -489,6 +524,7 @@ void setup(World& w, uint8_t s) {
     c->flow_control = !(s & kNoFlowControl);
     c->crc = !(s & kNoCrc);
   }
+  for (Bytes& l : w.a.loan) l.assign(ca.max_message_size, 0);
   FUZZ_CHECK(Engine::create(ca, &w.a, &w.a, &w.a.e) == 0);
   FUZZ_CHECK(Engine::create(cb, &w.b, &w.b, &w.b.e) == 0);
   const Seq f_isn = ca.initial_seq ? *ca.initial_seq - 3 : 0x12345678;
@@ -597,6 +633,8 @@ void run(Reader& in) {
   }
   if (verbose) dump(w), std::fprintf(stderr, "A-B wire: %u frames\n", kOpsFrameBudget - w.frames_left);
   check_liveness(w);
+  w.a.e.reset();
+  FUZZ_CHECK(!w.a.out[0] && !w.a.out[1]);  // every rebuild buffer back, once
 }
 
 // --- seeds: op sequences around frames of a real conversation ---
