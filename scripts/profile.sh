@@ -61,12 +61,12 @@ grep '^RESULT ' "$out/perf-run.log" | sed 's/^RESULT //' >"$out/result.json"
 import json, re, sys
 # Areas by symbol name, first match wins.
 AREAS = [
-    ("CRC32C (frames and the app's message checks)", r"crc32c|long_part|short_part"),
+    ("CRC32C (frames and the app's message checks)", r"crc32c|long_part|short_part|fold_lanes|crc_lanes"),
     ("copies (memcpy/memmove)", r"memmove|memcpy"),
     ("application checks (build and verify messages)", r"StreamReceiver|SenderEvents|raw_fill|raw_verify|sender_task|receiver_task|take_at_b|send_some|receive_b|StreamCheck|checked_seq"),
     ("API rings and tiers", r"imago_|api::|describe_|lend_|release_sent|release_received|send_bytes|tier|handoff|rte_ring"),
     ("engine send", r"Engine::send|commit_records|build_records|commit_frame|send_new_frame|resend_lost|flush|encode|TxUnit|send_window|SendWindow"),
-    ("engine receive", r"on_frame|on_data|on_unit|on_records|RecordReader|deliver|RecvWindow|recv_window|decode|reasm"),
+    ("engine receive", r"on_frame|on_data|on_unit|on_records|records_ok|RecordReader|deliver|RecvWindow|recv_window|decode|reasm"),
     ("ACK bookkeeping", r"ack|release_acked|mark_sacked|update_ack|Sack|sack"),
     ("lcore loop and timers", r"LcoreRunner|poll|next_deadline|rte_rdtsc|timer"),
     ("link (encapsulation, ports)", r"EngineLink|encap|eth_|ring_rx|ring_tx|rte_pktmbuf|mempool|FaultyPort"),
