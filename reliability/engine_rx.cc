@@ -41,9 +41,14 @@ void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> fram
   if (cfg_.flow_control) update_credit(p, ack, h.credit);
   Seq sack_max = ack;
   uint64_t sample_tx = 0;  // first transmission of the newest newly SACKed unit sent once
+  const uint64_t rack_before = p.rack_frame;
   if (cfg_.selective_repeat && h.sack_count > 0 && !take_sack(p, h, frame, &sack_max, &sample_tx))
     return count(p, Reject::kBadSack);
   if (sample_tx != 0) p.rto.sample(now - sample_tx);
+  // A frame sent later than any known delivered got through: the peer is alive and the path
+  // moving, so the tail-loss probe waits a PTO from now (RFC 8985 7.2: an ACK of new data
+  // re-arms it). Without this a probe fires while the window's repairs are merely queued.
+  if (p.rack_frame != rack_before) arm_tail_probe(p, now);
   // Without SACK_MORE the peer holds nothing beyond sack_max (always so in go-back-N).
   const bool sack_complete = !(h.flags & frame_flag::kSackMore) || !cfg_.selective_repeat;
   p.unreported_from = sack_complete ? tx.nxt() : sack_max;
@@ -72,7 +77,7 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
   // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
   // at worst a few spurious repairs when an original was reordered past its repair.
-  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.number);
+  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.evidence(now, path_rtt(p)));
   tx.release_to(ack);
   if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
   p.c.valid_acks++;

@@ -252,16 +252,18 @@ TEST_F(EngineTest, RtoResendsOnlyTheOldestUnitAndItsAnswerRepairsTheLostTail) {
   EXPECT_EQ(b.e->counters(1)->dup_received, 0u);
 }
 
-TEST_F(EngineTest, RtoNeverResendsUnitsThePeerSacked) {
+TEST_F(EngineTest, AProbeNeverResendsUnitsThePeerSacked) {
   connect();
   // Do: 6 fast messages; lose the first; B SACKs the other 5; A's repair is lost too.
   lose_first_of_fast(6);
   move(b);
   ASSERT_EQ(a.out.size(), 1u);
   a.out.clear();
-  // Do: run to the RTO.
-  while (a.e->counters(2)->rto_expired == 0) {
-    now = a.e->next_deadline();
+  // Do: run both to A's first probe, B's frames reaching A (its ACK timer SACKs the rest).
+  while (a.e->counters(2)->rto_expired + a.e->counters(2)->tail_probes == 0) {
+    now = std::min(a.e->next_deadline(), b.e->next_deadline());
+    b.e->poll(now);
+    move(b);
     a.e->poll(now);
   }
   // Expect: the probe is the missing unit alone; the SACKed ones are never resent.

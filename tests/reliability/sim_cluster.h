@@ -198,8 +198,11 @@ class Cluster {
     }
 
     // Rebuild buffers lent to the engine: each comes back exactly once, delivered with its
-    // message or given back.
+    // message or given back (the engine goes first: it gives back what it still holds).
     std::set<const uint8_t*> lent;
+    Node() = default;
+    Node(Node&&) = default;
+    ~Node() override { e.reset(); }
     uint64_t rebuild_above() const override { return c->sc_.lend_above; }
     rel::RebuildBuffer rebuild_buffer(NodeId) override {
       TrackAllocs off(false);
