@@ -213,9 +213,6 @@ class Engine {
   void on_rto(Peer& p, uint64_t now);
   void arm_tail_probe(Peer& p, uint64_t now);
   void on_tail_probe(Peer& p);
-  bool probe_frame(Peer& p, Seq s, uint64_t sent_by);
-  /** @return the path's smallest round trip seen, 0 before the first sample. */
-  static uint64_t path_rtt(const Peer& p);
   uint64_t peer_deadline(const Peer& p) const;
 
   Config cfg_;

@@ -77,7 +77,7 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
   // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
   // at worst a few spurious repairs when an original was reordered past its repair.
-  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.evidence(now, path_rtt(p)));
+  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.number);
   tx.release_to(ack);
   if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
   p.c.valid_acks++;

@@ -81,7 +81,7 @@ void Engine::mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx) {
     const TxFrame& f = tx.frame(pos);
     const Seq end = tx.frame_end(pos);
     const Seq stop = end - s < to - s ? end : to;
-    p.rack_frame = std::max(p.rack_frame, f.evidence(now_, path_rtt(p)));
+    p.rack_frame = std::max(p.rack_frame, f.number);
     if (sample_ok(p, f, s)) *sample_tx = std::max(*sample_tx, f.first_tx_ns);
     for (; s != stop; ++s) tx.set_sacked(s);
     if (tx.frame_delivered(pos)) {

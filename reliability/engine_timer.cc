@@ -59,7 +59,7 @@ void Engine::on_rto(Peer& p, uint64_t now) {
     // an expiry is often spurious (a descheduled receiver). The ACK the probe brings back
     // marks the rest (RACK in detect_losses): SACKed units never, units transmitted before
     // the probe and still missing then, a lost tail included.
-    probe_frame(p, tx.una(), now);
+    mark_lost(p, tx.una(), tx.una() + 1, now, kNever);
     p.tlp_deadline = kNever;
     p.rto.backoff();
     p.probe_now = true;  // ask for an ACK with the repair, so the next one is not a guess
@@ -70,16 +70,6 @@ void Engine::on_rto(Peer& p, uint64_t now) {
     p.rto.backoff();
     p.rto_deadline = now + p.rto.rto();
   }
-}
-
-uint64_t Engine::path_rtt(const Peer& p) { return p.rto.has_sample() ? p.rto.min_rtt() : 0; }
-
-bool Engine::probe_frame(Peer& p, Seq s, uint64_t sent_by) {
-  // Queued without evidence that its last copy was lost: that copy may still be on its way,
-  // and what its delivery proves is judged by it (TxFrame::evidence()).
-  if (mark_lost(p, s, s + 1, sent_by, kNever) == 0) return false;
-  p.tx.frame(p.tx.fpos(s)).probe = true;
-  return true;
 }
 
 void Engine::arm_tail_probe(Peer& p, uint64_t now) {
@@ -109,7 +99,7 @@ void Engine::on_tail_probe(Peer& p) {
     if (!p.tx.flight_oldest(&pos)) return;
     probe = p.tx.frame_first(pos);
   }
-  if (!p.credit_out.allows(probe) || !probe_frame(p, probe, kNever)) return;
+  if (!p.credit_out.allows(probe) || mark_lost(p, probe, probe + 1, kNever, kNever) == 0) return;
   p.c.tail_probes++;
   p.probe_now = true;
 }

@@ -158,10 +158,7 @@ void Engine::commit_frame(Peer& p, uint32_t pos, uint64_t now) {
   }
   // Transmissions are numbered for loss detection: frames sent in one clock tick share a
   // timestamp but not a number.
-  f.prev_number = f.number;
   f.number = ++p.frames_out;
-  f.probed = f.probe;
-  f.probe = false;
   f.tx_count++;
   f.last_tx_ns = now;
   tx.flight_push(pos);

@@ -61,26 +61,12 @@ struct TxFrame {
   uint64_t first_tx_ns;  ///< first transmission (RTT sample when tx_count == 1)
   uint64_t last_tx_ns;   ///< last transmission (retransmission guard)
   uint64_t number;       ///< number of its last transmission (per peer, increasing)
-  uint64_t prev_number;  ///< ...and of the one before it (0: none)
   uint32_t older;        ///< in-flight list: the frame transmitted just before this one
   uint32_t newer;        ///< in-flight list: the frame transmitted just after this one
   uint16_t tx_count;
   uint16_t fast;         ///< units queued with rec_flag::kFast
   bool retx;             ///< queued for retransmission
   bool in_flight;        ///< sent, not yet delivered, not queued for a repair
-  bool probe;            ///< queued as a probe (RTO, tail-loss probe): not known lost
-  bool probed;           ///< its last transmission was such a probe
-
-  /**
-   * @return the transmission number its delivery, reported at @p now, proves got through
-   * (RACK). A probe goes out while its earlier copy may still be queued on the way, and an
-   * answer sooner than the path's smallest round trip (@p min_rtt) after the probe is that
-   * copy's (RFC 8985 6.2): taking the probe's number would make every frame sent since that
-   * copy look lost. Repairs of frames found lost are taken at their word.
-   */
-  uint64_t evidence(uint64_t now, uint64_t min_rtt) const {
-    return probed && now - last_tx_ns < min_rtt ? prev_number : number;
-  }
 };
 
 class SendWindow {
@@ -326,7 +312,7 @@ class SendWindow {
   void open_frame(uint64_t now) {
     if (free_n_ == 0) unpark();  // fits() made sure one is free
     frames_[wrap(fr_head_ + fr_held_)] =
-        TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0, 0, false, false, false, false};
+        TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0, false, false};
     ++fr_held_;
   }
   uint8_t* slot(uint32_t i) const { return mem_ + size_t{i} * slot_bytes_; }
