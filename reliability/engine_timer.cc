@@ -89,8 +89,8 @@ void Engine::on_tail_probe(Peer& p) {
   // lost the probe repairs its last unit, and the SACK it brings back marks the rest (RACK),
   // after one round trip instead of one RTO; a lone lost message (a ping) is simply resent.
   // When the peer holds the newest unit, what is missing is a repair that vanished too: the
-  // probe resends the unit in flight the longest instead. One probe per flight: new data or
-  // an advancing ACK re-arms it; the RTO stays armed.
+  // probe resends the unit in flight the longest instead. One probe, until new data, an
+  // advancing ACK or a SACK of newer frames re-arms it; the RTO stays armed.
   p.tlp_deadline = kNever;
   if (p.s.state != PeerState::kEstablished || !p.tx.has_outstanding()) return;
   Seq probe = p.tx.nxt() - 1;
