@@ -141,7 +141,9 @@ uint32_t Engine::mark_lost_by_order(Peer& p) {
   uint32_t pos;
   while (p.tx.flight_oldest(&pos) && p.tx.frame(pos).number < p.rack_frame) {
     const Seq s = p.tx.frame_first(pos);
-    n += mark_lost(p, s, s + 1, kNever, kNever);
+    const uint32_t m = mark_lost(p, s, s + 1, kNever, kNever);
+    if (m == 0) p.tx.flight_remove(pos);  // cannot be, but a walk that never ends is worse
+    n += m;
   }
   return n;
 }
@@ -235,7 +237,7 @@ void Engine::add_fragment(Peer& p, uint8_t flags, std::span<const uint8_t> paylo
       so_far + payload.size() > rebuild_above_) {
     const RebuildBuffer b = app_->rebuild_buffer(p.id);
     if (b.data != nullptr && b.cap >= cfg_.max_message_size)
-      ra.adopt(b);
+      ra.adopt(b, so_far);  // a message cut short by this first fragment is not copied
     else if (b.data != nullptr)
       app_->rebuild_buffer_free(p.id, b);  // too small to hold every message: unusable
   }

@@ -47,9 +47,10 @@ class Reassembly {
   bool lent() const { return lent_.data != nullptr; }
   /** @return the lent buffer (data nullptr: none). */
   const RebuildBuffer& loan() const { return lent_; }
-  /** Go on rebuilding in @p b (lent() false; b.cap >= the size limit): the bytes so far move. */
-  void adopt(RebuildBuffer b) {
-    std::memcpy(b.data, buf_, len_);
+  /** Go on rebuilding in @p b (lent() false; b.cap >= the size limit): the first @p keep
+   *  bytes (the message so far, 0 before a first fragment) move. */
+  void adopt(RebuildBuffer b, uint64_t keep) {
+    std::memcpy(b.data, buf_, keep);
     lent_ = b;
     buf_ = b.data;
   }
