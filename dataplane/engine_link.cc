@@ -14,6 +14,7 @@ int EngineLink::init(FaultyPort& port, rte_mempool* pool, const EncapConfig& enc
   if (burst == 0 || burst > kMaxBurst) return -EINVAL;
   port_ = &port;
   pool_ = pool;
+  hold_cap_ = pool != nullptr ? pool->size / 4 : 0;
   encap_ = encap;
   burst_ = burst;
   clock_ = TscClock(rte_get_tsc_hz());
@@ -119,6 +120,22 @@ void EngineLink::frame_memory_free(uint8_t* mem) {
 bool EngineLink::slot_busy(const uint8_t* slot) const {
   const auto* priv = reinterpret_cast<const SlotPriv*>(slot);
   return __atomic_load_n(&priv->shinfo.refcnt, __ATOMIC_ACQUIRE) > 1;
+}
+
+void* EngineLink::hold_frame() {
+  if (current_ == nullptr || holds_ >= hold_cap_) {
+    ++counters_.hold_refused;
+    return nullptr;
+  }
+  rte_mbuf_refcnt_update(current_, 1);  // poll()'s free after the burst leaves it alive
+  ++holds_;
+  ++counters_.held_in;
+  return current_;
+}
+
+void EngineLink::release_frame(void* held) {
+  rte_pktmbuf_free(static_cast<rte_mbuf*>(held));
+  --holds_;
 }
 
 bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) {

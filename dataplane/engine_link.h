@@ -50,6 +50,8 @@ struct EngineLinkCounters {
   uint64_t not_allowed = 0;      ///< received from an address and a node that are no peer of ours
   uint64_t spoofed = 0;          ///< received in the name of a peer, not from its address
   uint64_t held_out = 0;         ///< frames sent from a held slot without a copy (retransmissions too)
+  uint64_t held_in = 0;          ///< holds on received frames: units kept in place out of order
+  uint64_t hold_refused = 0;     ///< holds refused (a quarter of the pool held already): copied
   DecodeCounters decode;         ///< rejected frames by reason, the tag's (decode_auth_*) too
 };
 
@@ -61,7 +63,7 @@ void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
   fn("frames_in", c.frames_in), fn("frames_out", c.frames_out), fn("tx_backpressure", c.tx_backpressure);
   fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
   fn("not_allowed", c.not_allowed), fn("spoofed", c.spoofed);
-  fn("held_out", c.held_out);
+  fn("held_out", c.held_out), fn("held_in", c.held_in), fn("hold_refused", c.hold_refused);
   fn("decode_accepted", c.decode.accepted), fn("decode_rejected", c.decode.total_rejected());
   for (size_t i = 0; i < kDecodeErrorCount; ++i)
     fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
@@ -102,6 +104,12 @@ class EngineLink final : public rel::FrameSink {
   void frame_memory_free(uint8_t* mem) override;
   bool send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) override;
   bool slot_busy(const uint8_t* slot) const override;
+  // In-place receive (frame_sink.h): a reference on the mbuf being received, at most a
+  // quarter of the pool's mbufs at a time, so that receiving and sending never run dry.
+  void* hold_frame() override;
+  void release_frame(void* held) override;
+  /** @return holds on received mbufs not given back yet. */
+  uint32_t holds() const { return holds_; }
 
   const EngineLinkCounters& counters() const { return counters_; }
   /** @return memzones of held frames still given to the engine (0 once it let them all go). */
@@ -134,6 +142,8 @@ class EngineLink final : public rel::FrameSink {
   rte_mbuf* pending_[kMaxBurst];
   uint16_t pending_n_ = 0;
   rte_mbuf* current_ = nullptr;
+  uint32_t holds_ = 0;     ///< references taken by hold_frame() and not released
+  uint32_t hold_cap_ = 0;  ///< a quarter of the pool
   std::vector<Zone> zones_;  ///< held-frame memory handed to the engine
   uint32_t zone_serial_ = 0;
   EngineLinkCounters counters_;

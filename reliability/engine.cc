@@ -74,7 +74,10 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
 }
 
 Engine::~Engine() {
-  for (auto& p : peers_) drop_reassembly(*p);  // lent buffers go back
+  for (auto& p : peers_) {  // lent buffers and held frames go back
+    drop_reassembly(*p);
+    release_held(*p);
+  }
 }
 
 Peer* Engine::find(NodeId id) {

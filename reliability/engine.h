@@ -184,6 +184,7 @@ class Engine {
   void add_fragment(Peer& p, uint8_t flags, std::span<const uint8_t> payload);
   bool deliver_rebuilt(Peer& p);
   void drop_reassembly(Peer& p);
+  void release_held(Peer& p);
   uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);
@@ -232,6 +233,9 @@ class Engine {
   // The records of the data frame being received, decoded once by records_ok() and used by
   // on_records() (a frame of more records than fit is decoded again there).
   static constexpr uint32_t kRecordCache = 512;
+  // Units of at least this many bytes received out of order are held in their frame when the
+  // sink can (FrameSink::hold_frame()), smaller ones copied into the window.
+  static constexpr size_t kHoldFrom = 256;
   std::unique_ptr<Record[]> recs_;
   uint32_t recs_n_ = 0;
   bool recs_whole_ = false;

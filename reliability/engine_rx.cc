@@ -203,8 +203,16 @@ void Engine::on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> pay
     else
       nack_request(p, now);
   }
-  rx.store(s, flags, payload);
+  // A large unit waits in its frame when the sink can keep the frame (in-place receive):
+  // copying it into the window costs more than a reference on the frame; a small one is
+  // cheaper to copy than to hold a whole frame for.
+  void* held = payload.size() >= kHoldFrom ? frames_->hold_frame() : nullptr;
+  rx.store(s, flags, payload, held);
   if (p.ack_deadline == kNever) p.ack_deadline = now + cfg_.ack_delay_ns;
+}
+
+void Engine::release_held(Peer& p) {
+  p.rx.drain_held([this](void* h) { frames_->release_frame(h); });
 }
 
 bool Engine::deliver_one(Peer& p, std::span<const uint8_t> m) {
@@ -286,7 +294,7 @@ void Engine::try_deliver(Peer& p) {
     } else {
       add_fragment(p, sl.rec_flags, rx.payload(rx.dlv()));
     }
-    rx.pop();
+    if (void* h = rx.pop()) frames_->release_frame(h);
     freed = true;
   }
   p.deliver_blocked = refused;

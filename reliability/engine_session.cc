@@ -39,6 +39,7 @@ void Engine::learn_peer(Peer& p, const Header& h) {
   p.s.epoch = h.src_epoch;
   p.s.token = h.src_token;
   p.s.peer_isn = h.seq;
+  release_held(p);
   p.rx.reset(h.seq);
   drop_reassembly(p);
   p.credit_in.reset();
@@ -137,6 +138,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.s = Session{};
   p.s.my_isn = isn;
   p.tx.reset(p.s.my_isn);
+  release_held(p);
   p.rx.reset(0);
   drop_reassembly(p);
   p.credit_out.reset();

@@ -9,6 +9,9 @@
  * on every retransmission, until the peer acknowledges every unit in it. A sink that can send
  * a slot as it is (DPDK: an mbuf attached to it as an external buffer) overrides send_held();
  * the default copies it like any other frame.
+ *
+ * On receive, a sink that can keep a received frame alive (DPDK: a reference on its mbuf)
+ * overrides hold_frame(): units behind a hole then wait in the frame they came in.
  */
 #pragma once
 
@@ -60,6 +63,17 @@ class FrameSink {
   /** @return true while a frame sent from @p slot is still in use by the sink or beyond it
    *  (a PMD's queue, a receiver on the same host). Called from the engine's lcore. */
   virtual bool slot_busy(const uint8_t* /*slot*/) const { return false; }
+
+  /**
+   * In-place receive. Keep the frame being handed to Engine::on_frame() now (its bytes as
+   * they are) past that call: the engine holds a unit received out of order in it instead of
+   * copying the unit into its window. Called only from inside on_frame().
+   * @return a name for the hold, given back to release_frame() exactly once; nullptr to
+   *         refuse (the engine copies the unit, as with a sink that never holds).
+   */
+  virtual void* hold_frame() { return nullptr; }
+  /** Let go of one hold_frame() (the unit was delivered, or its session ended). */
+  virtual void release_frame(void* /*held*/) {}
 };
 
 }  // namespace imago::rel

@@ -8,6 +8,9 @@
  *   nxt               cumulative ACK: the first unit not received
  *   (nxt, dlv + size) may hold units received out of order (selective repeat)
  * Anything at or beyond dlv + size has no slot: it is an overflow and drives credits.
+ *
+ * A unit is copied into its slot, or held in place: the slot then points into the received
+ * frame, which the frame sink keeps alive until pop() or drain_held() hands the hold back.
  */
 #pragma once
 
@@ -23,6 +26,8 @@
 namespace imago::rel {
 
 struct RxSlot {
+  const uint8_t* at;  ///< the payload: in the slot's own bytes, or in a held frame
+  void* held;         ///< the hold (FrameSink::hold_frame()); nullptr: copied into the slot
   uint32_t len;
   uint8_t rec_flags;
 };
@@ -39,8 +44,9 @@ class RecvWindow {
     present_.init(slots);
     data_ = std::make_unique_for_overwrite<uint8_t[]>(uint64_t{slots} * unit_cap);
   }
-  /** Empty the window; the peer's first unit will be @p isn. */
+  /** Empty the window (drain_held() first); the peer's first unit will be @p isn. */
   void reset(Seq isn) {
+    assert(held_n_ == 0);
     present_.clear_all();
     dlv_ = nxt_ = high_ = isn;
   }
@@ -72,18 +78,26 @@ class RecvWindow {
     return true;
   }
   std::span<const uint8_t> payload(Seq s) const {
-    return {data_.get() + uint64_t{s & mask_} * cap_, meta_[s & mask_].len};
+    const RxSlot& m = meta_[s & mask_];
+    return {m.at, m.len};
   }
+  /** @return units held in place now. */
+  uint32_t held() const { return held_n_; }
 
   /**
-   * Store unit @p s (caller checked fits() and that it is not present).
+   * Store unit @p s (caller checked fits() and that it is not present): copied into its slot,
+   * or, with @p held (a hold on the frame @p p lies in), left where it is.
    * Advances the cumulative ACK over every unit now contiguous.
    */
-  void store(Seq s, uint8_t rec_flags, std::span<const uint8_t> p) {
+  void store(Seq s, uint8_t rec_flags, std::span<const uint8_t> p, void* held = nullptr) {
     RxSlot& m = meta_[s & mask_];
-    m = RxSlot{static_cast<uint32_t>(p.size()), rec_flags};
+    uint8_t* own = data_.get() + uint64_t{s & mask_} * cap_;
+    m = RxSlot{held != nullptr ? p.data() : own, held, static_cast<uint32_t>(p.size()), rec_flags};
     present_.set(s);
-    if (!p.empty()) std::memcpy(data_.get() + uint64_t{s & mask_} * cap_, p.data(), p.size());
+    if (held != nullptr)
+      ++held_n_;
+    else if (!p.empty())
+      std::memcpy(own, p.data(), p.size());
     if (seq_ge(s, high_)) high_ = s + 1;
     advance();
   }
@@ -97,10 +111,25 @@ class RecvWindow {
     nxt_ = s + 1;
     advance();
   }
-  /** The application took unit dlv: free its slot. */
-  void pop() {
+  /** The application took unit dlv: free its slot. @return its hold to give back (nullptr:
+   *  none). */
+  void* pop() {
+    void* h = meta_[dlv_ & mask_].held;
+    held_n_ -= h != nullptr;
     present_.clear(dlv_);
     ++dlv_;
+    return h;
+  }
+  /** Call @p release(hold) for every unit held in place, and forget them (before reset()). */
+  template <typename F>
+  void drain_held(F&& release) {
+    for (Seq s = dlv_; held_n_ != 0 && s != high_; ++s) {
+      RxSlot& m = meta_[s & mask_];
+      if (!present_.test(s) || m.held == nullptr) continue;
+      release(m.held);
+      m.held = nullptr;
+      --held_n_;
+    }
   }
   size_t memory_bytes() const { return slots_ * (sizeof(RxSlot) + cap_) + present_.memory_bytes(); }
 
@@ -114,6 +143,7 @@ class RecvWindow {
   uint32_t slots_ = 0;
   uint32_t mask_ = 0;  ///< slots_ - 1
   uint32_t cap_ = 0;
+  uint32_t held_n_ = 0;  ///< units held in place
   Seq dlv_ = 0;
   Seq nxt_ = 0;
   Seq high_ = 0;

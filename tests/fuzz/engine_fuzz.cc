@@ -20,7 +20,9 @@
 // forger never gets anything delivered; and unless A and B reset or declared each other
 // dead, once the wire is fair again every message either accepted reaches the other side;
 // A rebuilds messages of more than 512 bytes in buffers the harness lends (two), and each
-// comes back exactly once, with its message or at A's end.
+// comes back exactly once, with its message or at A's end; A holds units received out of
+// order in their frames (in-place receive), each hold back exactly once, and a frame let go
+// is overwritten (a unit read after its release would be delivered corrupt).
 #include <sanitizer/allocator_interface.h>
 
 #include <algorithm>
@@ -38,6 +40,7 @@
 #include "reliability/rng.h"
 #include "tests/fuzz/capture.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/reliability/held_frames.h"
 
 namespace imago::fuzz {
 namespace {
@@ -153,6 +156,7 @@ struct Side : rel::FrameSink, rel::AppSink {
   NodeId self;
   std::unique_ptr<Engine> e;
   Side(World& world, NodeId id) : w(world), self(id) {}
+  ~Side() override { e.reset(); }  // the engine gives back what it holds first
   bool send_frame(NodeId peer, std::span<const uint8_t> f) override;
   bool deliver(NodeId peer, std::span<const uint8_t> m) override;
   void on_peer_reset(NodeId peer, uint64_t) override;
@@ -165,6 +169,10 @@ struct Side : rel::FrameSink, rel::AppSink {
   rel::RebuildBuffer rebuild_buffer(NodeId) override;
   bool deliver_rebuilt(NodeId peer, std::span<const uint8_t> m, rel::RebuildBuffer b) override;
   void rebuild_buffer_free(NodeId, rel::RebuildBuffer b) override;
+  // A holds the frames it receives (in-place receive): each hold back exactly once.
+  test::HeldFrames held;
+  void* hold_frame() override { return self == kA ? held.hold() : nullptr; }
+  void release_frame(void* h) override { FUZZ_CHECK(held.release(h)); }
   /** @return which loan @p b is (it must be one that is out). */
   size_t loan_of(const rel::RebuildBuffer& b) const {
     const size_t i = b.cookie == &out[0] ? 0 : 1;
@@ -304,10 +312,12 @@ void Side::on_peer_dead(NodeId peer, uint64_t) {
 // --- calls into A, watched ---
 
 void a_on_frame(World& w, std::span<const uint8_t> f) {
+  const std::span<const uint8_t> mine = w.a.held.begin(f);  // outside the watch: the wire's
   {
     Watch watch;
-    w.a.e->on_frame(f, w.now);
+    w.a.e->on_frame(mine, w.now);
   }
+  w.a.held.end();
   FUZZ_CHECK(g_allocs == 0);
 }
 void a_poll(World& w) {
@@ -635,6 +645,7 @@ void run(Reader& in) {
   check_liveness(w);
   w.a.e.reset();
   FUZZ_CHECK(!w.a.out[0] && !w.a.out[1]);  // every rebuild buffer back, once
+  FUZZ_CHECK(w.a.held.holds() == 0);        // every received frame A held, back once
 }
 
 // --- seeds: op sequences around frames of a real conversation ---

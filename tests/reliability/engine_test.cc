@@ -680,6 +680,36 @@ TEST_F(EngineTest, ALargeMessageIsRebuiltInALentBufferAndDeliveredInIt) {
   EXPECT_EQ(b.got.size(), 2u);
 }
 
+TEST_F(EngineTest, UnitsBehindAHoleWaitInTheirFramesEachHoldGivenBackOnce) {
+  b.hold_rx = true;
+  connect();
+  // Do: four 600-byte messages in frames of their own, the first lost; then two of 100.
+  std::vector<Bytes> sent;
+  for (uint8_t i = 0; i < 4; ++i) sent.push_back(msg(600, i));
+  for (uint8_t i = 0; i < 2; ++i) sent.push_back(msg(100, 10 + i));
+  for (const Bytes& m : sent) ASSERT_EQ(a.e->send(2, m, send_flag::kFastpath, now), 0);
+  ASSERT_EQ(a.out.size(), sent.size());
+  a.out.pop_front();
+  move(a);
+  // Expect: the three large units behind the hole held in their frames, the small ones copied.
+  EXPECT_TRUE(b.got.empty());
+  EXPECT_EQ(b.holds_taken, 3);
+  EXPECT_EQ(b.holds_now, 3);
+  // Do: the repair. Expect: every message intact (a frame read after its release would be
+  // overwritten), every hold back.
+  for (int i = 0; i < 20 && b.got.size() < sent.size(); ++i) tick(1'000'000);
+  ASSERT_EQ(b.got, sent);
+  EXPECT_EQ(b.holds_now, 0);
+  // Do: two more behind a lost one, then the engine's end. Expect: both holds back.
+  for (uint8_t i = 0; i < 3; ++i) ASSERT_EQ(a.e->send(2, msg(900, 20 + i), send_flag::kFastpath, now), 0);
+  a.out.pop_front();
+  move(a);
+  EXPECT_EQ(b.holds_now, 2);
+  b.e.reset();
+  EXPECT_EQ(b.holds_now, 0);
+  EXPECT_TRUE(b.rx_held.empty());
+}
+
 TEST_F(EngineTest, SinkBackPressureKeepsFramesForLater) {
   connect();
   // Do: the link pushes back while a message is sent.

@@ -90,6 +90,27 @@ struct Node : FrameSink, AppSink {
     ++given_back;
     loan_out = false;
   }
+  // In-place receive (FrameSink::hold_frame), when hold_rx is set: the frame being received
+  // stays alive while held; a hold given back twice fails; a frame let go is overwritten.
+  bool hold_rx = false;
+  std::shared_ptr<Bytes> receiving;
+  std::map<const void*, std::pair<std::shared_ptr<Bytes>, int>> rx_held;
+  int holds_taken = 0, holds_now = 0;
+  void* hold_frame() override {
+    if (!hold_rx || !receiving) return nullptr;
+    auto& h = rx_held[receiving.get()];
+    h.first = receiving;
+    ++h.second, ++holds_taken, ++holds_now;
+    return receiving.get();
+  }
+  void release_frame(void* f) override {
+    auto it = rx_held.find(f);
+    ASSERT_TRUE(it != rx_held.end()) << "a frame released that is not held";
+    --holds_now;
+    if (--it->second.second > 0) return;
+    std::fill(it->second.first->begin(), it->second.first->end(), uint8_t{0xA5});
+    rx_held.erase(it);
+  }
   void on_peer_up(NodeId) override { ++ups; }
   void on_peer_reset(NodeId, uint64_t d) override { ++resets, discarded += d; }
   void on_peer_dead(NodeId, uint64_t d) override { ++deaths, discarded += d; }
@@ -192,9 +213,11 @@ class Pair : public ::testing::Test {
   size_t move(Node& from) {
     size_t n = 0;
     while (!from.out.empty()) {
-      Bytes f = std::move(from.out.front().second);
+      auto f = std::make_shared<Bytes>(std::move(from.out.front().second));
       from.out.pop_front();
-      other(from).e->on_frame(f, now);
+      other(from).receiving = f;
+      other(from).e->on_frame(*f, now);
+      other(from).receiving.reset();
       ++n;
     }
     return n;

@@ -15,6 +15,7 @@
 
 #include "reliability/engine.h"
 #include "reliability/rng.h"
+#include "tests/reliability/held_frames.h"
 #include "tests/reliability/sim.h"
 
 namespace imago::sim {
@@ -62,6 +63,9 @@ struct Scenario {
    *  lend_above bytes in (AppSink::rebuild_buffer). */
   uint64_t lend_above = UINT64_MAX;
   uint32_t lend_buffers = 0;
+  /** Received frames in buffers of their own that the engines may hold (in-place receive);
+   *  a buffer let go is overwritten before it is freed. */
+  bool hold_frames = false;
   uint64_t time_limit_ns = 600ull * 1'000'000'000;
 };
 
@@ -139,6 +143,8 @@ class Cluster {
   uint64_t delivered_bytes() const { return delivered_bytes_; }
   /** @return messages delivered in buffers the applications lent (Scenario::lend_above). */
   uint64_t rebuilt() const { return rebuilt_; }
+  /** @return units held in their received frames (Scenario::hold_frames). */
+  uint64_t held() const { return held_; }
   uint64_t excused() const {
     uint64_t n = 0;
     for (const auto& s : streams_) n += s.excused_below;
@@ -220,6 +226,28 @@ class Cluster {
       ++c->rebuilt_;
       return true;
     }
+    // Received frames the engine holds (Scenario::hold_frames).
+    test::HeldFrames held;
+    void* hold_frame() override {
+      TrackAllocs off(false);
+      void* h = held.hold();
+      c->held_ += h != nullptr;
+      return h;
+    }
+    void release_frame(void* h) override {
+      TrackAllocs off(false);
+      if (!held.release(h)) c->error_ = "a received frame given back twice, or never held";
+    }
+    /** Hand @p f to the engine in a buffer of its own it may hold. */
+    void receive_held(std::span<const uint8_t> f, uint64_t now) {
+      const std::span<const uint8_t> mine = held.begin(f);
+      {
+        TrackAllocs on(true);
+        e->on_frame(mine, now);
+      }
+      held.end();
+    }
+
     void rebuild_buffer_free(NodeId, rel::RebuildBuffer b) override {
       TrackAllocs off(false);
       if (lent.erase(b.data) != 1) c->error_ = "a rebuild buffer given back twice, or never lent";
@@ -254,6 +282,7 @@ class Cluster {
     n.e.reset();
     n.up = false;
     if (!n.lent.empty()) error_ = "rebuild buffers kept past the engine's end";
+    if (n.held.holds() != 0) error_ = "received frames held past the engine's end";
     for (NodeId j = 0; j < sc_.nodes; ++j) {
       if (j == i) continue;
       excuse(i, j, false);  // what i had not confirmed dies with it
@@ -377,6 +406,7 @@ class Cluster {
     net_.deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
       Node& n = nodes_[to];
       if (!n.up) return;
+      if (sc_.hold_frames) return n.receive_held(f, now_);
       TrackAllocs on(true);
       n.e->on_frame(f, now_);
     });
@@ -469,6 +499,7 @@ class Cluster {
   size_t max_memory_ = 0;
   std::string error_;
   uint64_t rebuilt_ = 0;
+  uint64_t held_ = 0;
 };
 
 }  // namespace imago::sim
