@@ -4,6 +4,8 @@
 // BM_Engine_SendPath / ReceivePath / AckPath: per-message CPU cost of each half of the
 // protocol over an in-memory link (two engines, frames copied into a flat buffer), measured
 // per phase over batches of messages with manual timing, at 16 B, 64 B, 1 KiB and 8 KiB.
+// BM_Engine_LossyPath: both halves per message delivered under injected loss.
+// BM_Engine_GroupSend: a group source's CPU per message to 1, 8 and 64 members.
 // BM_Engine_Goodput: delivered bytes per second of *virtual* time over the deterministic
 // simulator (10 Gb/s link, 10 us delay, 1 KiB messages) under 0 / 0.1 / 1 / 5 / 10 % loss,
 // selective repeat vs go-back-N. Its CPU time is the simulator's, not a speed figure.
@@ -220,6 +222,116 @@ void BM_Engine_LossyPath(benchmark::State& state) {
 BENCHMARK(BM_Engine_LossyPath)
     ->ArgNames({"size", "loss_bp", "hold"})
     ->ArgsProduct({{64, 1024}, {0, 100, 1000}, {0, 1}});
+
+/** One engine of the group bench: frames it emitted (to a node, or to the group). */
+struct GroupEnd : imago::rel::FrameSink, imago::rel::AppSink {
+  std::unique_ptr<Engine> e;
+  struct Out {
+    NodeId to;  ///< 0: the group
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Out> out;
+  uint64_t msgs = 0;
+  bool send_frame(NodeId to, std::span<const uint8_t> f) override {
+    out.push_back({to, {f.begin(), f.end()}});
+    return true;
+  }
+  bool multicast() const override { return true; }
+  bool send_group(imago::rel::GroupId, std::span<const uint8_t> f) override {
+    out.push_back({0, {f.begin(), f.end()}});
+    return true;
+  }
+  bool deliver(NodeId, std::span<const uint8_t>) override { return true; }
+  bool deliver_group(NodeId, imago::rel::GroupId, std::span<const uint8_t> m) override {
+    benchmark::DoNotOptimize(m.data());
+    ++msgs;
+    return true;
+  }
+};
+
+/** A group source's CPU time per message to N members: args = members, message size. The
+ *  link multicasts (one frame for every member); the members' ACKs reach the source each
+ *  batch. Timed: the source's group_send(), poll() and on_frame() of their ACKs. Flat in N
+ *  is IBRMP's claim; what grows with N is only the ACKs taken. */
+void BM_Engine_GroupSend(benchmark::State& state) {
+  const auto members = static_cast<uint32_t>(state.range(0));
+  const auto size = static_cast<size_t>(state.range(1));
+  constexpr imago::rel::GroupId kG = 9;
+  std::vector<std::unique_ptr<GroupEnd>> nodes(members + 1);
+  uint64_t now = 1'000'000;
+  for (uint32_t i = 0; i <= members; ++i) {
+    nodes[i] = std::make_unique<GroupEnd>();
+    Config c = imago::rel::fast_link_preset();
+    c.node_id = i + 1;
+    c.send_window = 64;
+    c.recv_window = 64;
+    c.max_message_size = 64u << 10;
+    c.send_buffer_bytes = 1u << 20;
+    c.max_peers = members + 1;
+    c.group_sources = i == 0 ? 1 : 0;
+    c.group_streams = i == 0 ? 0 : 1;
+    c.group_window = 4096;
+    Engine::create(c, nodes[i].get(), nodes[i].get(), &nodes[i]->e);
+  }
+  for (uint32_t i = 1; i <= members; ++i) nodes[0]->e->add_peer(i + 1, now), nodes[i]->e->add_peer(1, now);
+  // Hand every frame to where it goes; the source's own deliveries are timed by @p lap.
+  auto pump = [&](auto&& to_source) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (uint32_t i = 0; i <= members; ++i) {
+        std::vector<GroupEnd::Out> out;
+        out.swap(nodes[i]->out);
+        for (auto& f : out) {
+          moved = true;
+          if (f.to == 1) {
+            to_source(f.bytes);
+          } else if (f.to == 0) {
+            for (uint32_t m = 1; m <= members; ++m) nodes[m]->e->on_frame(f.bytes, now);
+          } else {
+            nodes[f.to - 1]->e->on_frame(f.bytes, now);
+          }
+        }
+      }
+    }
+  };
+  auto untimed = [&](const std::vector<uint8_t>& f) { nodes[0]->e->on_frame(f, now); };
+  auto poll_all = [&] {
+    for (auto& n : nodes) n->e->poll(now);
+  };
+  for (int i = 0; i < 20; ++i, now += 1'000'000) poll_all(), pump(untimed);
+  nodes[0]->e->group_open(kG, now);
+  for (uint32_t m = 1; m <= members; ++m) nodes[m]->e->group_join(kG, false, now);
+  for (int i = 0; i < 20; ++i, now += 1'000'000) poll_all(), pump(untimed);
+  std::vector<uint8_t> msg(size, 0x5A);
+  uint64_t sent = 0;
+  for (auto _ : state) {
+    double t = 0;
+    auto timed = [&](const std::vector<uint8_t>& f) {
+      const auto t0 = Clock::now();
+      nodes[0]->e->on_frame(f, now);
+      t += std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    auto t0 = Clock::now();
+    for (int i = 0; i < kBatch; ++i) sent += nodes[0]->e->group_send(kG, msg, 0, now) == 0;
+    now += nodes[0]->e->config().coalesce_ns;
+    nodes[0]->e->poll(now);
+    t += std::chrono::duration<double>(Clock::now() - t0).count();
+    pump(timed);
+    now += nodes[0]->e->config().group_ack_delay_ns;
+    for (uint32_t m = 1; m <= members; ++m) nodes[m]->e->poll(now);
+    pump(timed);
+    state.SetIterationTime(t);
+  }
+  for (uint32_t m = 1; m <= members; ++m)
+    if (nodes[m]->msgs != sent) state.SkipWithError("a member missed messages");
+  state.SetItemsProcessed(static_cast<int64_t>(sent));
+  state.counters["frames_per_msg"] = static_cast<double>(nodes[0]->e->group_counters().data_frames) /
+                                     static_cast<double>(std::max<uint64_t>(sent, 1));
+}
+BENCHMARK(BM_Engine_GroupSend)
+    ->ArgNames({"members", "size"})
+    ->ArgsProduct({{1, 8, 64}, {64, 1024}})
+    ->UseManualTime();
 
 /** Goodput over the simulator: args = loss in units of 0.01 %, selective repeat (1) or GBN (0),
  *  Pupa's timers and a small window (0) or the fast-link preset DPDK nodes run with (1). */

@@ -26,7 +26,7 @@ Reject decode_header(std::span<const uint8_t> frame, bool require_crc, Header* o
   std::memcpy(&w, frame.data(), sizeof(w));
   if (w.version != kWireVersion) return Reject::kBadVersion;
   if (w.type < static_cast<uint8_t>(FrameType::kHello) ||
-      w.type > static_cast<uint8_t>(FrameType::kAck))
+      w.type > static_cast<uint8_t>(FrameType::kGroupCtl))
     return Reject::kBadType;
   if (w.flags & ~frame_flag::kAll) return Reject::kBadFlags;
   if (w.flags & frame_flag::kCrc) {
@@ -49,7 +49,9 @@ Reject decode_header(std::span<const uint8_t> frame, bool require_crc, Header* o
   out->ack = w.ack.get();
   out->credit = w.credit.get();
   *body = frame.subspan(fixed);
-  if (out->type != FrameType::kData && !body->empty()) return Reject::kBadRecord;
+  const bool has_body = out->type == FrameType::kData || out->type == FrameType::kGroupData ||
+                        out->type == FrameType::kGroupCtl;
+  if (!has_body && !body->empty()) return Reject::kBadRecord;
   return Reject::kNone;
 }
 
@@ -57,7 +59,7 @@ int RecordReader::next(Record* rec) {
   const size_t n = p_.size();
   if (off_ == n) return 0;
   uint8_t flags = p_[off_++];
-  if (flags & ~rec_flag::kAll) return -EBADMSG;
+  if (flags & ~allowed_) return -EBADMSG;
   if ((flags & rec_flag::kSeq) && n - off_ >= 4) {
     Be32 s;
     std::memcpy(&s, p_.data() + off_, 4);

@@ -72,7 +72,9 @@ inline uint64_t decode_sack_word(std::span<const uint8_t> frame, uint32_t i) {
  */
 class RecordReader {
  public:
-  RecordReader(std::span<const uint8_t> body, Seq first_seq) : p_(body), seq_(first_seq) {}
+  /** @p allowed: the record flags the frame type may carry (kAllGroup in kGroupData). */
+  RecordReader(std::span<const uint8_t> body, Seq first_seq, uint8_t allowed = rec_flag::kAll)
+      : p_(body), seq_(first_seq), allowed_(allowed) {}
 
   /**
    * @param rec the next record on success.
@@ -83,6 +85,7 @@ class RecordReader {
  private:
   std::span<const uint8_t> p_;
   Seq seq_;
+  uint8_t allowed_;
   size_t off_ = 0;
 };
 

@@ -62,6 +62,15 @@ struct Config {
   /// makes us send that peer no more than this (RFC 5961 section 7 limits challenge ACKs).
   /// Keep it below rto_initial_ns, the first HELLO retry of a restarted peer.
   uint64_t challenge_interval_ns = 1 * kMs;
+
+  // Groups (reliable multicast, docs/PROTOCOL.md 3.7). Their buffers are set aside by
+  // create(), and only when these are above 0.
+  uint32_t group_sources = 0;   ///< groups this node may send to at once
+  uint32_t group_streams = 0;   ///< (source, group) streams this node may receive at once
+  uint32_t group_window = 1024;  ///< units per group stream on either side (power of two)
+  uint64_t group_ack_delay_ns = 1 * kMs;  ///< a member batches its ACKs this long
+  uint64_t group_status_ns = 5 * kMs;     ///< a source tells a lagging member its tail this often
+  uint64_t group_expire_ns = 2 * kSec;    ///< a member that holds data back this long is expired
 };
 
 /**
@@ -78,6 +87,8 @@ constexpr Config fast_link_preset(Config c = {}) {
   c.ack_delay_ns = 500 * kUs;
   c.rto_min_ns = 2 * kMs;
   c.rto_initial_ns = 10 * kMs;
+  c.group_ack_delay_ns = 100 * kUs;
+  c.group_status_ns = 1 * kMs;
   return c;
 }
 

@@ -36,6 +36,8 @@ enum class Reject : uint8_t {
   kTooLarge,     ///< reassembled message above max_message_size
   kUnprovenRestart,  ///< HELLO of a new incarnation that did not (yet) echo our challenge
   kBadCredit,        ///< credit beyond any receive window (> 2^30, not unlimited): ignored
+  kNotJoined,        ///< group data of a stream this node does not receive (not joined, ended)
+  kBadGroupCtl,      ///< group control entry malformed, of an unknown op, or for no such stream
   kCount,
 };
 

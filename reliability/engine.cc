@@ -38,6 +38,10 @@ int validate(const Config& c) {
   if (c.credit_high_pct > 100 || c.max_peers == 0) return -EINVAL;
   if (c.rto_min_ns == 0 || c.rto_min_ns > c.rto_max_ns || c.rto_initial_ns == 0) return -EINVAL;
   if (c.dead_after_ns == 0 || c.ack_refresh_ns == 0) return -EINVAL;
+  if ((c.group_sources != 0 || c.group_streams != 0) &&
+      (!pow2(c.group_window) || c.group_window > (1u << 20) || c.group_status_ns == 0 ||
+       c.group_expire_ns == 0 || c.group_sources > 1024 || c.group_streams > 1024))
+    return -EINVAL;
   return 0;
 }
 
@@ -71,6 +75,7 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   frames_per_peer_ = SendWindow::frames_for(cfg);
   peers_.reserve(cfg.max_peers);
   index_.reserve(cfg.max_peers);
+  init_groups();
 }
 
 Engine::~Engine() {
@@ -146,6 +151,7 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
   Header h;
   std::span<const uint8_t> body;
   Reject r = decode_header(frame, cfg_.crc, &h, &body);
+  if (r == Reject::kNone && h.type == FrameType::kGroupData) return on_group_data(h, body, now_ns);
   if (r == Reject::kNone && h.dst_node != cfg_.node_id) r = Reject::kWrongDst;
   Peer* p = r == Reject::kNone ? find(h.src_node) : nullptr;
   if (r == Reject::kNone && p == nullptr) r = Reject::kUnknownPeer;
@@ -155,6 +161,11 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
   }
   if (h.type == FrameType::kHello || h.type == FrameType::kHelloAck) {
     on_hello(*p, h, now_ns);
+  } else if (h.type == FrameType::kGroupCtl) {
+    if (!session_ok(*p, h)) return;
+    p->last_heard = now_ns;
+    p->c.pkts_received++;
+    return on_group_ctl(*p, body, now_ns);
   } else if (session_ok(*p, h)) {
     if (h.type == FrameType::kData && !records_ok(body, h.seq)) {
       p->c.reject[static_cast<size_t>(Reject::kBadRecord)]++;
@@ -255,6 +266,10 @@ size_t Engine::memory_bytes() const {
   size_t n = cfg_.mtu;
   for (const auto& p : peers_)
     n += sizeof(Peer) + p->tx.memory_bytes() + p->rx.memory_bytes() + p->reasm.memory_bytes();
+  for (uint32_t i = 0; i < cfg_.group_sources; ++i)
+    n += sizeof(GroupTx) + gtx_[i].tx.memory_bytes() + gtx_[i].members.capacity() * sizeof(GroupMember);
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i)
+    n += sizeof(GroupRx) + grx_[i].rx.memory_bytes() + grx_[i].reasm.memory_bytes();
   return n;
 }
 

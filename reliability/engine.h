@@ -24,12 +24,30 @@
 #include "reliability/config.h"
 #include "reliability/counters.h"
 #include "reliability/frame_sink.h"
+#include "reliability/group.h"
 #include "reliability/reassembly.h"
 #include "reliability/rng.h"
 #include "reliability/session.h"
 #include "reliability/wire.h"
 
 namespace imago::rel {
+
+/** What happened to a group stream (AppSink::on_group_event()). */
+struct GroupEvent {
+  enum Kind : uint8_t {
+    kJoined = 1,   ///< member joined the view at position (its first unit)
+    kLeft = 2,     ///< member left; position: what it had acknowledged
+    kExpired = 3,  ///< member expired (silent too long, or its session ended); position as kLeft
+    kStarted = 4,  ///< this node receives src's stream of the group from position on
+    kEnded = 5,    ///< this node no longer receives it; position: the first unit not delivered
+  };
+  Kind kind;
+  NodeId src;      ///< the stream's source (this node for events of its own streams)
+  GroupId group;
+  NodeId member;   ///< kJoined, kLeft, kExpired: whose membership changed
+  uint32_t view;   ///< the source's view number after the change (kJoined, kLeft, kExpired)
+  Seq position;
+};
 
 /** Where the engine hands messages and peer events (the API rings, or a test). */
 class AppSink {
@@ -68,6 +86,14 @@ class AppSink {
   }
   /** Take back a lent buffer whose message was not delivered (a reset, the engine's end). */
   virtual void rebuild_buffer_free(NodeId /*peer*/, RebuildBuffer /*b*/) {}
+
+  /** Deliver one message of group @p g from source @p src (group_join()). As deliver(). */
+  virtual bool deliver_group(NodeId /*src*/, GroupId /*g*/, std::span<const uint8_t> /*msg*/) {
+    return true;
+  }
+  /** A group stream changed: a member joined, left or expired (in the stream's order, at
+   *  each member and at the source), a stream started or ended here, data was lost. */
+  virtual void on_group_event(const GroupEvent& /*e*/) {}
 };
 
 /** send() flags. */
@@ -123,6 +149,33 @@ class Engine {
    *         -EMSGSIZE larger than max_message_size; -ENOTCONN peer dead; -EINVAL unknown peer.
    */
   int send(NodeId peer, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns);
+
+  /**
+   * Groups (reliable multicast, docs/PROTOCOL.md 3.7); Config::group_sources and
+   * group_streams set aside their buffers.
+   * Become a source of group @p g (control path). Peers that asked to join it are admitted.
+   * @return 0, -EINVAL (g 0, or no group_sources), -EEXIST (open already), -ENOSPC (all in use).
+   */
+  int group_open(GroupId g, uint64_t now_ns);
+  /**
+   * Queue one message to every member of @p g's view. As send(): 0, -EAGAIN (the slowest
+   * member's window is full), -EMSGSIZE (above group_max_message()), -EINVAL (not open).
+   */
+  int group_send(GroupId g, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns);
+  /**
+   * Join group @p g: ask every peer (now and whenever a session comes up) to admit this node
+   * to its stream of @p g, from its next message or, with @p from_oldest, from the oldest it
+   * still holds. Each source that admits it starts a stream (GroupEvent::kStarted).
+   * @return 0, -EINVAL (g 0, or no group_streams), -EEXIST (joined already), -ENOSPC.
+   */
+  int group_join(GroupId g, bool from_oldest, uint64_t now_ns);
+  /** Leave group @p g: every stream of it ends here (kEnded). @return 0 or -ENOENT. */
+  int group_leave(GroupId g, uint64_t now_ns);
+  /** @return the members of this node's stream of @p g (up to @p max ids into @p out). */
+  size_t group_members(GroupId g, NodeId* out, size_t max) const;
+  /** @return the largest message group_send() takes. */
+  uint64_t group_max_message() const;
+  const GroupCounters& group_counters() const { return gc_; }
 
   /** Process one received frame (bytes after the link header). Never fails; bad input is
    *  dropped and counted per Reject reason. */
@@ -209,6 +262,34 @@ class Engine {
   void commit_frame(Peer& p, uint32_t pos, uint64_t now);
   void update_ack_required(Peer& p);
 
+  // engine_group.cc: group streams.
+  void init_groups();
+  GroupTx* find_tx(GroupId g);
+  const GroupTx* find_tx(GroupId g) const;
+  GroupRx* find_rx(NodeId src, GroupId g);
+  GroupWant* find_want(GroupId g);
+  bool admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now);
+  bool push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq position, uint64_t now);
+  void remove_member(GroupTx& t, size_t i, GroupEvent::Kind why, uint64_t now);
+  void group_release(GroupTx& t);
+  void group_flush(GroupTx& t, uint64_t now, bool all);
+  void group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n);
+  void send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b);
+  void on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now);
+  void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
+  bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
+  bool on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now);
+  void group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,
+                  uint64_t now);
+  void group_deliver(GroupRx& r);
+  void end_stream(GroupRx& r);
+  void group_peer_gone(Peer& p);
+  void group_poll(uint64_t now);
+  void poll_source(GroupTx& t, uint64_t now);
+  void poll_member(GroupRx& r, uint64_t now);
+  void poll_wants(uint64_t now);
+  void event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos);
+
   // engine_timer.cc.
   void run_timers(Peer& p, uint64_t now);
   void on_rto(Peer& p, uint64_t now);
@@ -242,6 +323,14 @@ class Engine {
   FrameRoom room_;                    ///< the sink's room around held frames
   uint32_t frames_per_peer_;          ///< held frame slots of each send window
   PeerCounters orphan_;  ///< rejects before a peer was identified
+
+  // Groups (engine_group.cc), set aside by create().
+  std::unique_ptr<GroupTx[]> gtx_;
+  std::unique_ptr<GroupRx[]> grx_;
+  std::vector<GroupWant> wants_;                           ///< capacity group_streams
+  std::vector<std::pair<NodeId, GroupId>> interests_;      ///< joins of groups not open yet
+  uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
+  GroupCounters gc_;
 };
 
 }  // namespace imago::rel

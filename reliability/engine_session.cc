@@ -122,6 +122,11 @@ bool Engine::session_ok(Peer& p, const Header& h) {
     r = seq_lt(h.src_epoch, p.s.epoch) ? Reject::kStaleEpoch : Reject::kNoSession;
   } else if (h.src_token != p.s.token || h.dst_token != token_) {
     r = Reject::kWrongToken;
+  } else if (!p.s.confirmed && h.ack - p.s.my_isn > p.tx.nxt() - p.s.my_isn) {
+    // Before our handshake is confirmed, a frame must show it knows our ISN: its ACK lies in
+    // what we sent from it. Whoever claimed the peer's identity first (a HELLO of a node
+    // never heard) and learnt our token elsewhere gets nothing delivered without it.
+    r = Reject::kNoSession;
   }
   if (r == Reject::kNone) return true;
   count(p, r);
@@ -155,6 +160,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.hello_interval = cfg_.rto_initial_ns;
   p.last_heard = now_;  // a fresh session gets a full dead_after to complete
   if (notify) app_->on_peer_reset(p.id, discarded);
+  group_peer_gone(p);
 }
 
 void Engine::declare_dead(Peer& p) {

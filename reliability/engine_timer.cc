@@ -16,6 +16,7 @@ uint32_t Engine::poll(uint64_t now_ns) {
     run_timers(p, now_ns);
     sent += flush(p, now_ns, false);
   }
+  group_poll(now_ns);
   return sent;
 }
 
@@ -131,7 +132,7 @@ uint64_t Engine::peer_deadline(const Peer& p) const {
 uint64_t Engine::next_deadline() const {
   uint64_t d = kNever;
   for (const auto& p : peers_) d = std::min(d, peer_deadline(*p));
-  return d;
+  return std::min(d, group_deadline_);
 }
 
 }  // namespace imago::rel

@@ -74,6 +74,18 @@ class FrameSink {
   virtual void* hold_frame() { return nullptr; }
   /** Let go of one hold_frame() (the unit was delivered, or its session ended). */
   virtual void release_frame(void* /*held*/) {}
+
+  /**
+   * Groups (reliable multicast). @return true when send_group() reaches every node subscribed
+   * to a group with one transmission; false (the default): the engine sends a group's frames
+   * to each member with send_frame().
+   */
+  virtual bool multicast() const { return false; }
+  /** Transmit @p frame to every node subscribed to group @p g (multicast() true). As
+   *  send_frame(): false on back-pressure. */
+  virtual bool send_group(GroupId /*g*/, std::span<const uint8_t> /*frame*/) { return true; }
+  /** Receive group @p g's transmissions from now on (@p on), or no longer. Control path. */
+  virtual void subscribe(GroupId /*g*/, bool /*on*/) {}
 };
 
 }  // namespace imago::rel

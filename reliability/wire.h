@@ -29,6 +29,8 @@ enum class FrameType : uint8_t {
   kHelloAck = 2,  ///< handshake answer; same layout as kHello
   kData = 3,      ///< message records, with piggy-backed ACK/credit/SACK
   kAck = 4,       ///< ACK-only (also NACK, credit update, ACK request, keep-alive)
+  kGroupData = 5,  ///< a group stream's records, to the group (or one member: a repair)
+  kGroupCtl = 6,   ///< group control entries (GroupCtl) between a member and a source
 };
 
 /** FrameHeader::flags bits. */
@@ -103,7 +105,46 @@ inline constexpr uint8_t kCont = 0x02;  ///< continuation: not the first fragmen
 inline constexpr uint8_t kSeq = 0x04;   ///< an explicit Be32 seq follows (not previous + 1)
 inline constexpr uint8_t kFast = 0x08;  ///< sent with FASTPATH (informational)
 inline constexpr uint8_t kAll = 0x0F;
+/// kGroupData only: the record is a view change (GroupViewRecord), not a message.
+inline constexpr uint8_t kView = 0x10;
+inline constexpr uint8_t kAllGroup = kAll | kView;
 }  // namespace rec_flag
+
+/** A group (multicast) stream's group id; 0 is no group. */
+using GroupId = uint32_t;
+
+/** GroupCtl::op values (docs/PROTOCOL.md 3.7). */
+namespace group_op {
+inline constexpr uint8_t kJoin = 1;       ///< member: admit me (a: 1 from the oldest buffered, 0 from now)
+inline constexpr uint8_t kJoinOk = 2;     ///< source: admitted at a (first seq), view b
+inline constexpr uint8_t kLeave = 3;      ///< member: remove me
+inline constexpr uint8_t kLeaveOk = 4;    ///< source: removed
+inline constexpr uint8_t kAck = 5;        ///< member: I hold every unit before a
+inline constexpr uint8_t kNack = 6;       ///< member: send me units [a, a + b) again
+inline constexpr uint8_t kStatus = 7;     ///< source: my next seq is a, view b (tail check)
+inline constexpr uint8_t kExpired = 8;    ///< source: you were expired at a
+inline constexpr uint8_t kNotSource = 9;  ///< answer to kJoin: not a source of it (noted)
+inline constexpr uint8_t kMax = 9;
+}  // namespace group_op
+
+/** One entry of a kGroupCtl frame's body (which holds one or more). */
+struct __attribute__((packed)) GroupCtl {
+  uint8_t op;  ///< group_op
+  uint8_t pad[3];
+  Be32 group;
+  Be32 a;
+  Be32 b;
+};
+static_assert(sizeof(GroupCtl) == 16);
+
+/** The payload of a view-change record (rec_flag::kView) in a group stream. */
+struct __attribute__((packed)) GroupViewRecord {
+  uint8_t kind;     ///< GroupEvent::Kind: kJoined, kLeft or kExpired
+  Be32 member;      ///< whose membership changed
+  Be32 view;        ///< the view number from this record on
+  Be32 position;    ///< kJoined: its first seq; kLeft, kExpired: what it had acknowledged
+};
+static_assert(sizeof(GroupViewRecord) == 13);
 
 /** Record length byte value that escapes to a Be16 length (ZeroMQ's 0xFF escape). */
 inline constexpr uint8_t kLenEscape = 0xFF;

@@ -22,7 +22,8 @@
 // A rebuilds messages of more than 512 bytes in buffers the harness lends (two), and each
 // comes back exactly once, with its message or at A's end; A holds units received out of
 // order in their frames (in-place receive), each hold back exactly once, and a frame let go
-// is overwritten (a unit read after its release would be delivered corrupt).
+// is overwritten (a unit read after its release would be delivered corrupt). A is a group
+// source and a member (group_from_f): group frames of any kind from F change none of this.
 #include <sanitizer/allocator_interface.h>
 
 #include <algorithm>
@@ -98,12 +99,14 @@ enum Op : uint8_t {
   kAppFull,    // A's application stops / starts taking messages
   kSinkFull,   // A's frame sink pushes back / takes frames again
   kSettle,     // every queued frame crosses the A-B wire
+  kGroupF,     // u8 kind, ...: a group frame from F (group_from_f)
   kOpCount,
 };
 
 // Set-up byte: bits 0-1 leave the A-B / A-F handshake to the ops; bits 2-3 fix every ISN
 // (random, 2^32 - 16 so sequence numbers wrap at once, 2^31 - 8, 0); then go-back-N instead
-// of selective repeat, flow control off, CRC off (on both engines alike).
+// of selective repeat, flow control off, CRC off (on both engines alike); bit 7: A joins
+// kGroupJoined from the oldest message a source holds (else from now).
 constexpr uint8_t kNoHandshakeAB = 0x01, kNoHandshakeF = 0x02, kGoBackN = 0x10, kNoFlowControl = 0x20,
                   kNoCrc = 0x40;
 
@@ -197,6 +200,7 @@ struct World {
   Seq a_isn_to[2] = {0, 0};  // A's ISN in handshake frames to F's identity 0 / 1 (challenges too)
   Seq a_hi = 0;              // end of A's latest data to F (kAck: its next new seq)
   bool a_hi_known = false;   // a_hi came from a data or ACK frame
+  Seq f_group_seq = 0;       // where F told A its stream of kGroupJoined starts (JOIN_OK)
   Seq a_ack = 0;             // A's cumulative ACK of F's data (its next expected seq)
   // Secrets of the A-B session a blind forger cannot know: B's token, A's ISNs sent to B.
   uint64_t b_token = 0;
@@ -395,8 +399,8 @@ uint32_t pick_credit(Reader& in) {
   }
 }
 
-// Records for a DATA body: flags, an optional explicit seq, a length, payload bytes.
-void build_records(Reader& in, uint8_t n, Seq first, Bytes& body) {
+// Records for a DATA body: flags (of @p allowed), an optional explicit seq, a length, payload bytes.
+void build_records(Reader& in, uint8_t n, Seq first, Bytes& body, uint8_t allowed = rel::rec_flag::kAll) {
   for (uint8_t i = 0; i < n && !in.empty(); ++i) {
     const uint8_t rf = in.u8();
     const bool explicit_seq = rf & rel::rec_flag::kSeq;
@@ -404,7 +408,7 @@ void build_records(Reader& in, uint8_t n, Seq first, Bytes& body) {
     const uint8_t l = in.u8();
     const size_t len = l < 0xE0 ? l : size_t(l - 0xDF) * 40;  // up to 1280: past one unit
     uint8_t hdr[rel::kMaxRecordHeader];
-    const size_t hn = rel::encode_record_header(hdr, rf & (rel::rec_flag::kAll & ~rel::rec_flag::kSeq), s, explicit_seq, len);
+    const size_t hn = rel::encode_record_header(hdr, rf & (allowed & ~rel::rec_flag::kSeq), s, explicit_seq, len);
     body.insert(body.end(), hdr, hdr + hn);
     auto p = in.bytes(len);
     body.insert(body.end(), p.begin(), p.end());
@@ -490,6 +494,43 @@ void frame_from_forger(World& w, Reader& in) {
   if (w.forged_by_blind(f)) a_on_frame(w, f);
 }
 
+// Groups: A sources kGroupA and joined kGroupJoined, which F may claim to source. F sends
+// control entries (any op, for either group or any, sequence numbers near F's stream or
+// anywhere) or data of its stream of kGroupJoined near where it told A the stream starts.
+constexpr rel::GroupId kGroupA = 0x77, kGroupJoined = 0x88;
+
+void group_from_f(World& w, Reader& in) {
+  const Ident& id = w.f_id[0];
+  const uint8_t k = in.u8();
+  auto group = [&](uint8_t sel) -> rel::GroupId {
+    return sel % 3 == 0 ? kGroupA : sel % 3 == 1 ? kGroupJoined : in.u32();
+  };
+  Bytes f(sizeof(rel::FrameHeader));
+  if (k & 1) {
+    const Seq seq = w.f_group_seq + static_cast<int8_t>(in.u8());
+    rel::encode_header({FrameType::kGroupData, 0, kF, group(in.u8()), id.epoch, id.token, 0, seq, 0, 0}, f.data());
+    Bytes body;
+    build_records(in, in.u8() & 15, seq, body, rel::rec_flag::kAllGroup);
+    f.insert(f.end(), body.begin(), body.end());
+  } else {
+    rel::encode_header({FrameType::kGroupCtl, 0, kF, kA, id.epoch, id.token, w.a_token, 0, 0, 0}, f.data());
+    for (uint8_t n = 1 + in.u8() % 4; n > 0; --n) {
+      rel::GroupCtl e{};
+      e.op = in.u8() % (rel::group_op::kMax + 2);
+      e.group.set(group(in.u8()));
+      const uint8_t v = in.u8();
+      e.a.set(v & 1 ? w.f_group_seq + static_cast<int8_t>(in.u8()) : in.u32());
+      e.b.set(v & 2 ? in.u8() : in.u32());
+      if (e.op == rel::group_op::kJoinOk && e.group.get() == kGroupJoined) w.f_group_seq = e.a.get();
+      const auto* b = reinterpret_cast<const uint8_t*>(&e);
+      f.insert(f.end(), b, b + sizeof e);
+    }
+    if (k & 4) f.resize(f.size() - 1 - in.u8() % 15);  // a body cut mid-entry
+  }
+  seal(f, !(k & 2));
+  a_on_frame(w, f);
+}
+
 void raw_frame(World& w, Reader& in) {
   const uint8_t flags = in.u8();
   auto raw = in.bytes(in.u16() % 1600);
@@ -534,6 +575,9 @@ void setup(World& w, uint8_t s) {
     c->flow_control = !(s & kNoFlowControl);
     c->crc = !(s & kNoCrc);
   }
+  ca.group_sources = 1;
+  ca.group_streams = 2;
+  ca.group_window = 64;
   for (Bytes& l : w.a.loan) l.assign(ca.max_message_size, 0);
   FUZZ_CHECK(Engine::create(ca, &w.a, &w.a, &w.a.e) == 0);
   FUZZ_CHECK(Engine::create(cb, &w.b, &w.b, &w.b.e) == 0);
@@ -544,6 +588,7 @@ void setup(World& w, uint8_t s) {
   FUZZ_CHECK(w.a.e->add_peer(kB, w.now) == 0 && w.a.e->add_peer(kF, w.now) == 0);
   FUZZ_CHECK(w.b.e->add_peer(kA, w.now) == 0);
   w.a_memory = w.a.e->memory_bytes();
+  FUZZ_CHECK(w.a.e->group_open(kGroupA, w.now) == 0 && w.a.e->group_join(kGroupJoined, s & 0x80, w.now) == 0);
   poll_both(w);  // HELLOs
   if (!(s & kNoHandshakeAB)) settle(w);
   if (!(s & kNoHandshakeF)) {
@@ -565,6 +610,7 @@ void step(World& w, Reader& in) {
     case kFrameF: frame_from_f(w, in); break;
     case kForgeB: frame_from_forger(w, in); break;
     case kRaw: raw_frame(w, in); break;
+    case kGroupF: group_from_f(w, in); break;
     case kWireAB: wire(w, in, w.a2b); break;
     case kWireBA: wire(w, in, w.b2a); break;
     case kSendBA: {

@@ -381,6 +381,29 @@ Bytes hello_from_a(uint32_t epoch, uint64_t token, uint64_t dst_token, Seq seq, 
 /** @return the token a node's frames carry (from its last frame out). */
 uint64_t token_of(const Node& n) { return header_of(n.out.back().second).src_token; }
 
+TEST_F(EngineTest, WhoClaimsAPeerFirstGetsNothingDeliveredWithoutOurIsn) {
+  // Do: before A says anything, someone claims to be node 1 (a HELLO with its own token);
+  // B answers, and the claimant learns B's token (as any node B talks to could).
+  b.e->poll(now);
+  b.out.clear();
+  b.e->on_frame(hello_from_a(ca.epoch, 0xC1A1, 0, 500, 0), now);
+  b.e->poll(now);
+  ASSERT_FALSE(b.out.empty());
+  const Header ans = header_of(b.out.back().second);
+  const uint64_t b_token = ans.src_token;
+  const Seq b_isn = ans.seq;
+  // Do: a DATA frame from the claimant with B's token but an ACK that is not in B's
+  // sequence space (it never saw B's ISN). Expect: dropped as no_session, nothing delivered.
+  Bytes body;
+  add_record(body, 0, msg(10, 1));
+  b.e->on_frame(forge({FrameType::kData, 0, 1, 2, ca.epoch, 0xC1A1, b_token, 500, b_isn + 1000, kCreditUnlimited}, {}, body), now);
+  EXPECT_TRUE(b.got.empty());
+  EXPECT_EQ(reject(b, Reject::kNoSession), 1u);
+  // Do: the same with B's ISN in the ACK. Expect: taken (the handshake proves no more).
+  b.e->on_frame(forge({FrameType::kData, 0, 1, 2, ca.epoch, 0xC1A1, b_token, 500, b_isn, kCreditUnlimited}, {}, body), now);
+  EXPECT_EQ(b.got.size(), 1u);
+}
+
 TEST_F(EngineTest, BlindHelloWithALaterEpochDoesNotResetAnEstablishedSession) {
   connect();
   a.e->send(2, msg(8, 1), send_flag::kFastpath, now);

@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Group streams (docs/PROTOCOL.md 3.7): a source's frames once to the group, each member's
+// gaps repaired by unicast on its NACK, frames released when every member of the view has
+// them, members that hold the stream back expired; views changed by records in the stream.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "reliability/engine.h"
+#include "reliability/peer.h"
+
+namespace imago::rel {
+
+namespace {
+
+constexpr size_t kMaxInterests = 256;  // joins of groups not open yet, remembered
+constexpr uint32_t kLeaveTries = 8;
+constexpr int32_t kFar = 1 << 30;  // beyond any window: a lie
+// GroupWant::asked, per peer: ask it; it is no source yet (it admits us when it opens the
+// group); its stream started here (and maybe ended: no second one unless it comes back).
+constexpr uint8_t kAsk = 0, kNoted = 1, kDone = 2;
+
+bool established(const Peer& p) { return p.s.known && p.s.state == PeerState::kEstablished; }
+// A control entry needs only the peer's token: a source answers a member whose own side of
+// the handshake is done before its HELLO_ACK (lost, say) completes ours.
+bool reachable(const Peer& p) { return p.s.known && p.s.state != PeerState::kDead; }
+
+}  // namespace
+
+// --- set-up and the application's calls ---
+
+void Engine::init_groups() {
+  if (cfg_.group_sources != 0) gtx_ = std::make_unique<GroupTx[]>(cfg_.group_sources);
+  for (uint32_t i = 0; i < cfg_.group_sources; ++i) {
+    gtx_[i].tx.init(cfg_.group_window, cfg_.group_window, cfg_.mtu, cfg_.max_sack, FrameRoom{}, nullptr);
+    gtx_[i].members.reserve(cfg_.max_peers);
+  }
+  if (cfg_.group_streams != 0) grx_ = std::make_unique<GroupRx[]>(cfg_.group_streams);
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
+    grx_[i].rx.init(cfg_.group_window, unit_cap_);
+    grx_[i].reasm.init(group_max_message());
+  }
+  wants_.reserve(cfg_.group_streams);
+  if (cfg_.group_sources != 0) interests_.reserve(kMaxInterests);
+}
+
+uint64_t Engine::group_max_message() const {
+  // Half the window: a message always fits beside what the slowest member holds back.
+  return std::min<uint64_t>(cfg_.max_message_size, uint64_t{cfg_.group_window / 2} * unit_cap_);
+}
+
+GroupTx* Engine::find_tx(GroupId g) {
+  for (uint32_t i = 0; g != 0 && i < cfg_.group_sources; ++i)
+    if (gtx_[i].g == g) return &gtx_[i];
+  return nullptr;
+}
+const GroupTx* Engine::find_tx(GroupId g) const { return const_cast<Engine*>(this)->find_tx(g); }
+
+GroupRx* Engine::find_rx(NodeId src, GroupId g) {
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i)
+    if (grx_[i].state != GroupRx::State::kFree && grx_[i].g == g && grx_[i].src == src) return &grx_[i];
+  return nullptr;
+}
+
+GroupWant* Engine::find_want(GroupId g) {
+  for (GroupWant& w : wants_)
+    if (w.g == g) return &w;
+  return nullptr;
+}
+
+int Engine::group_open(GroupId g, uint64_t now_ns) {
+  if (g == 0 || cfg_.group_sources == 0) return -EINVAL;
+  if (find_tx(g) != nullptr) return -EEXIST;
+  GroupTx* t = nullptr;
+  for (uint32_t i = 0; t == nullptr && i < cfg_.group_sources; ++i)
+    if (gtx_[i].g == 0) t = &gtx_[i];
+  if (t == nullptr) return -ENOSPC;
+  now_ = now_ns;
+  t->g = g;
+  t->tx.reset(new_isn());
+  t->members.clear();
+  t->view = 0;
+  t->unsent_bytes = 0;
+  t->fast_pending = 0;
+  // Peers that asked before the group was open here.
+  for (size_t i = 0; i < interests_.size();) {
+    Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;
+    if (p != nullptr && reachable(*p)) admit(*t, *p, false, now_ns);
+    if (interests_[i].second == g)
+      interests_.erase(interests_.begin() + static_cast<ptrdiff_t>(i));
+    else
+      ++i;
+  }
+  group_flush(*t, now_ns, true);
+  group_deadline_ = now_ns;
+  return 0;
+}
+
+int Engine::group_send(GroupId g, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns) {
+  GroupTx* t = find_tx(g);
+  if (t == nullptr) return -EINVAL;
+  if (msg.size() > group_max_message()) return -EMSGSIZE;
+  const auto units = static_cast<uint32_t>(msg.size() <= unit_cap_ ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);
+  if (!t->tx.fits(units, msg.size())) return -EAGAIN;
+  now_ = now_ns;
+  const bool fast = flags & send_flag::kFastpath;
+  for (uint32_t i = 0; i < units; ++i) {
+    const size_t off = size_t{i} * unit_cap_;
+    auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
+    const auto rf = static_cast<uint8_t>((i + 1 < units ? rec_flag::kMore : 0) | (i > 0 ? rec_flag::kCont : 0) |
+                                         (fast ? rec_flag::kFast : 0));
+    t->tx.push(part, rf, now_ns);
+    t->unsent_bytes += part.size() + record_header_size(part.size(), false);
+  }
+  if (fast) t->fast_pending += units;
+  gc_.msgs_sent++;
+  if (fast || t->unsent_bytes >= cfg_.mtu) group_flush(*t, now_ns, false);
+  group_deadline_ = std::min(group_deadline_, now_ns + cfg_.coalesce_ns);
+  return 0;
+}
+
+int Engine::group_join(GroupId g, bool from_oldest, uint64_t now_ns) {
+  if (g == 0 || cfg_.group_streams == 0) return -EINVAL;
+  if (find_want(g) != nullptr) return -EEXIST;
+  if (wants_.size() == cfg_.group_streams) return -ENOSPC;
+  GroupWant& w = wants_.emplace_back();
+  w.g = g;
+  w.from_oldest = from_oldest;
+  w.asked.assign(cfg_.max_peers, 0);
+  w.asked_ns = 0;  // ask at the next poll
+  frames_->subscribe(g, true);
+  group_deadline_ = now_ns;
+  return 0;
+}
+
+int Engine::group_leave(GroupId g, uint64_t now_ns) {
+  GroupWant* w = find_want(g);
+  if (w == nullptr) return -ENOENT;
+  wants_.erase(wants_.begin() + (w - wants_.data()));
+  frames_->subscribe(g, false);
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
+    GroupRx& r = grx_[i];
+    if (r.state != GroupRx::State::kActive || r.g != g) continue;
+    event(GroupEvent::kEnded, r.src, g, cfg_.node_id, 0, r.rx.dlv());
+    r.state = GroupRx::State::kLeaving;  // LEAVE until the source says LEAVE_OK
+    r.leave_ns = 0;
+    r.leave_tries = 0;
+  }
+  group_deadline_ = now_ns;
+  return 0;
+}
+
+size_t Engine::group_members(GroupId g, NodeId* out, size_t max) const {
+  const GroupTx* t = find_tx(g);
+  if (t == nullptr) return 0;
+  size_t n = 0;
+  for (const GroupMember& m : t->members)
+    if (n < max) out[n++] = m.id;
+  return n;
+}
+
+void Engine::event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos) {
+  app_->on_group_event(GroupEvent{kind, src, g, member, view, pos});
+}
+
+// --- the source's side ---
+
+bool Engine::push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq position, uint64_t now) {
+  if (!t.tx.fits(1, sizeof(GroupViewRecord))) return false;
+  GroupViewRecord v{};
+  v.kind = kind;
+  v.member.set(member);
+  v.view.set(++t.view);
+  v.position.set(position);
+  // A view change goes out at once (kFast: counted in its frame like a FASTPATH message).
+  t.tx.push({reinterpret_cast<const uint8_t*>(&v), sizeof v}, rec_flag::kView | rec_flag::kFast, now);
+  t.unsent_bytes += sizeof v + record_header_size(sizeof v, false);
+  t.fast_pending += 1;  // flushed by the next group_poll(): its callers make it due
+  return true;
+}
+
+bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
+  if (t.members.size() == t.members.capacity()) return false;
+  const Seq start = from_oldest ? t.tx.una() : t.tx.end();
+  if (!push_view(t, GroupEvent::kJoined, p.id, start, now)) return false;  // window full: it asks again
+  event(GroupEvent::kJoined, cfg_.node_id, t.g, p.id, t.view, start);
+  t.members.push_back(GroupMember{p.id, start, start, now, now, false});
+  gc_.joins++;
+  send_ctl(p, group_op::kJoinOk, t.g, start, t.view);
+  return true;
+}
+
+void Engine::remove_member(GroupTx& t, size_t i, GroupEvent::Kind why, uint64_t now) {
+  const GroupMember m = t.members[i];
+  t.members.erase(t.members.begin() + static_cast<ptrdiff_t>(i));
+  (why == GroupEvent::kLeft ? gc_.leaves : gc_.expiries)++;
+  group_release(t);  // what it held back, first: its view change then finds room
+  // With the window still full (others hold it back), the members do not meet this change
+  // in the stream; the view number says a change was there when the next one comes.
+  if (!push_view(t, why, m.id, m.ack, now)) ++t.view;
+  event(why, cfg_.node_id, t.g, m.id, t.view, m.ack);
+}
+
+void Engine::group_release(GroupTx& t) {
+  // Everything sent that every member holds; with no member, everything sent.
+  Seq upto = t.tx.nxt();
+  for (const GroupMember& m : t.members)
+    if (m.ack - t.tx.una() < upto - t.tx.una()) upto = m.ack;
+  if (upto != t.tx.una()) t.tx.release_to(upto);
+}
+
+void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
+  SendWindow& tx = t.tx;
+  uint32_t pos;
+  while (tx.next_unsent(&pos)) {
+    if (!all && t.fast_pending == 0 && t.unsent_bytes < cfg_.mtu && now - tx.unsent_enq_ns() < cfg_.coalesce_ns)
+      break;
+    TxFrame& f = tx.frame(pos);
+    HeaderOut h{FrameType::kGroupData, 0, cfg_.node_id, t.g, cfg_.epoch, token_, 0, f.first, t.view, 0};
+    f.start = tx.records_offset() - static_cast<uint32_t>(sizeof(FrameHeader));
+    f.len = static_cast<uint32_t>(sizeof(FrameHeader)) + f.rec_len;
+    uint8_t* frame = tx.slot_of(pos) + f.start;
+    encode_header(h, frame);
+    finish_frame(frame, f.len, cfg_.crc);
+    const std::span<const uint8_t> bytes{frame, f.len};
+    if (frames_->multicast()) {
+      if (!frames_->send_group(t.g, bytes)) break;  // back-pressure: the next poll retries
+    } else {
+      // No multicast under this sink: one copy to each member (a copy lost is repaired).
+      for (const GroupMember& m : t.members) gc_.unicast_copies += frames_->send_frame(m.id, bytes);
+    }
+    gc_.data_frames++;
+    f.tx_count = 1;
+    f.first_tx_ns = f.last_tx_ns = now;
+    t.unsent_bytes -= f.rec_len;
+    t.fast_pending -= f.fast;
+    tx.mark_sent();
+    // Members that lose this frame learn of it from a STATUS, an interval from now.
+    group_deadline_ = std::min(group_deadline_, now + cfg_.group_status_ns);
+  }
+  if (t.members.empty()) group_release(t);
+}
+
+void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n) {
+  SendWindow& tx = t.tx;
+  // Nothing a member of the view lacks is ever released (una is the lowest of their ACKs):
+  // a NACK from below una is an old one, overtaken by the member's own ACK.
+  if (seq_lt(from, tx.una())) {
+    const uint32_t old = std::min(n, tx.una() - from);
+    from += old, n -= old;
+  }
+  // The frames that hold [from, from + n) and were sent, each as it went out, by unicast.
+  for (Seq s = from; n != 0 && seq_lt(s, tx.nxt());) {
+    const uint32_t pos = tx.fpos(s);
+    const TxFrame& f = tx.frame(pos);
+    if (!frames_->send_frame(p.id, {tx.slot_of(pos) + f.start, f.len})) return;  // it asks again
+    gc_.repair_frames++;
+    const Seq end = tx.frame_end(pos);
+    const uint32_t step = end - s;
+    if (step >= n) return;
+    n -= step, s = end;
+  }
+}
+
+void Engine::poll_source(GroupTx& t, uint64_t now) {
+  for (size_t i = 0; i < t.members.size();) {
+    GroupMember& m = t.members[i];
+    Peer* p = find(m.id);
+    const bool behind = !m.heard || m.ack != t.tx.nxt();
+    // Held back since it last acknowledged, or since the first unit it lacks went out (a
+    // member that had everything is not late for what was sent after).
+    const uint64_t since = m.ack != t.tx.nxt()
+                               ? std::max(m.progress_ns, t.tx.frame(t.tx.fpos(m.ack)).first_tx_ns)
+                               : m.progress_ns;
+    if (behind && now - since >= cfg_.group_expire_ns) {
+      if (p != nullptr) send_ctl(*p, group_op::kExpired, t.g, m.ack, 0);
+      remove_member(t, i, GroupEvent::kExpired, now);
+      continue;
+    }
+    // A member that acknowledges as it goes needs no STATUS: only one whose ACK stood still
+    // for an interval (it may have lost the tail) is told where the stream is.
+    const uint64_t quiet_since = std::max(m.progress_ns, m.status_ns);
+    if (behind && now - quiet_since >= cfg_.group_status_ns) {
+      // IBRMP's EOF over the reliable channel: a member that lost the tail learns it here.
+      // Without a session now, the next interval tries again.
+      if (p != nullptr && reachable(*p)) {
+        if (!m.heard)
+          send_ctl(*p, group_op::kJoinOk, t.g, m.start, t.view);
+        else
+          send_ctl(*p, group_op::kStatus, t.g, t.tx.nxt(), t.view);
+        gc_.status_sent++;
+      }
+      m.status_ns = now;
+    }
+    if (behind)
+      group_deadline_ = std::min({group_deadline_, std::max(m.progress_ns, m.status_ns) + cfg_.group_status_ns,
+                                  since + cfg_.group_expire_ns});
+    ++i;
+  }
+  group_flush(t, now, false);  // view changes above included
+  if (t.tx.has_unsent())  // coalescing, or the sink pushed back: then retry shortly, never spin
+    group_deadline_ = std::min(group_deadline_, std::max(t.tx.unsent_enq_ns() + cfg_.coalesce_ns, now + cfg_.tx_retry_ns));
+}
+
+bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
+  const GroupId g = e.group.get();
+  GroupTx* t = find_tx(g);
+  GroupMember* it = nullptr;
+  for (size_t i = 0; t != nullptr && it == nullptr && i < t->members.size(); ++i)
+    if (t->members[i].id == p.id) it = &t->members[i];
+  const bool member = it != nullptr;
+  switch (e.op) {
+    case group_op::kJoin:
+      if (t == nullptr) {
+        const std::pair<NodeId, GroupId> want{p.id, g};
+        if (std::find(interests_.begin(), interests_.end(), want) == interests_.end() &&
+            interests_.size() < kMaxInterests && cfg_.group_sources != 0)
+          interests_.push_back(want);
+        send_ctl(p, group_op::kNotSource, g, 0, 0);
+      } else if (member) {
+        send_ctl(p, group_op::kJoinOk, g, it->start, t->view);  // its JOIN_OK was lost
+      } else {
+        admit(*t, p, e.a.get() != 0, now);
+      }
+      return true;
+    case group_op::kLeave:
+      if (member) remove_member(*t, static_cast<size_t>(it - t->members.data()), GroupEvent::kLeft, now);
+      send_ctl(p, group_op::kLeaveOk, g, 0, 0);
+      return true;
+    case group_op::kAck:
+    case group_op::kNack: {
+      if (t == nullptr) return false;
+      if (!member) {
+        send_ctl(p, group_op::kExpired, g, e.a.get(), 0);  // expired (or never admitted)
+        return true;
+      }
+      GroupMember& m = *it;
+      const Seq a = e.a.get();
+      if (e.op == group_op::kNack) {
+        if (e.b.get() > cfg_.group_window || a - m.start > uint32_t{kFar}) return false;
+        group_repair(*t, p, a, e.b.get());
+        return true;
+      }
+      if (a - m.ack > t->tx.nxt() - m.ack) return m.ack - a <= uint32_t{kFar};  // older: reordered; beyond: a lie
+      if (a != m.ack || !m.heard) m.progress_ns = now;
+      const bool slowest = m.ack == t->tx.una();  // only its ACK can release anything
+      m.ack = a;
+      m.heard = true;
+      if (slowest) group_release(*t);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// --- the member's side ---
+
+void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b) {
+  if (!reachable(p)) return;
+  // ack: the session's cumulative ACK, as in an ACK frame (the proof of section 3.3.3; it
+  // acknowledges nothing here).
+  HeaderOut h{FrameType::kGroupCtl, 0, cfg_.node_id, p.id, cfg_.epoch, token_, p.s.token, 0, p.rx.nxt(), 0};
+  uint8_t* buf = txbuf_.get();
+  encode_header(h, buf);
+  GroupCtl e{};
+  e.op = op;
+  e.group.set(g);
+  e.a.set(a);
+  e.b.set(b);
+  std::memcpy(buf + sizeof(FrameHeader), &e, sizeof e);
+  const size_t len = sizeof(FrameHeader) + sizeof e;
+  finish_frame(buf, len, cfg_.crc);
+  if (frames_->send_frame(p.id, {buf, len})) p.last_sent = now_;
+}
+
+bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
+  const GroupId g = e.group.get();
+  GroupRx* r = find_rx(p.id, g);
+  GroupWant* w = find_want(g);
+  const size_t pi = index_.at(p.id);
+  switch (e.op) {
+    case group_op::kJoinOk: {
+      if (w == nullptr && r == nullptr) {
+        send_ctl(p, group_op::kLeave, g, 0, 0);  // admitted to something we left
+        return true;
+      }
+      if (r != nullptr) {
+        r->ack_deadline = now;  // answered already: our ACK tells the source
+        return true;
+      }
+      if (w == nullptr || w->asked[pi] == kDone) {
+        send_ctl(p, group_op::kLeave, g, 0, 0);  // its stream here ended: not again
+        return true;
+      }
+      GroupRx* free = nullptr;
+      for (uint32_t i = 0; free == nullptr && i < cfg_.group_streams; ++i)
+        if (grx_[i].state == GroupRx::State::kFree) free = &grx_[i];
+      if (free == nullptr) {
+        gc_.streams_full++;
+        return true;
+      }
+      const Seq start = e.a.get();
+      free->state = GroupRx::State::kActive;
+      free->g = g;
+      free->src = p.id;
+      free->rx.reset(start);
+      free->reasm.reset();
+      free->tail = start;
+      free->ack_deadline = now;  // tell the source at once
+      free->last_nack_ns = 0;
+      free->last_nack_seq = start;
+      free->nack_gap_ns = cfg_.nack_interval_ns;
+      free->nack_now = free->blocked = false;
+      w->asked[pi] = kDone;
+      event(GroupEvent::kStarted, p.id, g, cfg_.node_id, e.b.get(), start);
+      return true;
+    }
+    case group_op::kNotSource:
+      if (w != nullptr && w->asked[pi] == kAsk) w->asked[pi] = kNoted;  // admits us once open
+      return true;
+    case group_op::kStatus:
+      if (r == nullptr || r->state != GroupRx::State::kActive) {
+        if (w == nullptr && r == nullptr) send_ctl(p, group_op::kLeave, g, 0, 0);
+        if (w != nullptr && r == nullptr) send_ctl(p, group_op::kJoin, g, w->from_oldest, 0);
+        return true;
+      }
+      if (e.a.get() - r->rx.nxt() > uint32_t{kFar}) return false;
+      if (seq_gt(e.a.get(), r->tail)) r->tail = e.a.get();
+      r->ack_deadline = now;
+      if (r->rx.nxt() != r->tail) r->nack_now = true;
+      return true;
+    case group_op::kExpired:
+      if (r == nullptr || r->state != GroupRx::State::kActive) return true;
+      if (w != nullptr) w->asked[pi] = kDone;  // no JOIN again: the application joins anew
+      group_deliver(*r);
+      end_stream(*r);
+      return true;
+    case group_op::kLeaveOk:
+      if (r != nullptr && r->state == GroupRx::State::kLeaving) r->state = GroupRx::State::kFree;
+      return true;
+    default:
+      return false;
+  }
+}
+
+void Engine::end_stream(GroupRx& r) {
+  event(GroupEvent::kEnded, r.src, r.g, cfg_.node_id, 0, r.rx.dlv());
+  r.state = GroupRx::State::kFree;
+}
+
+void Engine::on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now) {
+  if (body.empty() || body.size() % sizeof(GroupCtl) != 0)
+    return void(p.c.reject[static_cast<size_t>(Reject::kBadGroupCtl)]++);
+  for (size_t off = 0; off < body.size(); off += sizeof(GroupCtl)) {
+    GroupCtl e;
+    std::memcpy(&e, body.data() + off, sizeof e);
+    const bool to_source = e.op == group_op::kJoin || e.op == group_op::kLeave ||
+                           e.op == group_op::kAck || e.op == group_op::kNack;
+    const bool ok = e.group.get() != 0 && e.op >= 1 && e.op <= group_op::kMax &&
+                    (to_source ? on_source_ctl(p, e, now) : on_member_ctl(p, e, now));
+    if (!ok) p.c.reject[static_cast<size_t>(Reject::kBadGroupCtl)]++;
+  }
+  group_deadline_ = now;  // answers and repairs may be due
+}
+
+void Engine::on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now) {
+  Peer* p = find(h.src_node);
+  if (p == nullptr) return void(orphan_.reject[static_cast<size_t>(Reject::kUnknownPeer)]++);
+  auto reject = [&](Reject why) { p->c.reject[static_cast<size_t>(why)]++; };
+  // No token of ours in a frame to a group: the source's own identity is what is checked.
+  if (!p->s.known || p->s.state == PeerState::kDead) return reject(Reject::kNoSession);
+  if (h.src_epoch != p->s.epoch || h.src_token != p->s.token) return reject(Reject::kWrongToken);
+  GroupRx* r = find_rx(p->id, h.dst_node);
+  if (r == nullptr || r->state != GroupRx::State::kActive) return reject(Reject::kNotJoined);
+  RecordReader check(body, h.seq, rec_flag::kAllGroup);
+  Record rec;
+  int rc;
+  while ((rc = check.next(&rec)) == 1)
+    if (rec.payload.size() > unit_cap_ ||
+        ((rec.flags & rec_flag::kView) && rec.payload.size() != sizeof(GroupViewRecord)))
+      rc = -EBADMSG;
+  if (rc != 0) return reject(Reject::kBadRecord);
+  p->last_heard = now;
+  RecordReader rd(body, h.seq, rec_flag::kAllGroup);
+  while (rd.next(&rec) == 1) group_unit(*p, *r, rec.seq, rec.flags, rec.payload, now);
+  group_deliver(*r);
+  if (r->nack_now) group_deadline_ = now;
+  group_deadline_ = std::min(group_deadline_, r->ack_deadline);
+}
+
+void Engine::group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,
+                        uint64_t now) {
+  RecvWindow& rx = r.rx;
+  const int32_t d = seq_diff(rx.nxt(), s);
+  if (d < 0 || rx.present(s)) {
+    if (d < -kFar) return void(p.c.reject[static_cast<size_t>(Reject::kOutOfWindow)]++);
+    gc_.dup_received++;
+    r.ack_deadline = std::min(r.ack_deadline, now + cfg_.group_ack_delay_ns);  // our ACK may be lost
+    return;
+  }
+  if (d > kFar) return void(p.c.reject[static_cast<size_t>(Reject::kOutOfWindow)]++);
+  if (!rx.fits(s)) return void(gc_.overflow++);
+  if (seq_gt(s, rx.high())) r.nack_now = true;  // a new hole: ask at once
+  rx.store(s, flags, payload);
+  if (seq_gt(s + 1, r.tail)) r.tail = s + 1;
+  r.ack_deadline = std::min(r.ack_deadline, now + cfg_.group_ack_delay_ns);
+}
+
+void Engine::group_deliver(GroupRx& r) {
+  RecvWindow& rx = r.rx;
+  r.blocked = false;
+  for (;;) {
+    if (r.reasm.complete()) {
+      if (!app_->deliver_group(r.src, r.g, r.reasm.message())) return void(r.blocked = true);
+      gc_.msgs_received++;
+      r.reasm.consumed();
+    }
+    if (rx.dlv() == rx.nxt()) return;
+    const RxSlot& sl = rx.slot(rx.dlv());
+    const std::span<const uint8_t> unit = rx.payload(rx.dlv());
+    if (sl.rec_flags & rec_flag::kView) {
+      GroupViewRecord v;
+      std::memcpy(&v, unit.data(), sizeof v);
+      if (v.kind >= GroupEvent::kJoined && v.kind <= GroupEvent::kExpired)
+        event(static_cast<GroupEvent::Kind>(v.kind), r.src, r.g, v.member.get(), v.view.get(), v.position.get());
+    } else if (!(sl.rec_flags & (rec_flag::kMore | rec_flag::kCont)) && !r.reasm.in_message()) {
+      if (!app_->deliver_group(r.src, r.g, unit)) return void(r.blocked = true);
+      gc_.msgs_received++;
+    } else {
+      r.reasm.add(sl.rec_flags, unit);  // a bad fragment sequence is dropped by it
+    }
+    rx.pop();
+    // What the member acknowledges is what it delivered: a member whose application lags
+    // holds the source back (flow control), and is expired if it lags too long.
+    r.ack_deadline = std::min(r.ack_deadline, now_ + cfg_.group_ack_delay_ns);
+  }
+}
+
+void Engine::poll_member(GroupRx& r, uint64_t now) {
+  Peer* p = find(r.src);
+  if (p == nullptr || !established(*p)) return;
+  if (r.state == GroupRx::State::kLeaving) {
+    if (now - r.leave_ns >= cfg_.group_status_ns) {
+      send_ctl(*p, group_op::kLeave, r.g, 0, 0);
+      r.leave_ns = now;
+      if (++r.leave_tries >= kLeaveTries) r.state = GroupRx::State::kFree;  // it expires us
+    }
+    group_deadline_ = std::min(group_deadline_, r.leave_ns + cfg_.group_status_ns);
+    return;
+  }
+  if (r.blocked) {
+    group_deliver(r);
+    if (r.blocked) group_deadline_ = std::min(group_deadline_, now + cfg_.deliver_retry_ns);
+  }
+  const bool gap = r.rx.has_gap() || r.rx.nxt() != r.tail;
+  // The same hole asked for again backs off (doubling, up to rto_max_ns): a source that does
+  // not answer is not flooded, and is expired by its session's death if it is gone.
+  const bool moved = r.rx.nxt() != r.last_nack_seq;
+  if (moved) r.nack_gap_ns = cfg_.nack_interval_ns;
+  if (gap && (r.nack_now || moved || now - r.last_nack_ns >= r.nack_gap_ns)) {
+    Seq a, b;
+    const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
+    send_ctl(*p, group_op::kNack, r.g, r.rx.nxt(), upto - r.rx.nxt());
+    gc_.nacks_sent++;
+    if (!moved && !r.nack_now) r.nack_gap_ns = std::min(2 * r.nack_gap_ns, cfg_.rto_max_ns);
+    r.last_nack_ns = now;
+    r.last_nack_seq = r.rx.nxt();
+    r.nack_now = false;
+  }
+  if (gap) group_deadline_ = std::min(group_deadline_, r.last_nack_ns + r.nack_gap_ns);
+  if (r.ack_deadline <= now) {
+    send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), 0);
+    gc_.acks_sent++;
+    r.ack_deadline = kNever;
+  }
+  group_deadline_ = std::min(group_deadline_, r.ack_deadline);
+}
+
+void Engine::poll_wants(uint64_t now) {
+  for (GroupWant& w : wants_) {
+    if (w.asked_ns != 0 && now - w.asked_ns < cfg_.rto_initial_ns) {
+      group_deadline_ = std::min(group_deadline_, w.asked_ns + cfg_.rto_initial_ns);
+      continue;
+    }
+    bool pending = false;
+    for (size_t i = 0; i < peers_.size(); ++i) {
+      Peer& p = *peers_[i];
+      if (w.asked[i] != kAsk || !established(p)) continue;
+      send_ctl(p, group_op::kJoin, w.g, w.from_oldest, 0);
+      pending = true;
+    }
+    w.asked_ns = now;
+    if (pending) group_deadline_ = std::min(group_deadline_, now + cfg_.rto_initial_ns);
+  }
+}
+
+void Engine::group_poll(uint64_t now) {
+  if (now < group_deadline_) return;
+  group_deadline_ = kNever;
+  for (uint32_t i = 0; i < cfg_.group_sources; ++i)
+    if (gtx_[i].g != 0) poll_source(gtx_[i], now);
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i)
+    if (grx_[i].state != GroupRx::State::kFree) poll_member(grx_[i], now);
+  poll_wants(now);
+  // Peers whose sessions are not up yet are asked once they are (their HELLOs wake us).
+  if (!wants_.empty()) group_deadline_ = std::min(group_deadline_, now + cfg_.rto_initial_ns);
+}
+
+void Engine::group_peer_gone(Peer& p) {
+  // Its streams end here, it leaves every view of ours, and it is asked again once back.
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
+    GroupRx& r = grx_[i];
+    if (r.state == GroupRx::State::kActive && r.src == p.id) end_stream(r);
+    if (r.state == GroupRx::State::kLeaving && r.src == p.id) r.state = GroupRx::State::kFree;
+  }
+  for (uint32_t i = 0; i < cfg_.group_sources; ++i) {
+    GroupTx& t = gtx_[i];
+    for (size_t k = 0; t.g != 0 && k < t.members.size(); ++k)
+      if (t.members[k].id == p.id) {
+        remove_member(t, k, GroupEvent::kExpired, now_);
+        break;
+      }
+  }
+  const auto it = index_.find(p.id);
+  for (GroupWant& w : wants_)
+    if (it != index_.end()) w.asked[it->second] = kAsk;
+  group_deadline_ = now_;
+}
+
+}  // namespace imago::rel

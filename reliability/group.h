@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Engine-private state of group streams (reliable multicast, docs/PROTOCOL.md 3.7).
+ *
+ * A group stream is one source's messages to one group: a sequence space of its own, frames
+ * sent once to the group (or, where the frame sink cannot multicast, to each member), and
+ * repairs by unicast to the member that asks. The source keeps every frame until each member
+ * of its view has acknowledged it, so the slowest live member paces it; a member that holds
+ * data back for group_expire_ns is expired. A member keeps a receive window and a
+ * reassembly buffer per stream. Views change in the stream itself: a join, leave or expiry
+ * is a record every member meets in the same place relative to the data.
+ * Everything here is allocated by Engine::create() (Config::group_sources, group_streams).
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "reliability/reassembly.h"
+#include "reliability/recv_window.h"
+#include "reliability/send_window.h"
+#include "reliability/wire.h"
+
+namespace imago::rel {
+
+/** One member in a source's view of its group stream. */
+struct GroupMember {
+  NodeId id;
+  Seq start;             ///< its first unit
+  Seq ack;               ///< it holds every unit before this
+  uint64_t progress_ns;  ///< when it last acknowledged new units, or joined
+  uint64_t status_ns;    ///< when it was last sent a JOIN_OK or STATUS
+  bool heard;            ///< it acknowledged since it joined (its JOIN_OK arrived)
+};
+
+/** A group this node sends to. */
+struct GroupTx {
+  GroupId g = 0;  ///< 0: a free slot
+  SendWindow tx;
+  std::vector<GroupMember> members;  ///< capacity max_peers, set aside at create()
+  uint32_t view = 0;
+  uint64_t unsent_bytes = 0;
+  uint32_t fast_pending = 0;
+};
+
+/** A (source, group) stream this node receives. */
+struct GroupRx {
+  enum class State : uint8_t { kFree, kActive, kLeaving };
+  State state = State::kFree;
+  GroupId g = 0;
+  NodeId src = 0;
+  RecvWindow rx;
+  Reassembly reasm;
+  Seq tail = 0;                   ///< one past the highest unit the source said it sent
+  uint64_t ack_deadline = ~uint64_t{0};
+  uint64_t last_nack_ns = 0;
+  uint64_t nack_gap_ns = 0;  ///< between NACKs of the same hole: doubles while unanswered
+  Seq last_nack_seq = 0;
+  uint64_t leave_ns = 0;
+  uint32_t leave_tries = 0;
+  bool nack_now = false;
+  bool blocked = false;  ///< the application refused a message: retry on poll
+};
+
+/** A group this node joined: asked of every peer until each answered. */
+struct GroupWant {
+  GroupId g = 0;
+  bool from_oldest = false;
+  uint64_t asked_ns = 0;       ///< last round of JOINs
+  std::vector<uint8_t> asked;  ///< per peer (index of add_peer()): 1 answered
+};
+
+/** Engine-wide counters of group streams. */
+struct GroupCounters {
+  uint64_t msgs_sent = 0;       ///< messages accepted by group_send()
+  uint64_t data_frames = 0;     ///< group frames first sent (once per frame with multicast)
+  uint64_t unicast_copies = 0;  ///< first sends to each member where the sink cannot multicast
+  uint64_t repair_frames = 0;   ///< frames resent by unicast on a NACK
+  uint64_t status_sent = 0;     ///< STATUS and repeated JOIN_OK entries to lagging members
+  uint64_t joins = 0;           ///< members admitted
+  uint64_t leaves = 0;          ///< members that left
+  uint64_t expiries = 0;        ///< members expired (silent, or their session ended)
+  uint64_t msgs_received = 0;   ///< group messages delivered
+  uint64_t acks_sent = 0;
+  uint64_t nacks_sent = 0;
+  uint64_t dup_received = 0;
+  uint64_t overflow = 0;        ///< units beyond the receive window (a source that ignores it)
+  uint64_t streams_full = 0;    ///< JOIN_OKs refused: every receive stream in use
+};
+
+}  // namespace imago::rel

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Group streams (docs/PROTOCOL.md 3.7): joins, delivery in order to every member, repair of
+// one member's loss by unicast, the tail found by STATUS, the slowest member pacing the
+// source, expiry of a silent member, leaving, late joiners, and hostile group frames.
+#include <gtest/gtest.h>
+
+#include "tests/reliability/group_harness.h"
+
+namespace imago::rel::test {
+namespace {
+
+constexpr GroupId kG = 0x10;
+
+class GroupTest : public GroupPair {
+ protected:
+  /** Node 1 opens kG, nodes 2..n join it; sessions up, streams started. */
+  void start(size_t n, bool mcast = true) {
+    make(n);
+    for (auto& nd : nodes) nd->mcast = mcast;
+    run_for(20 * kMs);  // handshakes
+    ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+    for (NodeId i = 2; i <= n; ++i) ASSERT_EQ(node(i).e->group_join(kG, false, now), 0);
+    run_for(40 * kMs);
+    NodeId m[16];
+    ASSERT_EQ(node(1).e->group_members(kG, m, 16), n - 1);
+  }
+  /** Send @p count messages of @p size from node 1, fast, pumping as the window allows. */
+  void send(uint32_t count, size_t size, uint32_t first = 0) {
+    for (uint32_t i = first; i < first + count;) {
+      const int rc = node(1).e->group_send(kG, gmsg(size, i), send_flag::kFastpath, now);
+      if (rc == 0) {
+        ++i;
+        continue;
+      }
+      ASSERT_EQ(rc, -EAGAIN);
+      tick(100 * kUs);
+    }
+  }
+  void expect_all(NodeId id, uint32_t count, size_t size, uint32_t first = 0) {
+    const GNode& n = node(id);
+    ASSERT_EQ(n.got.size(), count) << "node " << id;
+    for (uint32_t i = 0; i < count; ++i) {
+      EXPECT_EQ(n.got[i].src, 1u);
+      ASSERT_EQ(n.got[i].msg, gmsg(size, first + i)) << "node " << id << " message " << i;
+    }
+  }
+};
+
+TEST_F(GroupTest, EveryMemberDeliversEveryMessageInOrderOnce) {
+  start(4);
+  // Expect: each member's stream started; the source saw three joins, each member the joins
+  // from its own on, in the stream.
+  for (NodeId i = 2; i <= 4; ++i) EXPECT_EQ(node(i).count(GroupEvent::kStarted), 1u);
+  EXPECT_EQ(node(1).count(GroupEvent::kJoined), 3u);
+  // Do: 500 messages of 100 bytes and 20 of 5,000 (fragmented).
+  send(500, 100);
+  send(20, 5000, 500);
+  run_for(20 * kMs);
+  for (NodeId i = 2; i <= 4; ++i) {
+    const GNode& n = node(i);
+    ASSERT_EQ(n.got.size(), 520u);
+    for (uint32_t k = 0; k < 520; ++k) ASSERT_EQ(n.got[k].msg, gmsg(k < 500 ? 100 : 5000, k));
+  }
+  // Each frame went out once (multicast), no repair.
+  EXPECT_EQ(node(1).e->group_counters().repair_frames, 0u);
+  EXPECT_GT(node(1).e->group_counters().data_frames, 0u);
+}
+
+TEST_F(GroupTest, OneMembersLossIsRepairedByUnicastAndTheOthersAreNotDisturbed) {
+  start(3);
+  int dropped = 0;
+  w.drop = [&](const GWire::Frame& f) { return f.group && f.to == 3 && (++dropped % 5) == 0; };
+  send(300, 200);
+  run_for(30 * kMs);
+  expect_all(2, 300, 200);
+  expect_all(3, 300, 200);
+  EXPECT_GT(node(1).e->group_counters().repair_frames, 0u);
+  EXPECT_GT(node(3).e->group_counters().nacks_sent, 0u);
+  EXPECT_EQ(node(2).e->group_counters().nacks_sent, 0u);
+}
+
+TEST_F(GroupTest, ALostTailIsFoundThroughStatus) {
+  start(2);
+  // Do: the last group frame never reaches node 2 by multicast.
+  send(10, 100);
+  settle();
+  w.drop = [&](const GWire::Frame& f) { return f.group; };
+  send(1, 100, 10);
+  settle();
+  EXPECT_EQ(node(2).got.size(), 10u);
+  w.drop = [](const GWire::Frame&) { return false; };
+  // Expect: within a STATUS interval or two it is asked for and repaired.
+  run_for(5 * kMs);
+  expect_all(2, 11, 100);
+}
+
+TEST_F(GroupTest, TheSlowestMemberPacesTheSourceAndNothingIsLost) {
+  start(3);
+  node(3).accept = false;
+  // Do: more than a window's worth. Expect: the source stops (EAGAIN) until node 3 takes.
+  int again = 0;
+  for (uint32_t i = 0; i < 600; ++i) {
+    const int rc = node(1).e->group_send(kG, gmsg(64, i), send_flag::kFastpath, now);
+    if (rc == -EAGAIN) {
+      ++again;
+      break;
+    }
+    ASSERT_EQ(rc, 0);
+    settle();
+  }
+  EXPECT_EQ(again, 1);
+  node(3).accept = true;
+  run_for(5 * kMs);
+  const size_t sent = node(2).got.size();
+  EXPECT_EQ(node(3).got.size(), sent);
+  send(100, 64, static_cast<uint32_t>(sent));
+  run_for(10 * kMs);
+  expect_all(3, static_cast<uint32_t>(sent) + 100, 64);
+}
+
+TEST_F(GroupTest, ASilentMemberIsExpiredOnceAndTheOthersGoOn) {
+  start(3);
+  send(50, 100);
+  run_for(5 * kMs);
+  // Do: node 3 falls silent (nothing from it reaches anyone), then more data.
+  w.drop = [](const GWire::Frame& f) { return f.from == 3; };
+  send(50, 100, 50);
+  run_for(80 * kMs);
+  // Expect: one expiry at the source; node 2 meets it in the stream, and has everything.
+  EXPECT_EQ(node(1).count(GroupEvent::kExpired, 3), 1u);
+  EXPECT_EQ(node(2).count(GroupEvent::kExpired, 3), 1u);
+  expect_all(2, 100, 100);
+  NodeId m[4];
+  EXPECT_EQ(node(1).e->group_members(kG, m, 4), 1u);
+  // Do: node 3 is heard again. Expect: it is told it was expired (one kEnded), no more data.
+  w.drop = [](const GWire::Frame&) { return false; };
+  send(10, 100, 100);
+  run_for(20 * kMs);
+  EXPECT_EQ(node(3).count(GroupEvent::kEnded), 1u);
+  expect_all(2, 110, 100);
+}
+
+TEST_F(GroupTest, ALeavingMemberEndsItsStreamAndLeavesTheView) {
+  start(3);
+  send(20, 100);
+  run_for(5 * kMs);
+  ASSERT_EQ(node(2).e->group_leave(kG, now), 0);
+  run_for(10 * kMs);
+  EXPECT_EQ(node(2).count(GroupEvent::kEnded), 1u);
+  EXPECT_EQ(node(1).count(GroupEvent::kLeft, 2), 1u);
+  EXPECT_EQ(node(3).count(GroupEvent::kLeft, 2), 1u);
+  send(20, 100, 20);
+  run_for(10 * kMs);
+  EXPECT_EQ(node(2).got.size(), 20u);
+  expect_all(3, 40, 100);
+  EXPECT_EQ(node(2).e->group_leave(kG, now), -ENOENT);
+}
+
+TEST_F(GroupTest, ALateJoinerStartsAtTheCurrentPositionOrTheOldestHeld) {
+  make(4);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
+  run_for(20 * kMs);
+  node(2).accept = false;  // holds the stream back: the source keeps everything
+  send(30, 100);
+  run_for(2 * kMs);
+  // Do: node 3 joins from now, node 4 from the oldest message the source holds.
+  ASSERT_EQ(node(3).e->group_join(kG, false, now), 0);
+  ASSERT_EQ(node(4).e->group_join(kG, true, now), 0);
+  run_for(20 * kMs);
+  node(2).accept = true;
+  send(10, 100, 30);
+  run_for(20 * kMs);
+  expect_all(2, 40, 100);
+  expect_all(3, 10, 100, 30);
+  expect_all(4, 40, 100);
+  EXPECT_EQ(node(3).count(GroupEvent::kStarted), 1u);
+  // Node 4 met node 3's join in the stream after the first 30 messages, as node 2 did.
+  EXPECT_EQ(node(4).count(GroupEvent::kJoined, 3), 1u);
+  EXPECT_EQ(node(2).count(GroupEvent::kJoined, 3), 1u);
+}
+
+TEST_F(GroupTest, WithoutMulticastEveryMemberGetsItsOwnCopy) {
+  start(4, false);
+  send(200, 300);
+  run_for(20 * kMs);
+  for (NodeId i = 2; i <= 4; ++i) expect_all(i, 200, 300);
+  const GroupCounters& c = node(1).e->group_counters();
+  EXPECT_EQ(c.unicast_copies, 3 * c.data_frames);
+}
+
+TEST_F(GroupTest, HostileGroupFramesAreDroppedAndCounted) {
+  start(3);
+  send(5, 100);
+  // Do: node 2 leaves; group frames keep coming to it (still "subscribed" on the wire).
+  node(2).subscribed.insert(kG + 1);
+  ASSERT_EQ(node(1).e->group_open(kG + 1, now), 0);
+  ASSERT_EQ(node(1).e->group_send(kG + 1, gmsg(10, 1), send_flag::kFastpath, now), 0);
+  settle();
+  EXPECT_GT(node(2).e->counters(1)->reject[static_cast<size_t>(Reject::kNotJoined)], 0u);
+  EXPECT_TRUE(node(2).got.size() == 5);
+  // A group frame claiming node 1 with another token; a control frame of an unknown op.
+  std::vector<uint8_t> forged;
+  node(1).e->group_send(kG, gmsg(10, 5), send_flag::kFastpath, now);
+  ASSERT_FALSE(w.q.empty());
+  forged = w.q.front().bytes;
+  w.q.clear();
+  forged[16] ^= 0x40;  // src_token
+  std::fill(forged.begin() + 44, forged.begin() + 48, uint8_t{0});  // the CRC, made again
+  finish_frame(forged.data(), forged.size(), true);
+  node(3).e->on_frame(forged, now);
+  EXPECT_EQ(node(3).e->counters(1)->reject[static_cast<size_t>(Reject::kWrongToken)], 1u);
+  EXPECT_EQ(node(3).got.size(), 5u);
+  // A control frame cut mid-entry, and one of an unknown op: counted, nothing else.
+  node(3).e->group_leave(kG, now);
+  settle();
+  run_for(2 * kMs);
+  std::vector<uint8_t> ctl;
+  for (uint8_t op : {uint8_t{3}, uint8_t{0xEE}}) {  // LEAVE, then nonsense
+    node(3).e->group_join(kG, false, now);
+    node(3).e->poll(now);
+    for (auto& f : w.q)
+      if (f.from == 3 && f.to == 1 && f.bytes.size() == 64 && f.bytes[1] == 6) ctl = f.bytes;
+    w.q.clear();
+    ASSERT_EQ(ctl.size(), 64u);
+    ctl[48] = op;
+    if (op == 3) ctl.pop_back();
+    std::fill(ctl.begin() + 44, ctl.begin() + 48, uint8_t{0});
+    finish_frame(ctl.data(), ctl.size(), true);
+    const uint64_t before = node(1).e->counters(3)->reject[static_cast<size_t>(Reject::kBadGroupCtl)];
+    node(1).e->on_frame(ctl, now);
+    EXPECT_EQ(node(1).e->counters(3)->reject[static_cast<size_t>(Reject::kBadGroupCtl)], before + 1);
+    node(3).e->group_leave(kG, now);
+  }
+}
+
+TEST_F(GroupTest, AJoinBeforeTheSourceOpensIsAdmittedWhenItDoes) {
+  make(3);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
+  ASSERT_EQ(node(3).e->group_join(kG, false, now), 0);
+  run_for(30 * kMs);  // every peer answered NOT_SOURCE
+  EXPECT_EQ(node(2).count(GroupEvent::kStarted), 0u);
+  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+  run_for(10 * kMs);
+  EXPECT_EQ(node(2).count(GroupEvent::kStarted), 1u);
+  EXPECT_EQ(node(3).count(GroupEvent::kStarted), 1u);
+  send(50, 100);
+  run_for(10 * kMs);
+  expect_all(2, 50, 100);
+  expect_all(3, 50, 100);
+  EXPECT_EQ(node(1).e->group_join(kG, false, now), 0);  // node 1 may join its own group's others
+  EXPECT_EQ(node(2).e->group_join(kG, false, now), -EEXIST);
+}
+
+}  // namespace
+}  // namespace imago::rel::test
