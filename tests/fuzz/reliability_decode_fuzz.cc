@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Fuzz target: the reliability codec (reliability/codec.h) over hostile frames of every type:
-// decode_header() (HELLO, HELLO_ACK, DATA, ACK), the SACK ranges, and RecordReader over a
+// decode_header() (HELLO, HELLO_ACK, DATA, ACK, GROUP_DATA, GROUP_CTL), the SACK ranges, and RecordReader over a
 // DATA body (whole messages, fragments, explicit sequence numbers, escaped lengths).
 //
 // Input: a mode byte (bit 0: require a CRC, as engines do; bit 1: seal the frame with a
@@ -125,12 +125,14 @@ void run(Reader& in) {
   FUZZ_CHECK(static_cast<size_t>(r) < static_cast<size_t>(Reject::kCount));
   FUZZ_CHECK(rel::reject_name(r) != nullptr);
   if (r != Reject::kNone) return;
-  FUZZ_CHECK(h.type >= rel::FrameType::kHello && h.type <= rel::FrameType::kAck);
+  FUZZ_CHECK(h.type >= rel::FrameType::kHello && h.type <= rel::FrameType::kGroupCtl);
   FUZZ_CHECK((h.flags & ~rel::frame_flag::kAll) == 0);
   FUZZ_CHECK(h.sack_count <= rel::kMaxSackRanges);
   FUZZ_CHECK(body.data() == frame.data() + sizeof(FrameHeader) + h.sack_count * sizeof(rel::SackRange));
   FUZZ_CHECK(body.data() + body.size() == frame.data() + frame.size());
-  if (h.type != rel::FrameType::kData) FUZZ_CHECK(body.empty());
+  const bool has_body = h.type == rel::FrameType::kData || h.type == rel::FrameType::kGroupData ||
+                        h.type == rel::FrameType::kGroupCtl;
+  if (!has_body) FUZZ_CHECK(body.empty());
   header_round_trip(h, frame, body);
   std::vector<Record> recs;
   if (walk(body, h.seq, &recs) == 0) records_round_trip(recs, h.seq);
