@@ -180,13 +180,14 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
   flush(*p, now_ns, false);
 }
 
-bool Engine::records_ok(std::span<const uint8_t> body, Seq first) {
-  RecordReader rd(body, first);
+bool Engine::records_ok(std::span<const uint8_t> body, Seq first, uint8_t allowed) {
+  RecordReader rd(body, first, allowed);
   Record rec;
   int rc;
   recs_n_ = 0;
   while ((rc = rd.next(&rec)) == 1) {
     if (rec.payload.size() > unit_cap_) return false;
+    if ((rec.flags & rec_flag::kView) && rec.payload.size() != sizeof(GroupViewRecord)) return false;
     if (recs_n_ < kRecordCache) recs_[recs_n_] = rec;
     ++recs_n_;
   }

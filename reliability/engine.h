@@ -222,7 +222,18 @@ class Engine {
   bool session_ok(Peer& p, const Header& h);
 
   // engine_rx.cc: ACK side and receive side of a data/ack frame.
-  bool records_ok(std::span<const uint8_t> body, Seq first);
+  bool records_ok(std::span<const uint8_t> body, Seq first, uint8_t allowed = rec_flag::kAll);
+  /** Call @p fn(record) for each record of a body records_ok() passed (from its cache). */
+  template <typename Fn>
+  void each_record(std::span<const uint8_t> body, Seq first, uint8_t allowed, Fn&& fn) {
+    if (recs_whole_) {
+      for (uint32_t i = 0; i < recs_n_; ++i) fn(recs_[i]);
+      return;
+    }
+    RecordReader rd(body, first, allowed);
+    Record rec;
+    while (rd.next(&rec) == 1) fn(rec);
+  }
   void on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> frame, uint64_t now);
   void release_acked(Peer& p, Seq ack, uint64_t now);
   bool sample_ok(const Peer& p, const TxFrame& f, Seq s) const;

@@ -473,17 +473,12 @@ void Engine::on_group_data(const Header& h, std::span<const uint8_t> body, uint6
   if (h.src_epoch != p->s.epoch || h.src_token != p->s.token) return reject(Reject::kWrongToken);
   GroupRx* r = find_rx(p->id, h.dst_node);
   if (r == nullptr || r->state != GroupRx::State::kActive) return reject(Reject::kNotJoined);
-  RecordReader check(body, h.seq, rec_flag::kAllGroup);
-  Record rec;
-  int rc;
-  while ((rc = check.next(&rec)) == 1)
-    if (rec.payload.size() > unit_cap_ ||
-        ((rec.flags & rec_flag::kView) && rec.payload.size() != sizeof(GroupViewRecord)))
-      rc = -EBADMSG;
-  if (rc != 0) return reject(Reject::kBadRecord);
+  // Every record checked before any is used (units above one slot, VIEW records of another
+  // size): the same check as a DATA frame's.
+  if (!records_ok(body, h.seq, rec_flag::kAllGroup)) return reject(Reject::kBadRecord);
   p->last_heard = now;
-  RecordReader rd(body, h.seq, rec_flag::kAllGroup);
-  while (rd.next(&rec) == 1) group_unit(*p, *r, rec.seq, rec.flags, rec.payload, now);
+  each_record(body, h.seq, rec_flag::kAllGroup,
+              [&](const Record& rec) { group_unit(*p, *r, rec.seq, rec.flags, rec.payload, now); });
   group_deliver(*r);
   if (r->nack_now) group_deadline_ = now;
   group_deadline_ = std::min(group_deadline_, r->ack_deadline);
@@ -528,7 +523,9 @@ void Engine::group_deliver(GroupRx& r) {
       if (!app_->deliver_group(r.src, r.g, unit)) return void(r.blocked = true);
       gc_.msgs_received++;
     } else {
-      r.reasm.add(sl.rec_flags, unit);  // a bad fragment sequence is dropped by it
+      // A bad fragment sequence is dropped by it, and counted against the source.
+      if (const Reject bad = r.reasm.add(sl.rec_flags, unit); bad != Reject::kNone)
+        if (Peer* p = find(r.src)) p->c.reject[static_cast<size_t>(bad)]++;
     }
     rx.pop();
     // What the member acknowledges is what it delivered: a member whose application lags

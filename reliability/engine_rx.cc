@@ -149,13 +149,7 @@ uint32_t Engine::mark_lost_by_order(Peer& p) {
 }
 
 void Engine::on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now) {
-  if (recs_whole_) {  // decoded by records_ok()
-    for (uint32_t i = 0; i < recs_n_; ++i) on_unit(p, recs_[i].seq, recs_[i].flags, recs_[i].payload, now);
-  } else {
-    RecordReader rd(body, h.seq);
-    Record rec;
-    while (rd.next(&rec) == 1) on_unit(p, rec.seq, rec.flags, rec.payload, now);
-  }
+  each_record(body, h.seq, rec_flag::kAll, [&](const Record& r) { on_unit(p, r.seq, r.flags, r.payload, now); });
   try_deliver(p);
 }
 

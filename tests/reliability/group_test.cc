@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/reliability/group_harness.h"
+#include "tests/reliability/harness.h"
 
 namespace imago::rel::test {
 namespace {
@@ -211,6 +212,23 @@ TEST_F(GroupTest, HostileGroupFramesAreDroppedAndCounted) {
   finish_frame(forged.data(), forged.size(), true);
   node(3).e->on_frame(forged, now);
   EXPECT_EQ(node(3).e->counters(1)->reject[static_cast<size_t>(Reject::kWrongToken)], 1u);
+  EXPECT_EQ(node(3).got.size(), 5u);
+  // The source's own header with records no source writes: a unit above one slot, a VIEW
+  // record of 5 bytes. Expect: bad_record, each checked before any record is used.
+  forged[16] ^= 0x40;  // its token again
+  forged.resize(sizeof(FrameHeader));
+  std::vector<uint8_t> big_body, view_body;
+  add_record(big_body, 0, Bytes(unit_capacity(config(1)) + 1, 0xEE));
+  add_record(view_body, 0, Bytes(10, 1));  // a fine unit first
+  add_record(view_body, rec_flag::kView, Bytes(5, 1));
+  for (const auto* body : {&big_body, &view_body}) {
+    std::vector<uint8_t> f = forged;
+    f.insert(f.end(), body->begin(), body->end());
+    std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});
+    finish_frame(f.data(), f.size(), true);
+    node(3).e->on_frame(f, now);
+  }
+  EXPECT_EQ(node(3).e->counters(1)->reject[static_cast<size_t>(Reject::kBadRecord)], 2u);
   EXPECT_EQ(node(3).got.size(), 5u);
   // A control frame cut mid-entry, and one of an unknown op: counted, nothing else.
   node(3).e->group_leave(kG, now);
