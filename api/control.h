@@ -28,6 +28,8 @@ struct CtlMsg {
   uint64_t node;
   uint64_t peer;
   char name[kNameMax + 1];
+  uint32_t group;        ///< kOpen of a group endpoint (peer 0): its group
+  uint32_t group_flags;  ///< IMAGO_GROUP_*
 };
 
 /** @return true when process @p pid is gone: it does not exist, or it is a zombie (killed,

@@ -30,6 +30,8 @@ int ctl_decode(const void* param, size_t len, const ShmRoot& shm, CtlMsg* out);
  * @return 0 with *node_index the node to open it on (node 0 means the first); -EINVAL (empty
  * or over-long name, ring size not a power of two in [kRingMin, kRingMax], unknown node, a
  * peer that node does not serve) or -EEXIST (a live endpoint with that node, peer and name).
+ * A group endpoint (group not 0) has peer 0 and flags of IMAGO_GROUP_* with SEND or RECV
+ * (FROM_OLDEST only with RECV), else -EINVAL; -EEXIST: a live one of that node and group.
  */
 int ctl_check_open(const CtlMsg& req, const ShmRoot& shm, const ServesPeer& serves, int* node_index);
 

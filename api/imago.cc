@@ -57,6 +57,7 @@ struct Endpoint {
   uint32_t index;
   rte_ring* rx;
   rte_ring* tx;
+  bool recv_only;  ///< a group endpoint without IMAGO_GROUP_SEND: sends are refused
 };
 
 HandleTable<Attachment, 1> g_atts;  // one attachment per process
@@ -104,6 +105,25 @@ int bad_buffer(Endpoint* ep) {
 }
 
 // Not attached, or EAL already used by an earlier attachment of this process.
+// Open the slot @p m asks for (its peer or group, name) on @p node and hand out its endpoint.
+int open_slot(imago_t* h, CtlMsg& m, uint64_t node, uint32_t ring_size, imago_ep_t** out) {
+  std::lock_guard<std::mutex> lock(g_ctl);
+  Attachment* im = att_of(h);
+  if (im == nullptr) return -EINVAL;
+  m.op = CtlOp::kOpen;
+  m.node = node;
+  m.ring_size = ring_size;
+  if (int rc = control(im, m); rc < 0) return rc;
+  EndpointSlot* s = &im->shm->slots[m.slot];
+  // This thread's buffer caches; without them (no memory) every buffer goes to the pool ring.
+  if (pool_caches_create(s->app_caches, im->shm->msg_pool, im->shm->frame_pool) < 0)
+    s->app_caches = PoolCaches{};
+  const bool recv_only = s->group != 0 && !(s->group_flags & IMAGO_GROUP_SEND);
+  uintptr_t e = g_eps.add([&](Endpoint& ep) { ep = Endpoint{im, s, m.slot, s->rx, s->tx, recv_only}; });
+  *out = reinterpret_cast<imago_ep_t*>(e);
+  return 0;
+}
+
 int attach_refused() {
   bool live = false;
   g_atts.for_each([&](uintptr_t) { live = true; });
@@ -230,6 +250,10 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
                          c.pkts_sent, c.pkts_received, c.rejects() + snap->link.decode.total_rejected(),
                          c.ack_only_sent, c.nacks_sent, c.pkts_lost, c.rto_expired, c.resets, c.deaths,
                          c.discarded_msgs, in_flight};
+  const imago::rel::GroupCounters& g = snap->group;
+  st->group_msgs_sent = g.msgs_sent, st->group_data_frames = g.data_frames;
+  st->group_unicast_copies = g.unicast_copies, st->group_repair_frames = g.repair_frames;
+  st->group_expiries = g.expiries, st->group_msgs_received = g.msgs_received, st->group_nacks_sent = g.nacks_sent;
   return 0;
 }
 
@@ -238,23 +262,24 @@ int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_e
   if (name == nullptr || out == nullptr) return -EINVAL;
   size_t len = strnlen(name, IMAGO_NAME_MAX + 1);
   if (len == 0 || len > IMAGO_NAME_MAX) return -EINVAL;
-  std::lock_guard<std::mutex> lock(g_ctl);
-  Attachment* im = att_of(h);
-  if (im == nullptr) return -EINVAL;
   CtlMsg m{};
-  m.op = CtlOp::kOpen;
-  m.node = opts ? opts->local_node : 0;
-  m.ring_size = opts ? opts->ring_size : 0;
   m.peer = peer;
   std::memcpy(m.name, name, len);
-  if (int rc = control(im, m); rc < 0) return rc;
-  EndpointSlot* s = &im->shm->slots[m.slot];
-  // This thread's buffer caches; without them (no memory) every buffer goes to the pool ring.
-  if (pool_caches_create(s->app_caches, im->shm->msg_pool, im->shm->frame_pool) < 0)
-    s->app_caches = PoolCaches{};
-  uintptr_t e = g_eps.add([&](Endpoint& ep) { ep = Endpoint{im, s, m.slot, s->rx, s->tx}; });
-  *out = reinterpret_cast<imago_ep_t*>(e);
-  return 0;
+  return open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
+}
+
+int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* opts, imago_ep_t** out) {
+  if (out == nullptr || group == 0) return -EINVAL;
+  CtlMsg m{};
+  m.group = group;
+  m.group_flags = opts && opts->flags ? opts->flags : IMAGO_GROUP_SEND | IMAGO_GROUP_RECV;
+  std::snprintf(m.name, sizeof m.name, "group-%u", group);
+  return open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
+}
+
+uint32_t imago_ep_group(const imago_ep_t* h) {
+  const Endpoint* ep = ep_of(h);
+  return ep ? ep->slot->group : 0;
 }
 
 int imago_close(imago_ep_t* h) {
@@ -278,7 +303,7 @@ int imago_send(imago_ep_t* ep, const void* data, uint32_t len, uint32_t flags) {
 
 int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, uint32_t flags) {
   Endpoint* ep = ep_of(h);
-  if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags)) return -EINVAL;
+  if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
   if (!is_open(ep)) return -ENOTCONN;
   if (n == 0) return 0;
   // Reserve room on the tx ring (we are its only producer) and describe the messages straight
@@ -288,7 +313,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   if (room < n) ep->slot->tx_ring_full.add();
   if (room == 0 && primary_lost(ep->att)) return -ENOTCONN;
   const uint64_t peer = ep->slot->peer;
-  const uint32_t max = ep->att->shm->max_message;
+  const uint32_t max = ep->slot->max_message.load(std::memory_order_relaxed);
   const TierSide t = side(ep);
   unsigned done = 0;
   int rc = 0;
@@ -308,8 +333,8 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
 
 int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   Endpoint* ep = ep_of(h);
-  if (ep == nullptr || buf == nullptr) return -EINVAL;
-  if (len > ep->att->shm->max_message) return -EMSGSIZE;
+  if (ep == nullptr || buf == nullptr || ep->recv_only) return -EINVAL;
+  if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
   int err;
   void* b = alloc_send_buffer(side(ep), len, &err);
   if (b == nullptr) return err == -EAGAIN && primary_lost(ep->att) ? -ENOTCONN : err;
@@ -319,7 +344,7 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
 
 int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   Endpoint* ep = ep_of(h);
-  if (ep == nullptr || (flags & ~kKnownFlags)) return -EINVAL;
+  if (ep == nullptr || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
   const TierSide t = side(ep);
   imago_msg d;
   if (describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d) < 0) return bad_buffer(ep);
@@ -384,7 +409,7 @@ int imago_peer_ready(imago_ep_t* h) {
 
 uint32_t imago_max_message(const imago_ep_t* h) {
   const Endpoint* ep = ep_of(h);
-  return ep ? ep->att->shm->max_message : 0;
+  return ep ? ep->slot->max_message.load(std::memory_order_relaxed) : 0;
 }
 
 int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
@@ -399,7 +424,8 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
       c.rx_no_buffer.get(), c.tx_invalid.get(), rte_ring_count(ep->tx), rte_ring_count(ep->rx),
       s.peer_ready.load(std::memory_order_acquire), 0, s.release_invalid.get(), s.buffer_invalid.get(),
       c.peer_resets.get(), c.peer_deaths.get(), c.msgs_unconfirmed.get(), c.last_unconfirmed_first.get(),
-      c.last_unconfirmed_count.get(), c.rx_rebuilt.get()};
+      c.last_unconfirmed_count.get(), c.rx_rebuilt.get(), c.events.get(), c.events_lost.get(),
+      static_cast<uint32_t>(c.group_members.get()), static_cast<uint32_t>(c.group_view.get()), c.group_pending.get()};
   return 0;
 }
 

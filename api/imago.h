@@ -38,6 +38,12 @@
  * functions that return a count, an id or a name), never a crash; it stays refused even
  * after its resources are reused by a later imago_open().
  *
+ * Groups (reliable multicast): imago_group_open() gives an endpoint for a group instead of a
+ * peer. Its messages go out once to the group's multicast address and reach every member
+ * node, each in order, exactly once; events (members joining, leaving, expired; streams
+ * starting and ending) arrive on the same rx ring, in their place among the messages. See
+ * imago_group_open() and docs/USER.md ("Groups").
+ *
  * Buffer ownership: a buffer given to imago_send_zc() that returned 0, and a descriptor given
  * to imago_release(), stop being the application's at once. Sending or freeing such a buffer
  * again is -EINVAL, and releasing a descriptor again frees nothing (it is counted): a message
@@ -64,7 +70,7 @@ typedef struct imago_ep imago_ep_t;
 #define IMAGO_NAME_MAX 31
 
 /** Send flags. They act on the sending engine and are not carried to the receiver: a
- *  received descriptor's flags are 0. */
+ *  received descriptor's flags are 0 (IMAGO_MSG_F_EVENT on a group event). */
 #define IMAGO_FASTPATH IMAGO_MSG_F_FASTPATH /**< send at once instead of coalescing */
 #define IMAGO_ACK_REQ IMAGO_MSG_F_ACK_REQ   /**< ask the receiver to acknowledge at once */
 
@@ -144,6 +150,14 @@ struct imago_node_stats {
 	uint64_t msgs_in_flight;     /**< now: messages the engine took and its peers have not yet
 	                                  confirmed (a sender that detaches before this is 0 may
 	                                  lose them, should a frame be lost on the way) */
+	/* Groups (imago_group_open), this node's streams and those it receives: */
+	uint64_t group_msgs_sent;     /**< messages sent to groups */
+	uint64_t group_data_frames;   /**< group frames first sent (once per frame when the link multicasts) */
+	uint64_t group_unicast_copies;/**< copies of first sends to each member where the link cannot */
+	uint64_t group_repair_frames; /**< frames resent to a member that asked (NACK) */
+	uint64_t group_expiries;      /**< members this node's streams expired */
+	uint64_t group_msgs_received; /**< group messages delivered */
+	uint64_t group_nacks_sent;    /**< gap reports sent to sources */
 };
 
 /**
@@ -270,7 +284,8 @@ int imago_wait(imago_ep_t *ep, int64_t timeout_us);
  *  not live), -ENOTCONN ((secondary) imagod is gone). */
 int imago_peer_ready(imago_ep_t *ep);
 
-/** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live). */
+/** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live;
+ *  on a group endpoint at most half its source window, about 700 KB with a 1500-byte MTU). */
 uint32_t imago_max_message(const imago_ep_t *ep);
 
 /** Per-endpoint statistics, counted since the endpoint opened. */
@@ -312,14 +327,111 @@ struct imago_ep_stats {
 	uint64_t rx_rebuilt;      /**< of rx_pool: messages of more than one frame reassembled
 	                               in the buffer they were delivered in (no copy after
 	                               reassembly; the others were copied from the engine's) */
+	uint64_t events;          /**< group events put on the rx ring (group endpoints) */
+	uint64_t events_lost;     /**< group events dropped: the rx ring was full (a SEND-only
+	                               endpoint whose application never receives, say) */
+	/* A SEND group endpoint's stream now (0 on other endpoints): */
+	uint32_t group_members;   /**< members in the source's view */
+	uint32_t group_view;      /**< the view number (steps at each join, leave, expiry) */
+	uint64_t group_pending;   /**< stream units (a message takes one per frame it fills) taken
+	                               from the tx ring that not every member has acknowledged yet:
+	                               0 once every member has everything sent (close then loses
+	                               nothing) */
 };
 
 /** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */
 int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
 
+/* ---- Groups ---------------------------------------------------------------------------- */
+
+/** What a group endpoint does (struct imago_group_opts.flags; 0: SEND | RECV). */
+#define IMAGO_GROUP_SEND 0x1u        /**< this node sends to the group: it becomes a source of it */
+#define IMAGO_GROUP_RECV 0x2u        /**< this node joins the group: it receives every source's stream */
+#define IMAGO_GROUP_FROM_OLDEST 0x4u /**< with RECV: start each source's stream at the oldest
+                                          message it still holds, not at its next one */
+
+/** Group endpoint options. Zero fields take the default. */
+struct imago_group_opts {
+	uint64_t local_node; /**< which node of this attachment (0: the first) */
+	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..4096 [1024] */
+	uint32_t flags;      /**< IMAGO_GROUP_* [IMAGO_GROUP_SEND | IMAGO_GROUP_RECV] */
+};
+
+/** Kinds of group events (struct imago_group_event.kind). */
+enum imago_group_event_kind {
+	IMAGO_GROUP_JOINED = 1,  /**< member joined the source's view; position: its first message's */
+	IMAGO_GROUP_LEFT = 2,    /**< member left the view; position: how far it had acknowledged */
+	IMAGO_GROUP_EXPIRED = 3, /**< member was expired (it held the source back longer than the
+	                              node's --group-expire-ms, or its node died); position as LEFT */
+	IMAGO_GROUP_STARTED = 4, /**< this node receives source's stream from position on */
+	IMAGO_GROUP_ENDED = 5,   /**< this node no longer receives source's stream; reason says why,
+	                              position is the first unit not delivered */
+};
+
+/** Why a stream ended here (struct imago_group_event.reason, for IMAGO_GROUP_ENDED). */
+enum imago_group_end_reason {
+	IMAGO_GROUP_END_LEAVE = 1,   /**< this endpoint closed (the node left the group) */
+	IMAGO_GROUP_END_DROPPED = 2, /**< the source expired this node: its messages from position
+	                                  on are lost to this node (never skipped silently) */
+	IMAGO_GROUP_END_CLOSED = 3,  /**< the source closed its group endpoint: everything it sent
+	                                  was delivered */
+	IMAGO_GROUP_END_GONE = 4,    /**< the source's node died or restarted: what it had not
+	                                  delivered here is lost */
+};
+
+/**
+ * A group event: the bytes of a received descriptor whose flags have IMAGO_MSG_F_EVENT (tier
+ * inline, len sizeof(struct imago_group_event), src the stream's source). Events of this
+ * node's own stream (JOINED, LEFT, EXPIRED with source this node) arrive on a SEND endpoint;
+ * those of the streams it receives (the same three, as each source's view changes, in their
+ * place among its messages, then STARTED and ENDED) on a RECV endpoint. Positions count the
+ * source's stream units (a message of more than one frame takes several: docs/PROTOCOL.md 3.7).
+ */
+struct imago_group_event {
+	uint32_t kind;     /**< enum imago_group_event_kind */
+	uint32_t view;     /**< the source's view number after the change (JOINED, LEFT, EXPIRED) */
+	uint64_t source;   /**< the stream's source node */
+	uint64_t member;   /**< whose membership changed (this node for STARTED and ENDED) */
+	uint32_t position; /**< a unit of the source's stream (see the kinds) */
+	uint32_t reason;   /**< enum imago_group_end_reason for ENDED, else 0 */
+};
+
+/**
+ * Open an endpoint on group @p group (1 .. 2^32 - 1): a send side (IMAGO_GROUP_SEND), a
+ * receive side (IMAGO_GROUP_RECV), or both. Groups need no set-up: every peer of the node
+ * may join any group, and a node receives the streams of every peer that sends to it.
+ *
+ * SEND: imago_send(), imago_send_burst(), imago_buf_alloc() and imago_send_zc() send to every
+ * member of the group; each message is framed once and sent once to the group's multicast
+ * address (docs/PROTOCOL.md 3.7); a member that lost a frame is repaired by unicast. Members
+ * are the peers that joined (with a RECV endpoint) when or after it opened; a message goes to
+ * the members of the view it was sent in. The slowest member paces the sender (-EAGAIN, as on
+ * a peer endpoint); a member that holds the stream back longer than --group-expire-ms is
+ * expired (IMAGO_GROUP_EXPIRED) and the others go on. imago_peer_ready() is 1.
+ * RECV: this node asks every peer to admit it to its stream of @p group, now and whenever a
+ * peer comes up or opens the group; imago_recv_burst() gives each source's messages in that
+ * source's order (descriptor src: the source), exactly once, and the events above. Sends on a
+ * RECV-only endpoint are -EINVAL; imago_peer_ready() is 0 on it.
+ * imago_close() ends both: a source's members get everything it sent, then ENDED (reason
+ * CLOSED) and leave; a member leaves every stream (ENDED, reason LEAVE).
+ *
+ * @param opts  NULL for the defaults.
+ * @return 0; -EINVAL @p im not live, @p group 0, unknown flags or FROM_OLDEST without RECV,
+ *         bad ring size, unknown local node; -EEXIST a group endpoint of @p group is open on
+ *         that node already; -EBUSY this node's previous stream of @p group is still ending
+ *         (its members leaving: retry shortly); -ENOSPC no free endpoint slot, or the node
+ *         sends to (--group-sources) or receives (--group-streams) as many groups as it may;
+ *         -ENOMEM no memory for the rings; -ETIMEDOUT the engine did not answer within a
+ *         second; -ENOTCONN imagod did not answer.
+ */
+int imago_group_open(imago_t *im, uint32_t group, const struct imago_group_opts *opts, imago_ep_t **out);
+
+/** @return the group of a group endpoint, 0 for a peer endpoint or a handle not live. */
+uint32_t imago_ep_group(const imago_ep_t *ep);
+
 /** @return the name of @p ep, or NULL (@p ep not live). */
 const char *imago_ep_name(const imago_ep_t *ep);
-/** @return the peer node of @p ep, or 0 (@p ep not live). */
+/** @return the peer node of @p ep, or 0 (@p ep not live, or a group endpoint). */
 uint64_t imago_ep_peer(const imago_ep_t *ep);
 
 #ifdef __cplusplus

@@ -35,6 +35,9 @@ enum imago_msg_tier {
 /** Set by imago_send_zc() in the descriptors it queues (the tier counters tell zero-copy
  *  sends from copies by it); never by the application, never in a received descriptor. */
 #define IMAGO_MSG_F_ZERO_COPY 0x100u
+/** Set in a received descriptor of a group endpoint that carries a group event (its bytes,
+ *  inline, are a struct imago_group_event: see imago.h) instead of a message. */
+#define IMAGO_MSG_F_EVENT 0x200u
 
 /** One message descriptor: 64 bytes, one cache line. */
 struct imago_msg {

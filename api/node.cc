@@ -11,6 +11,7 @@
 
 #include "api/buffers.h"
 #include "api/handoff.h"
+#include "api/imago.h"
 #include "api/tiers.h"
 #include "reliability/be.h"
 
@@ -69,15 +70,18 @@ int Node::peer_index(uint64_t id) const {
 }
 
 unsigned Node::poll(uint64_t now_tsc) {
-  uint32_t gen = shm_->generation.load(std::memory_order_acquire);
-  if (gen != seen_gen_) refresh(gen);
   now_ns_ = ne_.link.now_ns(now_tsc);
   ne_.link.set_now(now_tsc);
+  uint32_t gen = shm_->generation.load(std::memory_order_acquire);
+  if (gen != seen_gen_) refresh(gen);
   if (announce_n_ > 0) send_announces(now_ns_);
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) work += drain_tx(active_[i], now_ns_);
   work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish
-  for (unsigned i = 0; i < n_active_; ++i) flush_staged(active_[i]);
+  for (unsigned i = 0; i < n_active_; ++i) {
+    flush_staged(active_[i]);
+    if (active_[i].slot->group != 0) publish_group(*active_[i].slot);
+  }
   return work;
 }
 
@@ -116,17 +120,48 @@ void Node::activate(uint32_t slot_index) {
   a.slot_index = slot_index;
   a.peer_index = static_cast<uint32_t>(peer_index(a.slot->peer));  // open_endpoint checked it
   a.stash_n = a.stash_pos = a.staged_n = 0;
+  a.group_ok = false;
+  if (a.slot->group != 0) return activate_group(a);
   for (unsigned i = 0; i < n_remote_; ++i)
     if (remote_[i].peer == a.slot->peer && remote_[i].hash == a.slot->hash)
       a.slot->peer_ready.store(1, std::memory_order_release);
   queue_announce(a.slot->peer, a.slot->hash, kOpOpen);
 }
 
+// Join and/or open the group, and tell the control path how it went (EndpointSlot::group_rc).
+void Node::activate_group(Active& a) {
+  EndpointSlot& s = *a.slot;
+  rel::Engine& e = *ne_.engine;
+  const bool send = s.group_flags & IMAGO_GROUP_SEND, recv = s.group_flags & IMAGO_GROUP_RECV;
+  a.group_ok = true;  // the events of the join or open itself (peers admitted at once) come here
+  int rc = recv ? e.group_join(s.group, (s.group_flags & IMAGO_GROUP_FROM_OLDEST) != 0, now_ns_) : 0;
+  if (rc == 0 && send) {
+    rc = e.group_open(s.group, now_ns_);
+    if (rc == -EEXIST) rc = -EBUSY;  // its previous stream here is still ending
+    if (rc < 0 && recv) e.group_leave(s.group, now_ns_);
+  }
+  if (rc == -EINVAL) rc = -ENOSPC;  // the node was started with no room for groups
+  a.group_ok = rc == 0;
+  if (rc < 0) a.staged_n = 0;  // nothing to tell of a group not joined
+  if (rc == 0 && send) {
+    const auto cap = static_cast<uint32_t>(std::min<uint64_t>(s.max_message.load(std::memory_order_relaxed), e.group_max_message()));
+    s.max_message.store(cap, std::memory_order_relaxed);
+    s.peer_ready.store(1, std::memory_order_release);
+  }
+  s.group_rc.store(rc, std::memory_order_release);
+}
+
 void Node::retire(Active& a) {
   EndpointSlot& s = *a.slot;
   for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_sent(side(s), a.stash[a.stash_pos]);
   flush_staged(a);  // their loans are reclaimed with the slot
-  queue_announce(s.peer, s.hash, kOpClose);
+  if (s.group != 0) {
+    if (a.group_ok && (s.group_flags & IMAGO_GROUP_SEND)) ne_.engine->group_close(s.group, now_ns_);
+    if (a.group_ok && (s.group_flags & IMAGO_GROUP_RECV)) ne_.engine->group_leave(s.group, now_ns_);
+    flush_staged(a);  // the ENDED events just staged: the application may still read them
+  } else {
+    queue_announce(s.peer, s.hash, kOpClose);
+  }
   s.peer_ready.store(0, std::memory_order_relaxed);
   s.state.store(SlotState::kDrained, std::memory_order_release);
   shm_->generation.fetch_add(1, std::memory_order_acq_rel);
@@ -135,6 +170,12 @@ void Node::retire(Active& a) {
 Node::Active* Node::find(uint64_t peer, uint32_t hash) {
   for (unsigned i = 0; i < n_active_; ++i)
     if (active_[i].slot->hash == hash && active_[i].slot->peer == peer) return &active_[i];
+  return nullptr;
+}
+
+Node::Active* Node::find_group(rel::GroupId g, uint32_t flag) {
+  for (unsigned i = 0; i < n_active_; ++i)
+    if (active_[i].slot->group == g && (active_[i].slot->group_flags & flag) && active_[i].group_ok) return &active_[i];
   return nullptr;
 }
 
@@ -161,8 +202,18 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       release_sent(side(s), d);
       continue;
     }
-    if (ne_.engine->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
-    record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
+    if (s.group != 0) {
+      const int rc = ne_.engine->group_send(s.group, msg, engine_flags(d.flags), now_ns);
+      if (rc == -EAGAIN) break;  // the slowest member's window is full: later
+      if (rc < 0) {              // above the group's largest message (a zero-copy buffer's length)
+        s.c.tx_invalid.add();
+        release_sent(side(s), d);
+        continue;
+      }
+    } else {
+      if (ne_.engine->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
+      record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
+    }
     s.c.msgs_sent.add();
     s.c.bytes_sent.add(d.len);
     (d.tier == IMAGO_TIER_INLINE                ? s.c.tx_inline
@@ -181,6 +232,10 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
 bool Node::tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch) {
   const std::span<const uint8_t> bytes = send_bytes(*a.slot, d);
   if (bytes.data() == nullptr) return false;
+  if (a.slot->group != 0) {  // the group is the stream: no tag
+    *msg = bytes;
+    return true;
+  }
   if (d.tier == IMAGO_TIER_INLINE) {
     put_tag(scratch, a.slot->hash);
     std::memcpy(scratch + kTagBytes, bytes.data(), bytes.size());
@@ -235,29 +290,74 @@ bool Node::take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt) {
     shm_->no_endpoint[spec_.index].add();  // closed here: nobody to give it to
     return dropped();
   }
-  EndpointSlot& s = *a->slot;
-  if (a->staged_n == kStage) flush_staged(*a);
-  if (a->staged_n == kStage || rte_ring_free_count(s.rx) <= a->staged_n) {
+  const int rc = stage(*a, peer, body, rebuilt);
+  return rc < 0 ? dropped() : rc > 0;
+}
+
+bool Node::stage_room(Active& a) {
+  if (a.staged_n == kStage) flush_staged(a);
+  return a.staged_n < kStage && rte_ring_free_count(a.slot->rx) > a.staged_n;
+}
+
+int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* rebuilt) {
+  EndpointSlot& s = *a.slot;
+  if (!stage_room(a)) {
     s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
-    return false;
+    return 0;
   }
-  imago_msg& d = a->staged[a->staged_n];
+  imago_msg& d = a.staged[a.staged_n];
   const auto len = static_cast<uint32_t>(body.size());
-  int rc = rebuilt != nullptr ? describe_pooled(side(s), peer, rebuilt, len, d)
-                              : describe_received(side(s), peer, body, ne_.link.current_frame(), kMbufLoanCap, d);
+  int rc = rebuilt != nullptr ? describe_pooled(side(s), src, rebuilt, len, d)
+                              : describe_received(side(s), src, body, ne_.link.current_frame(), kMbufLoanCap, d);
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
-    return dropped();
+    return -1;
   }
   if (rc < 0) {
     (rc == -ENOBUFS ? s.c.rx_no_buffer : s.c.rx_ring_full).add();
-    return false;
+    return 0;
   }
-  ++a->staged_n;
+  ++a.staged_n;
   if (rebuilt != nullptr) s.c.rx_rebuilt.add();
   s.c.msgs_received.add();
   s.c.bytes_received.add(body.size());
-  return true;
+  return 1;
+}
+
+// --- groups: the streams this node receives, and the events of every stream ---
+
+void Node::publish_group(EndpointSlot& s) {
+  rel::Engine::GroupTxView v;
+  if (!(s.group_flags & IMAGO_GROUP_SEND) || !ne_.engine->group_tx_view(s.group, &v)) return;
+  s.c.group_members.v.store(v.members, std::memory_order_relaxed);
+  s.c.group_view.v.store(v.view, std::memory_order_relaxed);
+  s.c.group_pending.v.store(v.pending, std::memory_order_relaxed);
+}
+
+bool Node::deliver_group(rel::NodeId src, rel::GroupId g, std::span<const uint8_t> msg) {
+  Active* a = find_group(g, IMAGO_GROUP_RECV);
+  if (a == nullptr) {
+    shm_->no_endpoint[spec_.index].add();  // left meanwhile: the stream is ending
+    return true;
+  }
+  return stage(*a, src, msg, nullptr) != 0;
+}
+
+void Node::on_group_event(const rel::GroupEvent& e) {
+  // This node's own stream's events go to its sender, the others' to its receiver.
+  Active* a = find_group(e.group, e.src == spec_.id ? IMAGO_GROUP_SEND : IMAGO_GROUP_RECV);
+  if (a == nullptr) return;  // the endpoint is closing: nobody to tell
+  EndpointSlot& s = *a->slot;
+  if (!stage_room(*a)) return s.c.events_lost.add();
+  const imago_group_event ev{e.kind, e.view, e.src, e.member, e.position, e.why};
+  imago_msg& d = a->staged[a->staged_n++];
+  d = imago_msg{};
+  d.src = e.src;
+  d.len = sizeof ev;
+  d.flags = IMAGO_MSG_F_EVENT;
+  d.tier = IMAGO_TIER_INLINE;
+  std::memcpy(d.u.inline_data, &ev, sizeof ev);
+  s.c.events.add();
 }
 
 void Node::flush_staged(Active& a) {

@@ -10,6 +10,10 @@
  * endpoint's name); tag 0 is the node's control channel, which announces endpoints opening
  * and closing to the peer, so a sender waits for its peer's endpoint and a peer sees an
  * endpoint closed when its application exits or is killed.
+ *
+ * A group endpoint (EndpointSlot::group) has no tag and no announcement: its messages go to
+ * the engine's group stream (Engine::group_send), and the streams of the group this node
+ * receives reach it with their sources, their events (imago_group_event) in their place.
  */
 #pragma once
 
@@ -76,6 +80,8 @@ class Node final : public rel::AppSink {
   void on_peer_up(rel::NodeId peer) override;
   void on_peer_reset(rel::NodeId peer, uint64_t discarded) override;
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
+  bool deliver_group(rel::NodeId src, rel::GroupId g, std::span<const uint8_t> msg) override;
+  void on_group_event(const rel::GroupEvent& e) override;
 
   uint64_t id() const { return spec_.id; }
   const rel::Engine& engine() const { return *ne_.engine; }
@@ -91,6 +97,7 @@ class Node final : public rel::AppSink {
     uint16_t stash_n, stash_pos;
     imago_msg staged[kStage];  // delivered, not yet on the rx ring
     uint16_t staged_n;
+    bool group_ok;  // a group endpoint the engine joined or opened (to leave or close)
   };
   struct Announce {
     uint64_t peer;
@@ -113,8 +120,18 @@ class Node final : public rel::AppSink {
 
   void refresh(uint32_t gen);
   void activate(uint32_t slot_index);
+  void activate_group(Active& a);
   void retire(Active& a);
   Active* find(uint64_t peer, uint32_t hash);
+  /** @return the group endpoint of @p g with @p flag (IMAGO_GROUP_SEND or _RECV), or nullptr. */
+  Active* find_group(rel::GroupId g, uint32_t flag);
+  /** Put one message from @p src on @p a's rx ring (staged). @return 1 handed over, 0 kept
+   *  by the engine for later (back-pressure), -1 dropped (it can never be handed over). */
+  int stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* rebuilt);
+  /** @return room for one more staged descriptor on @p a (flushing if need be). */
+  bool stage_room(Active& a);
+  /** A SEND group endpoint's stream, for its statistics. */
+  void publish_group(EndpointSlot& s);
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
 
   unsigned drain_tx(Active& a, uint64_t now_ns);

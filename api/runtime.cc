@@ -294,9 +294,23 @@ int Runtime::open_endpoint(CtlMsg& req) {
     if (shm_->slots[i].state.load(std::memory_order_acquire) != SlotState::kFree) continue;
     if (int rc = fill_slot(i, req, node_index); rc < 0) return rc;
     req.slot = i;
-    return 0;
+    return req.group != 0 ? group_answer(i) : 0;
   }
   return -ENOSPC;
+}
+
+// A group endpoint is open once its engine joined or opened the group: wait for its answer,
+// and take a refused slot back.
+int Runtime::group_answer(uint32_t slot) {
+  EndpointSlot& s = shm_->slots[slot];
+  const bool answered = wait_engine([&] { return s.group_rc.load(std::memory_order_acquire) != kGroupPending; });
+  const int rc = answered ? s.group_rc.load(std::memory_order_acquire) : -ETIMEDOUT;
+  if (rc == 0) return 0;
+  SlotState open = SlotState::kOpen;
+  s.state.compare_exchange_strong(open, SlotState::kClosing);
+  shm_->generation.fetch_add(1, std::memory_order_acq_rel);
+  if (wait_drained(slot)) reclaim(slot);  // else housekeeping finishes it
+  return rc;
 }
 
 int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
@@ -319,13 +333,18 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   s.pid = req.pid;
   std::snprintf(s.name, sizeof s.name, "%s", req.name);
   s.peer_ready.store(0, std::memory_order_relaxed);
+  s.group = req.group;
+  s.group_flags = req.group_flags;
+  s.group_rc.store(req.group != 0 ? kGroupPending : 0, std::memory_order_relaxed);
+  s.max_message.store(shm_->max_message, std::memory_order_relaxed);
   new (&s.c) EngineSideCounters();
   for (Counter* c : {&s.tx_ring_full, &s.release_invalid, &s.buffer_invalid}) c->v.store(0, std::memory_order_relaxed);
   s.rx_loans.reset();
   s.tx_loans.reset();
   s.state.store(SlotState::kOpen, std::memory_order_release);
   shm_->generation.fetch_add(1, std::memory_order_acq_rel);
-  IMAGO_LOG(INFO, api, "endpoint '%s' to node %" PRIu64 " opened in slot %u by pid %d\n", s.name, s.peer, i, s.pid);
+  IMAGO_LOG(INFO, api, "endpoint '%s' to node %" PRIu64 " (group %u) opened in slot %u by pid %d\n", s.name, s.peer,
+            s.group, i, s.pid);
   return 0;
 }
 
@@ -336,21 +355,26 @@ unsigned Runtime::poll_inline() {
   return work;
 }
 
-bool Runtime::wait_drained(uint32_t slot) {
-  const EndpointSlot& s = shm_->slots[slot];
-  if (o_.run_to_completion) {  // the closing thread is the one that polls: poll until drained
+bool Runtime::wait_engine(const std::function<bool()>& done) {
+  if (o_.run_to_completion) {  // the waiting thread is the one that polls
     for (int i = 0; i < 100000; ++i) {
-      if (s.state.load(std::memory_order_acquire) == SlotState::kDrained) return true;
+      if (done()) return true;
       poll_inline();
     }
     return false;
   }
   for (int i = 0; i < 1000 && engines_running_ && runner_->active(); ++i) {
-    if (s.state.load(std::memory_order_acquire) == SlotState::kDrained) return true;
+    if (done()) return true;
     rte_delay_us_sleep(1000);
   }
+  return done();
+}
+
+bool Runtime::wait_drained(uint32_t slot) {
+  const EndpointSlot& s = shm_->slots[slot];
+  if (wait_engine([&] { return s.state.load(std::memory_order_acquire) == SlotState::kDrained; })) return true;
   // No engine to let go of it (stopping): nobody else touches the slot.
-  return !engines_running_ || !runner_->active();
+  return !o_.run_to_completion && (!engines_running_ || !runner_->active());
 }
 
 int Runtime::close_endpoint(uint32_t slot) {

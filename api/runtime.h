@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,6 +69,9 @@ class Runtime {
   unsigned reclaim(uint32_t slot);
   void hold_intr_thread_once_linked();
   bool wait_drained(uint32_t slot);
+  /** Wait (up to a second; run-to-completion: polling the nodes) until @p done. */
+  bool wait_engine(const std::function<bool()>& done);
+  int group_answer(uint32_t slot);
 
   RuntimeOptions o_;
   bool daemon_ = false;

@@ -26,7 +26,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 5;
+inline constexpr uint32_t kShmVersion = 6;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -53,7 +53,12 @@ struct EngineSideCounters {
   // unconfirmed (the last ones it took, always), and the latest such drop's range.
   Counter peer_resets, peer_deaths, msgs_unconfirmed;
   Counter last_unconfirmed_first, last_unconfirmed_count;
+  Counter events, events_lost;  // group events put on the rx ring, and dropped (ring full)
+  Counter group_members, group_view, group_pending;  // a SEND group endpoint's stream, now
 };
+
+/** A group slot's answer from the engine lcore (EndpointSlot::group_rc) before it is known. */
+inline constexpr int32_t kGroupPending = 1;
 
 struct alignas(64) EndpointSlot {
   std::atomic<SlotState> state{SlotState::kFree};
@@ -66,6 +71,10 @@ struct alignas(64) EndpointSlot {
   rte_ring* rx = nullptr;  ///< engine -> application
   rte_ring* tx = nullptr;  ///< application -> engine
   std::atomic<uint32_t> peer_ready{0};
+  uint32_t group = 0;        ///< a group endpoint's group (peer 0), else 0
+  uint32_t group_flags = 0;  ///< IMAGO_GROUP_*
+  std::atomic<int32_t> group_rc{0};  ///< the engine's answer to the group's open (kGroupPending until then)
+  std::atomic<uint32_t> max_message{0};  ///< the largest message a send takes on this endpoint
   EngineSideCounters c;
   // Written by the application.
   alignas(64) Counter tx_ring_full;

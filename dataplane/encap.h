@@ -47,6 +47,14 @@ constexpr bool ipv4_is_multicast(uint32_t ip) { return (ip >> 28) == 0xE; }
 /** @return the Ethernet address of IPv4 group @p ip: 01:00:5e and its low 23 bits (RFC 1112). */
 MacAddr ipv4_multicast_mac(uint32_t ip);
 
+/** @return the IPv4 group of imago group @p g: 239.0.0.0/8 and its low 24 bits. Groups
+ *  whose ids differ above bit 23 share an address; receivers tell them apart by the id in
+ *  the frame (docs/PROTOCOL.md 3.7.5). */
+constexpr uint32_t group_ipv4(uint32_t g) { return 0xEF000000u | (g & 0x00FFFFFFu); }
+/** @return the Ethernet address frames of imago group @p g go to, in either encapsulation:
+ *  that of group_ipv4(@p g) (01:00:5e and its low 23 bits). */
+inline MacAddr group_mac(uint32_t g) { return ipv4_multicast_mac(group_ipv4(g)); }
+
 /** @return the bytes in front of the payload for @p kind (18 for L2, 46 for UDP). */
 constexpr size_t encap_header_len(Encap kind) {
   return kind == Encap::L2 ? sizeof(EthHdr) + sizeof(LinkHdr)

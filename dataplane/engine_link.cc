@@ -2,11 +2,15 @@
 #include "dataplane/engine_link.h"
 
 #include <rte_cycles.h>
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "dataplane/log.h"
 
 namespace imago::dp {
 
@@ -46,21 +50,65 @@ bool EngineLink::send_frame(rel::NodeId peer, std::span<const uint8_t> frame) {
     ++counters_.unknown_peer;
     return true;  // nowhere to send it: like a frame lost on the wire, the engine repairs
   }
+  return send_copy(a->encap, frame);
+}
+
+bool EngineLink::send_group(rel::GroupId g, std::span<const uint8_t> frame) {
+  EncapConfig to = encap_;
+  to.dst_mac = group_mac(g);
+  to.dst_ip = group_ipv4(g);
+  if (!send_copy(to, frame)) return false;
+  ++counters_.group_out;
+  return true;
+}
+
+bool EngineLink::send_copy(const EncapConfig& to, std::span<const uint8_t> frame) {
   if (!room_for_one()) return false;
-  size_t hdr = encap_header_len(a->encap.kind);
+  size_t hdr = encap_header_len(to.kind);
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  if (!m || hdr + frame.size() + encap_trailer_len(a->encap) > rte_pktmbuf_tailroom(m)) {
+  if (!m || hdr + frame.size() + encap_trailer_len(to) > rte_pktmbuf_tailroom(m)) {
     ++counters_.alloc_failed;
     rte_pktmbuf_free(m);
     return false;
   }
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   std::memcpy(data + hdr, frame.data(), frame.size());
-  size_t len = encode_frame(a->encap, data, LinkType::Reliability, static_cast<uint16_t>(frame.size()));
+  size_t len = encode_frame(to, data, LinkType::Reliability, static_cast<uint16_t>(frame.size()));
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   pending_[pending_n_++] = m;
   return true;
+}
+
+void EngineLink::subscribe(rel::GroupId g, bool on) {
+  auto it = std::find(groups_.begin(), groups_.end(), g);
+  if (on == (it != groups_.end())) return;
+  if (on) groups_.push_back(g);
+  else groups_.erase(it);
+  apply_mc_list();
+}
+
+void EngineLink::apply_mc_list() {
+  // Distinct MACs only: groups whose ids differ above bit 23 share one.
+  std::vector<rte_ether_addr> list;
+  for (rel::GroupId g : groups_) {
+    rte_ether_addr a;
+    std::memcpy(a.addr_bytes, group_mac(g).b.data(), 6);
+    bool dup = false;
+    for (const rte_ether_addr& b : list) dup = dup || rte_is_same_ether_addr(&a, &b);
+    if (!dup) list.push_back(a);
+  }
+  const uint16_t id = port_->port();
+  int rc = rte_eth_dev_set_mc_addr_list(id, list.empty() ? nullptr : list.data(),
+                                        static_cast<uint32_t>(list.size()));
+  if (rc == 0 || list.empty()) return;
+  // No list in this PMD (net_af_packet, net_ring, net_memif): all multicast instead.
+  int all = rte_eth_allmulticast_enable(id);
+  if (mc_fallback_logged_) return;
+  mc_fallback_logged_ = true;
+  IMAGO_LOG(INFO, dataplane, "port %u: no multicast address list (%s); %s\n", id, rte_strerror(-rc),
+            all == 0 ? "all-multicast on" : rte_eth_promiscuous_get(id) == 1
+                ? "promiscuous mode receives group frames" : "group frames may not arrive");
 }
 
 bool EngineLink::room_for_one() {

@@ -52,6 +52,7 @@ struct EngineLinkCounters {
   uint64_t held_out = 0;         ///< frames sent from a held slot without a copy (retransmissions too)
   uint64_t held_in = 0;          ///< holds on received frames: units kept in place out of order
   uint64_t hold_refused = 0;     ///< holds refused (a quarter of the pool held already): copied
+  uint64_t group_out = 0;        ///< group frames sent once to a group's multicast address
   DecodeCounters decode;         ///< rejected frames by reason, the tag's (decode_auth_*) too
 };
 
@@ -64,6 +65,7 @@ void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
   fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
   fn("not_allowed", c.not_allowed), fn("spoofed", c.spoofed);
   fn("held_out", c.held_out), fn("held_in", c.held_in), fn("hold_refused", c.hold_refused);
+  fn("group_out", c.group_out);
   fn("decode_accepted", c.decode.accepted), fn("decode_rejected", c.decode.total_rejected());
   for (size_t i = 0; i < kDecodeErrorCount; ++i)
     fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
@@ -108,6 +110,19 @@ class EngineLink final : public rel::FrameSink {
   // quarter of the pool's mbufs at a time, so that receiving and sending never run dry.
   void* hold_frame() override;
   void release_frame(void* held) override;
+  // Groups (frame_sink.h): a group's frames go once to its multicast address (group_mac(),
+  // group_ipv4()); subscribe() puts the addresses of the groups joined in the port's
+  // multicast list, or where the PMD has none turns all-multicast on (logged once; a port
+  // in promiscuous mode, imago's default, receives them either way).
+  bool multicast() const override { return multicast_; }
+  bool send_group(rel::GroupId g, std::span<const uint8_t> frame) override;
+  void subscribe(rel::GroupId g, bool on) override;
+  /** Send group frames to each member instead (a network that does not carry multicast).
+   *  Control path, before the engine sends any. */
+  void set_multicast(bool on) { multicast_ = on; }
+  /** @return the groups subscribed to now. */
+  const std::vector<rel::GroupId>& subscribed() const { return groups_; }
+
   /** @return holds on received mbufs not given back yet. */
   uint32_t holds() const { return holds_; }
 
@@ -125,6 +140,8 @@ class EngineLink final : public rel::FrameSink {
   };
   const PeerAddr* find(rel::NodeId id) const;
   bool room_for_one();
+  bool send_copy(const EncapConfig& to, std::span<const uint8_t> frame);
+  void apply_mc_list();
   struct Zone {
     uint8_t* mem;
     const rte_memzone* mz;
@@ -146,6 +163,9 @@ class EngineLink final : public rel::FrameSink {
   uint32_t hold_cap_ = 0;  ///< a quarter of the pool
   std::vector<Zone> zones_;  ///< held-frame memory handed to the engine
   uint32_t zone_serial_ = 0;
+  bool multicast_ = true;
+  bool mc_fallback_logged_ = false;
+  std::vector<rel::GroupId> groups_;  ///< subscribed (control path)
   EngineLinkCounters counters_;
 };
 

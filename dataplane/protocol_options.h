@@ -17,9 +17,18 @@
 
 namespace imago::dp {
 
+/** The fast-link preset with room for groups: 4 groups sent to and 16 (source, group)
+ *  streams received at once (their windows are set aside when the node starts). */
+inline rel::Config node_preset() {
+  rel::Config c = rel::fast_link_preset();
+  c.group_sources = 4;
+  c.group_streams = 16;
+  return c;
+}
+
 struct ProtocolOptions {
-  uint32_t mtu = 1500;                           ///< IP MTU the frames are sized for
-  rel::Config engine = rel::fast_link_preset();  ///< modes and timers; identity and sizes are the node's
+  uint32_t mtu = 1500;                  ///< IP MTU the frames are sized for
+  rel::Config engine = node_preset();  ///< modes and timers; identity and sizes are the node's
 };
 
 /** Check what single options cannot: the RTO bounds in order, above the ACK delay (a
@@ -34,7 +43,8 @@ std::vector<std::string> protocol_args(const ProtocolOptions& p);
 bool is_protocol_option(const std::string& name);
 
 /** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,
- *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms. */
+ *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms,
+ *  --group-sources, --group-streams, --group-expire-ms. */
 template <typename T>
 void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
   using rel::kMs;
@@ -67,6 +77,17 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                    &rel::Config::rto_min_ns, kUs, 1, 60'000'000));
   t.push_back(time("rto-max-ms", "MS", "upper bound of the retransmission timeout (and of HELLO retries)",
                    &rel::Config::rto_max_ns, kMs, 1, 600'000));
+  auto count = [m](const char* name, const char* help, uint32_t rel::Config::*f, uint32_t hi) {
+    return OptionRow<T>{name, "N", help,
+                        [=](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).engine.*f, 0, hi); },
+                        [=](const T& o) { return std::to_string((o.*m).engine.*f); }};
+  };
+  t.push_back(count("group-sources", "groups this node may send to at once (imago_group_open with IMAGO_GROUP_SEND), 0..64",
+                    &rel::Config::group_sources, 64));
+  t.push_back(count("group-streams", "(source, group) streams this node may receive at once, 0..256",
+                    &rel::Config::group_streams, 256));
+  t.push_back(time("group-expire-ms", "MS", "a group member that holds its source back this long is expired, 10..3600000",
+                   &rel::Config::group_expire_ns, kMs, 10, 3'600'000));
 }
 
 }  // namespace imago::dp

@@ -18,6 +18,7 @@ void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const Engi
   snap_.tsc_hz = rte_get_tsc_hz();
   snap_.total = engine.total_counters();
   snap_.link = link;
+  snap_.group = engine.group_counters();
   rel::NodeId ids[NodeSnapshot::kMaxPeers];
   const size_t n = engine.peer_ids(ids, NodeSnapshot::kMaxPeers);
   for (size_t i = 0; i < n; ++i) {

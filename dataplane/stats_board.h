@@ -32,6 +32,7 @@ struct NodeSnapshot {
   uint64_t tsc_hz = 0;
   rel::PeerCounters total;     ///< Engine::total_counters(): every peer, and frames no peer claimed
   EngineLinkCounters link;
+  rel::GroupCounters group;    ///< Engine::group_counters()
   uint32_t n_peers = 0;
   PeerSnapshot peers[kMaxPeers];
 };

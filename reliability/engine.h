@@ -41,12 +41,21 @@ struct GroupEvent {
     kStarted = 4,  ///< this node receives src's stream of the group from position on
     kEnded = 5,    ///< this node no longer receives it; position: the first unit not delivered
   };
+  /** Why a stream ended here (kEnded; kNone for the other kinds). */
+  enum Why : uint8_t {
+    kNone = 0,
+    kLeave = 1,    ///< this node left the group (group_leave())
+    kDropped = 2,  ///< the source expired this node: what it sent from position on is lost here
+    kClosed = 3,   ///< the source closed its stream; everything it sent was delivered
+    kGone = 4,     ///< the source's session ended (it died or restarted): the rest is lost here
+  };
   Kind kind;
   NodeId src;      ///< the stream's source (this node for events of its own streams)
   GroupId group;
   NodeId member;   ///< kJoined, kLeft, kExpired: whose membership changed
   uint32_t view;   ///< the source's view number after the change (kJoined, kLeft, kExpired)
   Seq position;
+  Why why = kNone;
 };
 
 /** Where the engine hands messages and peer events (the API rings, or a test). */
@@ -163,6 +172,12 @@ class Engine {
    */
   int group_send(GroupId g, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns);
   /**
+   * Stop being a source of @p g (control path): nothing more is sent; each member gets what
+   * was sent, then an END and leaves (kLeft), or is expired; the slot is free once none is
+   * left (a group_open() of @p g before that is -EEXIST). @return 0 or -ENOENT.
+   */
+  int group_close(GroupId g, uint64_t now_ns);
+  /**
    * Join group @p g: ask every peer (now and whenever a session comes up) to admit this node
    * to its stream of @p g, from its next message or, with @p from_oldest, from the oldest it
    * still holds. Each source that admits it starts a stream (GroupEvent::kStarted).
@@ -173,6 +188,14 @@ class Engine {
   int group_leave(GroupId g, uint64_t now_ns);
   /** @return the members of this node's stream of @p g (up to @p max ids into @p out). */
   size_t group_members(GroupId g, NodeId* out, size_t max) const;
+  /** This node's stream of a group as its application sees it. */
+  struct GroupTxView {
+    uint32_t members = 0;  ///< in the view now
+    uint32_t view = 0;     ///< the view number
+    uint32_t pending = 0;  ///< units queued or sent that not every member acknowledged yet
+  };
+  /** @return false when this node does not send to @p g (or is closing it). */
+  bool group_tx_view(GroupId g, GroupTxView* out) const;
   /** @return the largest message group_send() takes. */
   uint64_t group_max_message() const;
   const GroupCounters& group_counters() const { return gc_; }
@@ -289,17 +312,19 @@ class Engine {
   void on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
+  void end_member(GroupTx& t, GroupMember& m, uint64_t now);
   bool on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now);
   void group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,
                   uint64_t now);
   void group_deliver(GroupRx& r);
-  void end_stream(GroupRx& r);
+  void end_stream(GroupRx& r, GroupEvent::Why why);
   void group_peer_gone(Peer& p);
   void group_poll(uint64_t now);
   void poll_source(GroupTx& t, uint64_t now);
   void poll_member(GroupRx& r, uint64_t now);
   void poll_wants(uint64_t now);
-  void event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos);
+  void event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos,
+             GroupEvent::Why why = GroupEvent::kNone);
 
   // engine_timer.cc.
   void run_timers(Peer& p, uint64_t now);

@@ -82,6 +82,7 @@ int Engine::group_open(GroupId g, uint64_t now_ns) {
   t->view = 0;
   t->unsent_bytes = 0;
   t->fast_pending = 0;
+  t->closing = false;
   // Peers that asked before the group was open here.
   for (size_t i = 0; i < interests_.size();) {
     Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;
@@ -96,9 +97,20 @@ int Engine::group_open(GroupId g, uint64_t now_ns) {
   return 0;
 }
 
+int Engine::group_close(GroupId g, uint64_t now_ns) {
+  GroupTx* t = find_tx(g);
+  if (t == nullptr || t->closing) return -ENOENT;
+  t->closing = true;
+  t->closed_ns = now_ns;
+  for (GroupMember& m : t->members) m.status_ns = 0;  // END to each as soon as it holds all
+  group_flush(*t, now_ns, true);
+  group_deadline_ = now_ns;
+  return 0;
+}
+
 int Engine::group_send(GroupId g, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns) {
   GroupTx* t = find_tx(g);
-  if (t == nullptr) return -EINVAL;
+  if (t == nullptr || t->closing) return -EINVAL;
   if (msg.size() > group_max_message()) return -EMSGSIZE;
   const auto units = static_cast<uint32_t>(msg.size() <= unit_cap_ ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);
   if (!t->tx.fits(units, msg.size())) return -EAGAIN;
@@ -141,7 +153,7 @@ int Engine::group_leave(GroupId g, uint64_t now_ns) {
   for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
     GroupRx& r = grx_[i];
     if (r.state != GroupRx::State::kActive || r.g != g) continue;
-    event(GroupEvent::kEnded, r.src, g, cfg_.node_id, 0, r.rx.dlv());
+    event(GroupEvent::kEnded, r.src, g, cfg_.node_id, 0, r.rx.dlv(), GroupEvent::kLeave);
     r.state = GroupRx::State::kLeaving;  // LEAVE until the source says LEAVE_OK
     r.leave_ns = 0;
     r.leave_tries = 0;
@@ -159,8 +171,17 @@ size_t Engine::group_members(GroupId g, NodeId* out, size_t max) const {
   return n;
 }
 
-void Engine::event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos) {
-  app_->on_group_event(GroupEvent{kind, src, g, member, view, pos});
+bool Engine::group_tx_view(GroupId g, GroupTxView* out) const {
+  const GroupTx* t = find_tx(g);
+  if (t == nullptr || t->closing) return false;
+  // With no member, what was sent is released at once: only the queue is pending.
+  *out = {static_cast<uint32_t>(t->members.size()), t->view, t->tx.end() - t->tx.una()};
+  return true;
+}
+
+void Engine::event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos,
+                   GroupEvent::Why why) {
+  app_->on_group_event(GroupEvent{kind, src, g, member, view, pos, why});
 }
 
 // --- the source's side ---
@@ -295,16 +316,39 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     if (behind)
       group_deadline_ = std::min({group_deadline_, std::max(m.progress_ns, m.status_ns) + cfg_.group_status_ns,
                                   since + cfg_.group_expire_ns});
+    if (!behind && t.closing) {
+      if (now - t.closed_ns >= cfg_.group_expire_ns) {  // told, and never left
+        remove_member(t, i, GroupEvent::kExpired, now);
+        continue;
+      }
+      end_member(t, m, now);
+      group_deadline_ = std::min(group_deadline_, t.closed_ns + cfg_.group_expire_ns);
+    }
     ++i;
+  }
+  if (t.closing && t.members.empty()) {
+    t.g = 0;  // every member left or was expired: the slot is free
+    return;
   }
   group_flush(t, now, false);  // view changes above included
   if (t.tx.has_unsent())  // coalescing, or the sink pushed back: then retry shortly, never spin
     group_deadline_ = std::min(group_deadline_, std::max(t.tx.unsent_enq_ns() + cfg_.coalesce_ns, now + cfg_.tx_retry_ns));
 }
 
+// A closing source's member that holds the whole stream is told it ended (every interval
+// until it leaves; one that never does is expired as any silent member is).
+void Engine::end_member(GroupTx& t, GroupMember& m, uint64_t now) {
+  if (now - m.status_ns >= cfg_.group_status_ns || m.status_ns == 0) {
+    if (Peer* p = find(m.id); p != nullptr && reachable(*p)) send_ctl(*p, group_op::kEnd, t.g, t.tx.nxt(), t.view);
+    m.status_ns = now;
+  }
+  group_deadline_ = std::min(group_deadline_, m.status_ns + cfg_.group_status_ns);
+}
+
 bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
   const GroupId g = e.group.get();
   GroupTx* t = find_tx(g);
+  if (t != nullptr && t->closing && e.op == group_op::kJoin) t = nullptr;  // as if not open: noted
   GroupMember* it = nullptr;
   for (size_t i = 0; t != nullptr && it == nullptr && i < t->members.size(); ++i)
     if (t->members[i].id == p.id) it = &t->members[i];
@@ -329,7 +373,12 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       return true;
     case group_op::kAck:
     case group_op::kNack: {
-      if (t == nullptr) return false;
+      if (t == nullptr) {
+        // A member of a stream that ended here (its END lost): it ends there too.
+        if (cfg_.group_sources == 0) return false;
+        send_ctl(p, group_op::kEnd, g, e.a.get(), 0);
+        return true;
+      }
       if (!member) {
         send_ctl(p, group_op::kExpired, g, e.a.get(), 0);  // expired (or never admitted)
         return true;
@@ -434,7 +483,24 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       if (r == nullptr || r->state != GroupRx::State::kActive) return true;
       if (w != nullptr) w->asked[pi] = kDone;  // no JOIN again: the application joins anew
       group_deliver(*r);
-      end_stream(*r);
+      end_stream(*r, GroupEvent::kDropped);
+      return true;
+    case group_op::kEnd:
+      // The source closed its stream and we hold it all (or it forgot us: what is missing
+      // is reported by the position, never skipped silently). Leave, and join again should
+      // it open the group anew.
+      if (r == nullptr) {
+        if (w == nullptr) send_ctl(p, group_op::kLeave, g, 0, 0);
+        return true;
+      }
+      if (r->state != GroupRx::State::kActive) return true;
+      group_deliver(*r);
+      event(GroupEvent::kEnded, r->src, r->g, cfg_.node_id, 0, r->rx.dlv(),
+            r->rx.dlv() == e.a.get() ? GroupEvent::kClosed : GroupEvent::kDropped);
+      r->state = GroupRx::State::kLeaving;
+      r->leave_ns = 0;
+      r->leave_tries = 0;
+      if (w != nullptr) w->asked[pi] = kAsk;
       return true;
     case group_op::kLeaveOk:
       if (r != nullptr && r->state == GroupRx::State::kLeaving) r->state = GroupRx::State::kFree;
@@ -444,8 +510,8 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
   }
 }
 
-void Engine::end_stream(GroupRx& r) {
-  event(GroupEvent::kEnded, r.src, r.g, cfg_.node_id, 0, r.rx.dlv());
+void Engine::end_stream(GroupRx& r, GroupEvent::Why why) {
+  event(GroupEvent::kEnded, r.src, r.g, cfg_.node_id, 0, r.rx.dlv(), why);
   r.state = GroupRx::State::kFree;
 }
 
@@ -608,7 +674,7 @@ void Engine::group_peer_gone(Peer& p) {
   // Its streams end here, it leaves every view of ours, and it is asked again once back.
   for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
     GroupRx& r = grx_[i];
-    if (r.state == GroupRx::State::kActive && r.src == p.id) end_stream(r);
+    if (r.state == GroupRx::State::kActive && r.src == p.id) end_stream(r, GroupEvent::kGone);
     if (r.state == GroupRx::State::kLeaving && r.src == p.id) r.state = GroupRx::State::kFree;
   }
   for (uint32_t i = 0; i < cfg_.group_sources; ++i) {

@@ -43,6 +43,8 @@ struct GroupTx {
   uint32_t view = 0;
   uint64_t unsent_bytes = 0;
   uint32_t fast_pending = 0;
+  bool closing = false;  ///< group_close(): no more sends; freed once every member left
+  uint64_t closed_ns = 0;
 };
 
 /** A (source, group) stream this node receives. */

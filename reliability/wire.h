@@ -124,7 +124,8 @@ inline constexpr uint8_t kNack = 6;       ///< member: send me units [a, a + b) 
 inline constexpr uint8_t kStatus = 7;     ///< source: my next seq is a, view b (tail check)
 inline constexpr uint8_t kExpired = 8;    ///< source: you were expired at a
 inline constexpr uint8_t kNotSource = 9;  ///< answer to kJoin: not a source of it (noted)
-inline constexpr uint8_t kMax = 9;
+inline constexpr uint8_t kEnd = 10;       ///< source: my stream ends at a (you hold it all): leave
+inline constexpr uint8_t kMax = 10;
 }  // namespace group_op
 
 /** One entry of a kGroupCtl frame's body (which holds one or more). */

@@ -31,6 +31,13 @@ struct ex_opts {
 	uint64_t node, peer, count;
 	uint32_t size_min, size_max, hold, zero_copy, use_wait;
 	double timeout_s;
+	/* Options of one example only: the ones it names in `own` (ex_parse()). */
+	const char *own;
+	uint32_t group, members, from_oldest;
+	double rate;
+	/* After `--`: an imagod command line for an embedded attachment (argv[0] included). */
+	int node_argc;
+	char **node_argv;
 };
 
 static volatile sig_atomic_t ex_stop;
@@ -79,20 +86,37 @@ static inline int ex_check(const void *data, uint32_t len, uint64_t *seq)
 }
 
 /* Parse `prog ROLE [options]`. @return 0, 1 (--help printed), or 2 (bad line, said why). */
-static int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[3], const char *help)
+static inline int ex_is_role(const char *a, const char *const roles[])
 {
-	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout ";
+	for (int i = 0; roles[i] != NULL; ++i)
+		if (!strcmp(a, roles[i])) return 1;
+	return 0;
+}
+
+/* @p roles: NULL-terminated; the third is the default (both sides in one process). */
+static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[], const char *help)
+{
+	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate ";
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i], *v = NULL;
 		char key[32];
 		snprintf(key, sizeof key, " %s ", a);
+		if (!strcmp(a, "--")) { /* the rest is the embedded node's command line */
+			o->node_argc = argc - i;
+			o->node_argv = argv + i;
+			o->node_argv[0] = argv[0];
+			break;
+		}
+		int theirs = strstr(" --group --members --from-oldest --rate ", key) != NULL;
+		if (theirs && (o->own == NULL || strstr(o->own, key) == NULL))
+			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
 		if (a[0] == '-' && strstr(valued, key) != NULL) {
 			if (i + 1 == argc) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
 			v = argv[++i];
 		}
 		if (!strcmp(a, "--help")) return printf(help, argv[0]), 1;
-		else if (a[0] != '-' && (!strcmp(a, roles[0]) || !strcmp(a, roles[1]) || !strcmp(a, roles[2]))) o->role = a;
+		else if (a[0] != '-' && ex_is_role(a, roles)) o->role = a;
 		else if (!strcmp(a, "--secondary")) o->prefix = v;
 		else if (!strcmp(a, "--name")) o->name = v;
 		else if (!strcmp(a, "--node")) o->node = strtoull(v, NULL, 0);
@@ -100,6 +124,10 @@ static int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const 
 		else if (!strcmp(a, "--count")) o->count = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--hold")) o->hold = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--timeout")) o->timeout_s = strtod(v, NULL);
+		else if (!strcmp(a, "--group")) o->group = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--members")) o->members = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
+		else if (!strcmp(a, "--rate")) o->rate = strtod(v, NULL);
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
 		else if (!strcmp(a, "--wait")) o->use_wait = 1;
 		else if (!strcmp(a, "--size")) {
@@ -110,9 +138,9 @@ static int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const 
 	}
 	if (o->size_min < EX_HDR || o->size_max < o->size_min || o->count == 0)
 		return fprintf(stderr, "%s: --size must be >= %u (A-B: A <= B), --count > 0\n", argv[0], EX_HDR), 2;
-	if (o->prefix == NULL && strcmp(o->role, roles[2]))
-		return fprintf(stderr, "%s: '%s' alone needs --secondary PREFIX (an imagod); embedded runs '%s'\n",
-			       argv[0], o->role, roles[2]), 2;
+	if (o->prefix == NULL && o->node_argc == 0 && strcmp(o->role, roles[2]))
+		return fprintf(stderr, "%s: '%s' alone needs --secondary PREFIX (an imagod) or -- and a node's "
+			       "command line; embedded by default runs '%s'\n", argv[0], o->role, roles[2]), 2;
 	struct sigaction sa = {.sa_handler = ex_on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -120,9 +148,9 @@ static int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const 
 }
 
 /* Attach (embedded, or to the imagod of --secondary). @return 0 or a negative errno, said. */
-static int ex_attach(const struct ex_opts *o, const char *prog, imago_t **im)
+static inline int ex_attach(const struct ex_opts *o, const char *prog, imago_t **im)
 {
-	int rc = o->prefix ? imago_attach_secondary(o->prefix, im) : imago_attach_embedded(0, NULL, im);
+	int rc = o->prefix ? imago_attach_secondary(o->prefix, im) : imago_attach_embedded(o->node_argc, o->node_argv, im);
 	if (rc < 0)
 		fprintf(stderr, "%s: cannot attach %s%s: %s\n", prog, o->prefix ? "to imagod " : "embedded",
 			o->prefix ? o->prefix : "", strerror(-rc));
@@ -130,7 +158,7 @@ static int ex_attach(const struct ex_opts *o, const char *prog, imago_t **im)
 }
 
 /* Open o->name on node @p local towards @p peer (0: the attachment's other node). */
-static imago_ep_t *ex_open(imago_t *im, const struct ex_opts *o, uint64_t local, uint64_t peer, const char *prog)
+static inline imago_ep_t *ex_open(imago_t *im, const struct ex_opts *o, uint64_t local, uint64_t peer, const char *prog)
 {
 	for (unsigned i = 0; peer == 0 && i < imago_node_count(im); ++i)
 		if (imago_node_id(im, i) != local) peer = imago_node_id(im, i);

@@ -7,9 +7,9 @@
  */
 #include "example.h"
 
-static const char *const roles[3] = {"pub", "sub", "both"};
+static const char *const roles[] = {"pub", "sub", "both", NULL};
 static const char help[] =
-	"Usage: %s pub|sub|both [options]\n"
+	"Usage: %s pub|sub|both [options] [-- imagod options of an embedded node]\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [pub 1, sub 2]    --peer ID  [the other node]\n"
 	"  --name NAME         endpoint name [pubsub]               --count N  messages [1000000]\n"

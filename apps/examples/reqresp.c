@@ -7,9 +7,9 @@
  */
 #include "example.h"
 
-static const char *const roles[3] = {"client", "server", "both"};
+static const char *const roles[] = {"client", "server", "both", NULL};
 static const char help[] =
-	"Usage: %s client|server|both [options]\n"
+	"Usage: %s client|server|both [options] [-- imagod options of an embedded node]\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [client 1, server 2]   --peer ID  [the other node]\n"
 	"  --name NAME         endpoint name [reqresp]      --count N  requests [10000]\n"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.apps import REPO_ROOT, build_dir
+from framework.apps import REPO_ROOT, build_dir, result_line_object
 from framework.imago_apps import (
     DeliveryResult, ExampleParams, ImagodRun, PublisherResult, cleanup_stale_hugepages, hugepages_missing_reason,
     run_to_completion, start_example,
@@ -28,7 +28,7 @@ from framework.imago_apps import (
 from framework.testsuite import TestSuite, require
 from framework.topology import Topology
 
-EXAMPLE_SOURCES = ("pubsub.c", "reqresp.c", "example.h")
+EXAMPLE_SOURCES = ("pubsub.c", "reqresp.c", "group.c", "example.h")
 MSGS = 200_000
 SIZES = "16-2000"
 INSTALL_S = 300
@@ -131,7 +131,7 @@ def built(installed: Installed) -> dict[str, Path]:
         shutil.copy(REPO_ROOT / "apps" / "examples" / f, src / f)
     (src / "check.cc").write_text(CXX_PROGRAM)
     out = {}
-    for name in ("pubsub", "reqresp"):
+    for name in ("pubsub", "reqresp", "group"):
         out[name] = src / name
         _compile(installed, "gcc", "c11", [src / f"{name}.c"], out[name])
     if shutil.which("g++"):
@@ -211,14 +211,16 @@ class TestSuiteInstall(TestSuite):
                                                topology: Topology) -> None:
         """
         Steps:
-            Compile pubsub.c and reqresp.c (gcc -std=c11 -Wall -Wextra -Werror, pkg-config
-            flags) and a C++20 program using imago.hpp; run each embedded with LD_LIBRARY_PATH
-            at the staged libdir: pubsub both (200000 messages of 16..2000 bytes), reqresp both
-            (2000 round trips), the C++ check.
+            Compile pubsub.c, reqresp.c and group.c (gcc -std=c11 -Wall -Wextra -Werror,
+            pkg-config flags) and a C++20 program using imago.hpp; run each embedded with
+            LD_LIBRARY_PATH at the staged libdir: pubsub both (200000 messages of 16..2000
+            bytes), reqresp both (2000 round trips), group both (node 1 sends 50000 messages to
+            group 7, node 2 receives it), the C++ check.
         Verify:
             They resolve libimago.so from the staging directory; pubsub delivers all 200000
-            verified; reqresp gets all 2000 answers with ordered percentiles; the C++ check
-            sends and receives 1000 intact messages.
+            verified; reqresp gets all 2000 answers with ordered percentiles; the group's member
+            delivers all 50000 verified, and its source saw it join; the C++ check sends and
+            receives 1000 intact messages.
         """
         cp = run_to_completion(["ldd", str(built["pubsub"])], timeout=30, env=installed.env())
         self.verify(str(installed.libdir / "libimago.so.0") in cp.stdout, f"ldd:\n{cp.stdout}")
@@ -234,6 +236,16 @@ class TestSuiteInstall(TestSuite):
         rtt = rr.rtt_us()
         self.verify(rr.msgs_delivered == 2000 and rr.clean, f"reqresp: {rr.raw}")
         self.verify(rtt["p50"] <= rtt["p99"] <= rtt["p999"] <= rtt["max"], f"percentiles out of order: {rtt}")
+        grp = node.start([str(built["group"]), "both", "--count", "50000", "--size", "16-2000", "--timeout", "30"],
+                         name="group", env=installed.env())
+        self.verify(grp.wait(RUN_S) == 0, f"group both failed:\n{grp.tail()}")
+        lines = [result_line_object(l) for l in grp.lines("stdout") if l.startswith("RESULT ")]
+        print(f"group both: RESULT {lines}")
+        pub = next((r for r in lines if r.get("role") == "pub"), {})
+        sub = next((r for r in lines if r.get("role") == "sub"), {})
+        self.verify(pub.get("joined") == 1 and pub.get("msgs_sent") == 50000, f"group source: {pub}")
+        self.verify(sub.get("msgs_delivered") == 50000 and sub.get("lost") == 0 and sub.get("duplicated") == 0
+                    and sub.get("corrupted") == 0, f"group member: {sub}")
         if "cxx" not in built:
             pytest.skip("g++ not found: imago.hpp unchecked")
         proc = node.start([str(built["cxx"])], name="cxx", env=installed.env())

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The primary's checks on control requests from secondaries (api/control_check.h), no EAL.
 #include "api/control_check.h"
+#include "api/imago.h"
 
 #include <gtest/gtest.h>
 
@@ -91,6 +92,32 @@ TEST(CtlCheckOpen, ALiveEndpointOfTheSameNameAndPeerIsEexist) {
   EXPECT_EQ(ctl_check_open(open_req("orders"), *t.shm, t.serves, &node), -EEXIST);
   s.state.store(SlotState::kFree);  // once freed, the name is free again
   EXPECT_EQ(ctl_check_open(open_req("orders"), *t.shm, t.serves, &node), 0);
+}
+
+TEST(CtlCheckOpen, GroupRequestsNeedNoPeerAndKnownFlagsOnePerNodeAndGroup) {
+  Table t;
+  auto group_req = [](uint32_t g, uint32_t flags, uint64_t peer = 0) {
+    CtlMsg m = open_req("group-9", peer);
+    m.group = g;
+    m.group_flags = flags;
+    return m;
+  };
+  int node;
+  EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND), *t.shm, t.serves, &node), 0);
+  EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_RECV | IMAGO_GROUP_FROM_OLDEST), *t.shm, t.serves, &node), 0);
+  // Hostile: a peer as well, no direction, unknown bits, FROM_OLDEST alone, flags on a peer endpoint.
+  EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND, 2), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(9, 0), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND | 0x100), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND | IMAGO_GROUP_FROM_OLDEST), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(0, IMAGO_GROUP_SEND, 2), *t.shm, t.serves, &node), -EINVAL);
+  // One group endpoint per node and group; a peer endpoint named alike is no conflict.
+  EndpointSlot& s = t.shm->slots[3];
+  s.state.store(SlotState::kOpen);
+  s.group = 9;
+  EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_RECV), *t.shm, t.serves, &node), -EEXIST);
+  EXPECT_EQ(ctl_check_open(group_req(10, IMAGO_GROUP_RECV), *t.shm, t.serves, &node), 0);
+  EXPECT_EQ(ctl_check_open(open_req("group-9"), *t.shm, t.serves, &node), 0);
 }
 
 }  // namespace

@@ -23,7 +23,8 @@
 // comes back exactly once, with its message or at A's end; A holds units received out of
 // order in their frames (in-place receive), each hold back exactly once, and a frame let go
 // is overwritten (a unit read after its release would be delivered corrupt). A is a group
-// source and a member (group_from_f): group frames of any kind from F change none of this.
+// source and a member (group_from_f): group frames of any kind from F change none of this,
+// nor does A closing its group and opening it again.
 #include <sanitizer/allocator_interface.h>
 
 #include <algorithm>
@@ -505,6 +506,10 @@ void group_from_f(World& w, Reader& in) {
   auto group = [&](uint8_t sel) -> rel::GroupId {
     return sel % 3 == 0 ? kGroupA : sel % 3 == 1 ? kGroupJoined : in.u32();
   };
+  if ((k & 0x18) == 0x18 && w.a.e->group_close(kGroupA, w.now) == -ENOENT) {
+    const int rc = w.a.e->group_open(kGroupA, w.now);  // closed: open again (or still closing)
+    FUZZ_CHECK(rc == 0 || rc == -EEXIST);
+  }
   Bytes f(sizeof(rel::FrameHeader));
   if (k & 1) {
     const Seq seq = w.f_group_seq + static_cast<int8_t>(in.u8());

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * imago-cp: one file to every member of a group (IBRMP's BOF, DATA, EOF and TRANSFER_DONE),
+ * written against imago.h only. The sender waits for --members members, sends the file once
+ * to the group, and reports per member: done (its checksum matched) or expired. Each
+ * receiver writes the file into --out, checks its size and checksum, and tells the sender
+ * over a peer endpoint ("imago-cp") towards it.
+ */
+#include "example.h"
+
+static const char help[] =
+	"Usage: %s send FILE | recv [options] [-- imagod options of an embedded node]\n"
+	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
+	"  --node ID           this process's node [the attachment's first]\n"
+	"  --group G           the group [7]\n"
+	"  --members N         send: start once N members joined [1]\n"
+	"  --chunk BYTES       send: bytes per DATA message, 64..60000 [8192]\n"
+	"  --out DIR           recv: where the file is written [.]\n"
+	"  --timeout S         give up after S seconds without progress [30]\n"
+	"Prints READY, a line per member (send) or the file's fate (recv), and RESULT {json}.\n";
+
+enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kMaxMembers = 64, kNameMax = 200 };
+
+struct cp_opts {
+	const char *file, *out;
+	uint64_t node;
+	uint32_t group, members, chunk;
+	double timeout_s;
+	struct ex_opts ex; /* attach: prefix, embedded command line */
+};
+
+/* A control message: {type, size, checksum, name}; DATA is {type} then bytes. */
+struct cp_ctl {
+	uint8_t type, pad[7];
+	uint64_t size, sum;
+	char name[kNameMax + 1];
+};
+
+struct member {
+	uint64_t id;
+	imago_ep_t *ep; /* towards it, for its DONE */
+	int state;      /* 0 joined, 1 done and matching, 2 done with another checksum, 3 expired */
+};
+
+static uint64_t fnv64(uint64_t h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static int parse(int argc, char **argv, struct cp_opts *o)
+{
+	for (int i = 1; i < argc; ++i) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--")) {
+			o->ex.node_argc = argc - i, o->ex.node_argv = argv + i, argv[i] = argv[0];
+			break;
+		}
+		if (!strcmp(a, "--help")) return printf(help, argv[0]), 1;
+		if (!strcmp(a, "send") && v && v[0] != '-') o->file = v, ++i;
+		else if (!strcmp(a, "recv")) o->file = NULL, o->out = o->out ? o->out : ".";
+		else if (a[0] == '-' && v == NULL) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
+		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, ++i;
+		else if (!strcmp(a, "--node")) o->node = strtoull(v, NULL, 0), ++i;
+		else if (!strcmp(a, "--group")) o->group = (uint32_t)strtoul(v, NULL, 0), ++i;
+		else if (!strcmp(a, "--members")) o->members = (uint32_t)strtoul(v, NULL, 0), ++i;
+		else if (!strcmp(a, "--chunk")) o->chunk = (uint32_t)strtoul(v, NULL, 0), ++i;
+		else if (!strcmp(a, "--out")) o->out = v, ++i;
+		else if (!strcmp(a, "--timeout")) o->timeout_s = strtod(v, NULL), ++i;
+		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
+	}
+	if ((o->file == NULL) == (o->out == NULL) || o->group == 0 || o->chunk < 64 || o->chunk > 60000)
+		return fprintf(stderr, "%s: give send FILE or recv, --group >= 1, --chunk 64..60000\n", argv[0]), 2;
+	struct sigaction sa = {.sa_handler = ex_on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return 0;
+}
+
+static imago_ep_t *open_peer(imago_t *im, uint64_t node, uint64_t peer)
+{
+	struct imago_ep_opts eo = {.local_node = node};
+	imago_ep_t *ep = NULL;
+	int rc = imago_open(im, "imago-cp", peer, &eo, &ep);
+	if (rc < 0) fprintf(stderr, "imago-cp: endpoint to node %llu: %s\n", (unsigned long long)peer, strerror(-rc));
+	return ep;
+}
+
+/* Send one message, waiting out back-pressure (bounded by the stall timeout). */
+static int send_one(imago_ep_t *ep, const void *p, uint32_t len, double timeout_s)
+{
+	uint64_t end = ex_now_ns() + (uint64_t)(timeout_s * 1e9);
+	int rc;
+	while ((rc = imago_send(ep, p, len, 0)) == -EAGAIN && !ex_stop && ex_now_ns() < end) {
+	}
+	return rc == -EAGAIN ? -ETIMEDOUT : rc;
+}
+
+/* ---- the sender ---- */
+
+struct sender {
+	imago_t *im;
+	imago_ep_t *g;
+	uint64_t node;
+	struct member m[kMaxMembers];
+	unsigned n;
+};
+
+/* Events of our stream (joins, expiries), and the members' DONE on their endpoints. */
+static void sender_poll(struct sender *s, uint64_t sum)
+{
+	struct imago_msg d[16];
+	int k = imago_recv_burst(s->g, d, 16);
+	for (int i = 0; i < k; ++i) {
+		struct imago_group_event e;
+		if (!(d[i].flags & IMAGO_MSG_F_EVENT)) continue;
+		memcpy(&e, imago_msg_data(&d[i]), sizeof e);
+		if (e.kind == IMAGO_GROUP_JOINED && s->n < kMaxMembers) {
+			s->m[s->n] = (struct member){e.member, open_peer(s->im, s->node, e.member), 0};
+			printf("member %llu joined\n", (unsigned long long)e.member), s->n++;
+		}
+		for (unsigned j = 0; j < s->n && e.kind == IMAGO_GROUP_EXPIRED; ++j)
+			if (s->m[j].id == e.member && s->m[j].state == 0)
+				s->m[j].state = 3, printf("member %llu expired\n", (unsigned long long)e.member);
+	}
+	if (k > 0) imago_release(s->g, d, (unsigned)k);
+	for (unsigned j = 0; j < s->n; ++j) {
+		if (s->m[j].ep == NULL || imago_recv_burst(s->m[j].ep, d, 1) != 1) continue;
+		struct cp_ctl c = {0};
+		memcpy(&c, imago_msg_data(&d[0]), d[0].len < sizeof c ? d[0].len : sizeof c);
+		if (c.type == kDone && s->m[j].state == 0) {
+			s->m[j].state = c.sum == sum ? 1 : 2;
+			printf("member %llu done: %s\n", (unsigned long long)s->m[j].id, c.sum == sum ? "checksum ok" : "CHECKSUM MISMATCH");
+		}
+		imago_release(s->m[j].ep, d, 1);
+	}
+	fflush(stdout);
+}
+
+static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
+{
+	FILE *f = fopen(o->file, "rb");
+	if (f == NULL) return fprintf(stderr, "imago-cp: %s: %s\n", o->file, strerror(errno)), -errno;
+	struct sender s = {.im = im, .node = node};
+	struct imago_group_opts go = {.local_node = node, .flags = IMAGO_GROUP_SEND};
+	int rc = imago_group_open(im, o->group, &go, &s.g);
+	if (rc < 0) return fclose(f), fprintf(stderr, "imago-cp: group %u: %s\n", o->group, strerror(-rc)), rc;
+	printf("READY group %u node %llu send %s\n", o->group, (unsigned long long)node, o->file), fflush(stdout);
+	uint64_t until = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	while (s.n < o->members && !ex_stop && ex_now_ns() < until) sender_poll(&s, 0);
+	uint8_t *buf = malloc(o->chunk + 1);
+	struct cp_ctl c = {.type = kBof};
+	const char *base = strrchr(o->file, '/');
+	snprintf(c.name, sizeof c.name, "%s", base ? base + 1 : o->file);
+	uint64_t sum = 14695981039346656037ull, t0 = ex_now_ns();
+	rc = s.n < o->members ? -ETIMEDOUT : send_one(s.g, &c, sizeof c, o->timeout_s);
+	size_t got;
+	buf[0] = kData;
+	while (rc == 0 && (got = fread(buf + 1, 1, o->chunk, f)) > 0) {
+		sum = fnv64(sum, buf + 1, got), c.size += got;
+		rc = send_one(s.g, buf, (uint32_t)got + 1, o->timeout_s);
+		sender_poll(&s, 0);
+	}
+	c.type = kEof, c.sum = sum;
+	if (rc == 0) rc = send_one(s.g, &c, sizeof c, o->timeout_s);
+	/* Until every member said done or was expired. */
+	unsigned open = s.n;
+	until = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	while (rc == 0 && open > 0 && !ex_stop && ex_now_ns() < until) {
+		sender_poll(&s, sum);
+		open = 0;
+		for (unsigned j = 0; j < s.n; ++j) open += s.m[j].state == 0;
+	}
+	double secs = (double)(ex_now_ns() - t0) / 1e9;
+	unsigned ok = 0, bad = 0, expired = 0;
+	printf("RESULT {\"mode\":\"cp\",\"role\":\"send\",\"bytes\":%llu,\"seconds\":%.3f,\"mib_per_s\":%.2f,\"members\":[",
+	       (unsigned long long)c.size, secs, (double)c.size / 1048576.0 / secs);
+	for (unsigned j = 0; j < s.n; ++j) {
+		static const char *const st[] = {"unfinished", "done", "mismatch", "expired"};
+		printf("%s{\"node\":%llu,\"state\":\"%s\"}", j ? "," : "", (unsigned long long)s.m[j].id, st[s.m[j].state]);
+		ok += s.m[j].state == 1, bad += s.m[j].state == 2 || s.m[j].state == 0, expired += s.m[j].state == 3;
+	}
+	printf("],\"done\":%u,\"expired\":%u,\"failed\":%u}\n", ok, expired, bad);
+	free(buf), fclose(f);
+	return rc < 0 ? rc : bad ? -EIO : 0;
+}
+
+/* ---- a receiver ---- */
+
+static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
+{
+	imago_ep_t *g = NULL, *back = NULL;
+	struct imago_group_opts go = {.local_node = node, .flags = IMAGO_GROUP_RECV};
+	int rc = imago_group_open(im, o->group, &go, &g);
+	if (rc < 0) return fprintf(stderr, "imago-cp: group %u: %s\n", o->group, strerror(-rc)), rc;
+	printf("READY group %u node %llu recv into %s\n", o->group, (unsigned long long)node, o->out), fflush(stdout);
+	FILE *f = NULL;
+	char path[4096] = "";
+	uint64_t size = 0, sum = 14695981039346656037ull, last = ex_now_ns(), src = 0;
+	struct cp_ctl eof = {0};
+	const char *fate = NULL;
+	while (fate == NULL && !ex_stop && (double)(ex_now_ns() - last) < o->timeout_s * 1e9) {
+		struct imago_msg d[32];
+		int k = imago_recv_burst(g, d, 32);
+		for (int i = 0; i < k && fate == NULL; ++i) {
+			const uint8_t *p = imago_msg_data(&d[i]);
+			last = ex_now_ns();
+			if (d[i].flags & IMAGO_MSG_F_EVENT) {
+				struct imago_group_event e;
+				memcpy(&e, p, sizeof e);
+				if (e.kind == IMAGO_GROUP_STARTED && back == NULL) src = e.source, back = open_peer(im, node, e.source);
+				if (e.kind == IMAGO_GROUP_ENDED && e.source == src && eof.type != kEof)
+					fate = e.reason == IMAGO_GROUP_END_DROPPED ? "expired" : "source gone";
+				continue;
+			}
+			if (d[i].len == 0 || d[i].src != src) continue;
+			if (p[0] == kBof && d[i].len == sizeof(struct cp_ctl) && f == NULL) {
+				struct cp_ctl c;
+				memcpy(&c, p, sizeof c);
+				c.name[kNameMax] = 0;
+				if (strchr(c.name, '/') != NULL || c.name[0] == '.' || c.name[0] == 0) { fate = "bad name"; break; }
+				snprintf(path, sizeof path, "%s/%s", o->out, c.name);
+				if ((f = fopen(path, "wb")) == NULL) { fate = "cannot write"; break; }
+			} else if (p[0] == kData && f != NULL) {
+				fwrite(p + 1, 1, d[i].len - 1, f);
+				size += d[i].len - 1, sum = fnv64(sum, p + 1, d[i].len - 1);
+			} else if (p[0] == kEof && d[i].len == sizeof eof && f != NULL) {
+				memcpy(&eof, p, sizeof eof);
+				fate = eof.size == size && eof.sum == sum ? "done" : "mismatch";
+			}
+		}
+		if (k > 0) imago_release(g, d, (unsigned)k);
+	}
+	if (f != NULL) fclose(f);
+	if (fate == NULL) fate = ex_stop ? "stopped" : "timed out";
+	struct cp_ctl done = {.type = kDone, .size = size, .sum = sum};
+	if (back != NULL && !strcmp(fate, "done")) rc = send_one(back, &done, sizeof done, o->timeout_s);
+	/* The DONE must reach the sender before we detach: wait until the engine took it and the
+	 * sender's node confirmed everything. */
+	struct imago_ep_stats st;
+	struct imago_node_stats ns = {.msgs_in_flight = 1};
+	uint64_t end = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	while (back != NULL && rc == 0 && ex_now_ns() < end && !ex_stop &&
+	       (imago_stats(back, &st) < 0 || st.msgs_sent < 1 || imago_node_stats_get(im, 0, &ns) < 0 || ns.msgs_in_flight > 0)) {
+	}
+	printf("file %s: %s\n", path, fate);
+	printf("RESULT {\"mode\":\"cp\",\"role\":\"recv\",\"node\":%llu,\"source\":%llu,\"file\":\"%s\",\"bytes\":%llu,"
+	       "\"state\":\"%s\"}\n",
+	       (unsigned long long)node, (unsigned long long)src, path, (unsigned long long)size, fate);
+	return strcmp(fate, "done") ? -EIO : rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cp_opts o = {.group = 7, .members = 1, .chunk = 8192, .timeout_s = 30};
+	int rc = parse(argc, argv, &o);
+	if (rc) return rc == 1 ? 0 : rc;
+	imago_t *im;
+	if (ex_attach(&o.ex, argv[0], &im) < 0) return 1;
+	uint64_t node = o.node ? o.node : imago_node_id(im, 0);
+	rc = o.file ? run_send(im, &o, node) : run_recv(im, &o, node);
+	fflush(stdout);
+	imago_detach(im);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Reliable multicast end to end: one source and 1, 3 or 8 members on a Linux bridge.
+
+Every node is its own process in its own namespace: ``imago-group`` (apps/examples/group.c,
+written against imago.h only) with an embedded node on ``net_af_packet`` over its bridge
+port (``-- --iface ... --node-id ... --peer ...``). The source (node 1) has every member as a
+peer; each member has the source. The source's frames go once to the group's multicast MAC
+(01:00:5e:00:00:07 for group 7), which the bridge floods to every port; repairs are unicast.
+
+Loss per member comes from the fault layer on its receive side (``--fault-rx``, its own seed
+each) and, on some members, from nftables on the bridge's side of their port (it drops what
+the member sends: its JOINs, ACKs and NACKs). Each member checks every message it gets
+(numbered, checksummed): none lost, duplicated, reordered or corrupted, and the source's
+end-of-stream message seen. The bridge lives in a namespace the test creates, on the made-up
+subnet 10.199.31.0/24 that exists only inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from framework import host
+from framework.apps import build_dir, result_line_object
+from framework.testsuite import TestSuite
+from framework.topology import Interface, Topology
+
+GROUP = 7
+READY_TIMEOUT_S = 30.0
+#: Each process gives up after this long without progress (so a hang fails, never blocks).
+STALL_S = 40
+RUN_LIMIT_S = 240.0
+SIZE = "16-1400"
+
+
+def _program(name: str = "imago-group") -> Path:
+    return build_dir() / "apps" / "examples" / name
+
+
+def _result(proc) -> dict:
+    for line in reversed(proc.lines("stdout")):
+        if line.startswith("RESULT "):
+            return result_line_object(line)
+    raise AssertionError(f"{proc.name}: no RESULT; last lines:\n{proc.tail()}")
+
+
+class TestSuiteGroup(TestSuite):
+    """imago-group: a stream to 1, 3 and 8 members, loss, a member killed, a late joiner."""
+
+    @pytest.fixture(autouse=True)
+    def _built(self) -> None:
+        for name in ("imago-group", "imago-cp"):
+            if not _program(name).exists():
+                pytest.skip(f"{_program(name)} is not built")
+
+    # ---------------------------------------------------------------- testbed
+    def _bridge(self, topology: Topology, members: int) -> list[Interface]:
+        """Nodes n1 (the source) .. n<members + 1> on one bridge; their ports, in node order."""
+        nodes = [topology.add_node(f"n{i}") for i in range(1, members + 2)]
+        br = topology.add_bridge(nodes, ipv4={n.name: f"10.199.31.{i}/24" for i, n in enumerate(nodes, 1)})
+        # Unknown multicast is flooded either way; no snooping keeps it so whatever IGMP says.
+        host.run_cmd(["ip", "netns", "exec", br.switch.netns, "sh", "-c",
+                      f"echo 0 > /sys/class/net/{br.name}/bridge/multicast_snooping"], check=False)
+        return [br.port(n) for n in nodes]
+
+    def _start(self, port: Interface, node_id: int, peers: list[tuple[int, Interface]], role: str,
+               count: int, *, extra: list[str] = (), node_opts: list[str] = ()) -> object:
+        argv = [str(_program()), role, "--group", str(GROUP), "--count", str(count), "--size", SIZE,
+                "--timeout", str(STALL_S), *extra, "--", "--iface", port.name, "--node-id", str(node_id),
+                *[a for pid, p in peers for a in ("--peer", f"{pid}@{p.mac}")], *node_opts]
+        proc = port.node.start(argv, name=f"group-{role}")
+        proc.wait_for_line("READY group", READY_TIMEOUT_S)
+        return proc
+
+    def _members(self, ports: list[Interface], count: int, *, loss: float = 0.0,
+                 extra: dict[int, list[str]] | None = None) -> list:
+        """Start a member on every port but the first (node ids 2..), each seeded apart."""
+        procs = []
+        for i, port in enumerate(ports[1:], 2):
+            opts = ["--fault-rx", f"loss={loss},seed={100 + i}"] if loss else []
+            procs.append(self._start(port, i, [(1, ports[0])], "sub", count, extra=(extra or {}).get(i, []),
+                                     node_opts=opts))
+        return procs
+
+    def _source(self, ports: list[Interface], count: int, members: int, *, extra: list[str] = (),
+                node_opts: list[str] = ()):
+        peers = [(i, p) for i, p in enumerate(ports[1:], 2)]
+        return self._start(ports[0], 1, peers, "pub", count, extra=["--members", str(members), *extra],
+                           node_opts=node_opts)
+
+    def _verify_member(self, res: dict, count: int, *, first: int | None = 0) -> None:
+        self.verify(res["lost"] == 0 and res["duplicated"] == 0 and res["corrupted"] == 0,
+                    f"member {res['node']}: lost {res['lost']} duplicated {res['duplicated']} "
+                    f"corrupted {res['corrupted']}")
+        self.verify(len(res["sources"]) == 1, f"member {res['node']}: sources {res['sources']}")
+        src = res["sources"][0]
+        self.verify(src["source"] == 1 and src["complete"], f"member {res['node']}: stream {src}")
+        if first is not None:
+            self.verify(src["first"] == first, f"member {res['node']} started at {src['first']}")
+        self.verify(src["delivered"] == count - src["first"],
+                    f"member {res['node']}: {src['delivered']} delivered from {src['first']} of {count}")
+
+    def _run(self, ports: list[Interface], count: int, *, loss: float = 0.0, members_extra=None,
+             source_opts: list[str] = ()) -> tuple[dict, list[dict]]:
+        members = len(ports) - 1
+        subs = self._members(ports, count, loss=loss, extra=members_extra)
+        pub = self._source(ports, count, members, node_opts=source_opts)
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        results = []
+        for s in subs:
+            rc = s.wait(RUN_LIMIT_S)
+            self.verify(rc == 0, f"{s.name} exited {rc}; last lines:\n{s.tail()}")
+            results.append(_result(s))
+        src = _result(pub)
+        print("source RESULT", json.dumps(src))
+        for r in results:
+            print("member RESULT", json.dumps(r))
+        self.verify(src["msgs_sent"] == count and src["joined"] == members and src["expired"] == 0,
+                    f"source: {src}")
+        return src, results
+
+    # ---------------------------------------------------------------- tests
+    @pytest.mark.parametrize("members", [1, 3])
+    def test_stream_reaches_every_member_once_in_order(self, topology: Topology, members: int) -> None:
+        """A stream of 20,000 messages (16..1400 bytes) to 1 and 3 members, no loss.
+
+        Expect: every member delivers every message once, in order, intact, from the first;
+        the source saw each join once, nobody expired, and nothing is pending at its end.
+        """
+        ports = self._bridge(topology, members)
+        src, results = self._run(ports, 20_000)
+        for r in results:
+            self._verify_member(r, 20_000)
+        # Members that finished may have left already: the view number counts their leaves.
+        self.verify(src["pending"] == 0 and src["view"] >= members, f"source at its end: {src}")
+
+    def test_eight_members_with_independent_loss(self, topology: Topology) -> None:
+        """8 members, each losing 2 % of what it receives (its own seed), and members 2 and 3
+        losing 5 % of what they send on the bridge (nftables on the bridge side of their port).
+
+        Expect: every member still delivers all 5,000 messages, once, in order, intact.
+        """
+        ports = self._bridge(topology, 8)
+        if shutil.which("nft") is None:
+            pytest.skip("nft (Debian nftables) is not installed")
+        for member in ports[1:3]:
+            sw_port = member.peer
+            chain = f"in_{sw_port.name.replace('-', '_')}"
+            nft = ["ip", "netns", "exec", sw_port.netns, "nft"]
+            host.run_cmd(nft + ["add", "table", "netdev", "imago_dts"])
+            host.run_cmd(nft + ["add", "chain", "netdev", "imago_dts", chain,
+                                f'{{ type filter hook ingress device "{sw_port.name}" priority 0; }}'])
+            host.run_cmd(nft + ["add", "rule", "netdev", "imago_dts", chain, "numgen", "random", "mod", "100",
+                                "<", "5", "counter", "drop"])
+        _, results = self._run(ports, 5_000, loss=0.02)
+        for r in results:
+            self._verify_member(r, 5_000)
+        for member in ports[1:3]:  # the rules did drop (their counters)
+            out = host.run_cmd(["ip", "netns", "exec", member.peer.netns, "nft", "list", "table", "netdev",
+                                "imago_dts"]).stdout
+            drops = [int(w) for w in re.findall(r"counter packets (\d+)", out)]
+            self.verify(drops and min(drops) > 0, f"nftables dropped nothing: {out}")
+
+    def test_a_member_killed_mid_stream_is_expired_and_the_others_complete(self, topology: Topology) -> None:
+        """3 members; member 3 is SIGKILLed while the source sends (paced, 4 s of stream).
+
+        Expect: the source reports member 3 expired, once; members 2 and 4 deliver
+        everything; the source ends with two members and nothing pending.
+        """
+        ports = self._bridge(topology, 3)
+        count = 8_000
+        subs = self._members(ports, count)
+        pub = self._source(ports, count, 3, extra=["--rate", "2000"],
+                           node_opts=["--group-expire-ms", "500", "--dead-after-ms", "1000"])
+        pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(1.0)
+        subs[1].kill(grace=0)
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        src = _result(pub)
+        print("source RESULT", json.dumps(src))
+        self.verify(src["expired_ids"] == [3], f"expired: {src['expired_ids']}")
+        self.verify(src["members"] <= 2 and src["pending"] == 0, f"source at its end: {src}")
+        for s in (subs[0], subs[2]):
+            self.verify(s.wait(RUN_LIMIT_S) == 0, f"{s.name}; last lines:\n{s.tail()}")
+            self._verify_member(_result(s), count)
+
+    def test_a_late_joiner_starts_where_the_stream_is_or_at_the_oldest_held(self, topology: Topology) -> None:
+        """One member from the start; two more join while the source sends (paced): member 3
+        from now, member 4 from the oldest message the source still holds.
+
+        Expect: every member delivers from where it started to the end, with nothing lost;
+        member 3 started after message 0; the source saw three joins.
+        """
+        ports = self._bridge(topology, 3)
+        count = 6_000
+        first = self._start(ports[1], 2, [(1, ports[0])], "sub", count)
+        pub = self._source(ports, count, 1, extra=["--rate", "2000"])
+        pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(1.0)
+        late = self._start(ports[2], 3, [(1, ports[0])], "sub", count)
+        oldest = self._start(ports[3], 4, [(1, ports[0])], "sub", count, extra=["--from-oldest"])
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        src = _result(pub)
+        print("source RESULT", json.dumps(src))
+        self.verify(src["joined"] == 3 and src["expired"] == 0, f"source: {src}")
+        res = {}
+        for name, s in (("first", first), ("late", late), ("oldest", oldest)):
+            self.verify(s.wait(RUN_LIMIT_S) == 0, f"{s.name}; last lines:\n{s.tail()}")
+            res[name] = _result(s)
+            print(f"{name} RESULT", json.dumps(res[name]))
+        self._verify_member(res["first"], count)
+        self._verify_member(res["late"], count, first=None)
+        self._verify_member(res["oldest"], count, first=None)
+        self.verify(res["late"]["sources"][0]["first"] > 0, f"late joiner started at 0: {res['late']}")
+
+    def test_many_to_many_at_fixed_rates(self, topology: Topology) -> None:
+        """NASA KSC's streams: 4 nodes, each publishing 3,000 messages of 64 bytes at 1,000 per
+        second to the group and receiving the 3 others (``imago-group all``), every node a
+        peer of every other.
+
+        Expect: each node delivers all 3,000 of each other source, once, in order, intact,
+        with the per-pair end-to-end delay (p50 <= p99 <= max) and throughput in its RESULT.
+        """
+        ports = self._bridge(topology, 3)
+        count, procs = 3_000, []
+        for i, port in enumerate(ports, 1):
+            peers = [(j, p) for j, p in enumerate(ports, 1) if j != i]
+            procs.append(self._start(port, i, peers, "all", count,
+                                     extra=["--members", "3", "--rate", "1000", "--size", "64"]))
+        for proc in procs:
+            self.verify(proc.wait(RUN_LIMIT_S) == 0, f"{proc.name} failed; last lines:\n{proc.tail()}")
+            sub = next(result_line_object(l) for l in proc.lines("stdout")
+                       if l.startswith("RESULT ") and '"role":"sub"' in l)
+            print(f"{proc.name} RESULT", json.dumps(sub))
+            self.verify(sub["lost"] == 0 and sub["duplicated"] == 0 and sub["corrupted"] == 0, f"{sub}")
+            self.verify(len(sub["sources"]) == 3, f"sources: {sub['sources']}")
+            for x in sub["sources"]:
+                self.verify(x["complete"] and x["delivered"] == count - x["first"], f"source {x}")
+                d = x["delay_us"]
+                self.verify(0 < d["p50"] <= d["p99"] <= d["max"], f"delay {d}")
+                self.verify(x["msgs_per_s"] > 0, f"rate {x}")
+
+    # ---------------------------------------------------------------- file transfer
+    def _cp(self, port: Interface, node_id: int, peers: list[tuple[int, Interface]], args: list[str],
+            node_opts: list[str] = ()):
+        argv = [str(_program("imago-cp")), *args, "--group", str(GROUP), "--timeout", "30", "--", "--iface",
+                port.name, "--node-id", str(node_id), *[a for pid, p in peers for a in ("--peer", f"{pid}@{p.mac}")],
+                *node_opts]
+        proc = port.node.start(argv, name=f"cp-{args[0]}")
+        proc.wait_for_line("READY group", READY_TIMEOUT_S)
+        return proc
+
+    def test_a_file_reaches_every_member_or_the_sender_names_who_expired(self, topology: Topology,
+                                                                         tmp_path: Path) -> None:
+        """imago-cp sends a 4 MB file to 3 members, each losing 2 % of what it receives;
+        member 4 is SIGKILLed while it receives.
+
+        Expect: the sender reports members 2 and 3 done (their checksums match) and member 4
+        expired; the files members 2 and 3 wrote are the original, byte for byte.
+        """
+        ports = self._bridge(topology, 3)
+        src = tmp_path / "payload.bin"
+        src.write_bytes(bytes((i * 7919 + (i >> 11)) & 0xFF for i in range(4_000_000)))
+        outs, recvs = [], []
+        for i, port in enumerate(ports[1:], 2):
+            out = tmp_path / f"out{i}"
+            out.mkdir()
+            outs.append(out)
+            recvs.append(self._cp(port, i, [(1, ports[0])], ["recv", "--out", str(out)],
+                                  ["--fault-rx", f"loss=0.02,seed={200 + i}"]))
+        peers = [(i, p) for i, p in enumerate(ports[1:], 2)]
+        sender = self._cp(ports[0], 1, peers, ["send", str(src), "--members", "3", "--chunk", "4000"],
+                          ["--group-expire-ms", "500", "--dead-after-ms", "1000"])
+        time.sleep(0.3)
+        recvs[2].kill(grace=0)
+        self.verify(sender.wait(RUN_LIMIT_S) == 0, f"sender failed; last lines:\n{sender.tail()}")
+        res = _result(sender)
+        print("sender RESULT", json.dumps(res))
+        states = {m["node"]: m["state"] for m in res["members"]}
+        self.verify(states == {2: "done", 3: "done", 4: "expired"}, f"members: {states}")
+        for r, out in zip(recvs[:2], outs[:2]):
+            self.verify(r.wait(RUN_LIMIT_S) == 0, f"{r.name}; last lines:\n{r.tail()}")
+            self.verify((out / src.name).read_bytes() == src.read_bytes(), f"{out / src.name} differs")
