@@ -285,7 +285,8 @@ int imago_wait(imago_ep_t *ep, int64_t timeout_us);
 int imago_peer_ready(imago_ep_t *ep);
 
 /** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live;
- *  on a group endpoint at most half its source window, about 700 KB with a 1500-byte MTU). */
+ *  on a group endpoint also at most half the node's --group-window units, about 3 MB with
+ *  4096 units and a 1500-byte MTU). */
 uint32_t imago_max_message(const imago_ep_t *ep);
 
 /** Per-endpoint statistics, counted since the endpoint opened. */

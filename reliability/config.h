@@ -71,6 +71,12 @@ struct Config {
   uint64_t group_ack_delay_ns = 1 * kMs;  ///< a member batches its ACKs this long
   uint64_t group_status_ns = 5 * kMs;     ///< a source tells a lagging member its tail this often
   uint64_t group_expire_ns = 2 * kSec;    ///< a member that holds data back this long is expired
+  /** A source gathers NACKs this long before it repairs: a frame several members ask for
+   *  goes once to the group, the others by unicast to their askers (0: at once, unicast). */
+  uint64_t group_repair_delay_ns = 200 * kUs;
+  /** Send group frames once to the group where the sink can; false: one unicast copy to each
+   *  member (as N unicast streams would: for networks without multicast, and comparisons). */
+  bool group_multicast = true;
 };
 
 /**
@@ -89,6 +95,7 @@ constexpr Config fast_link_preset(Config c = {}) {
   c.rto_initial_ns = 10 * kMs;
   c.group_ack_delay_ns = 100 * kUs;
   c.group_status_ns = 1 * kMs;
+  c.group_repair_delay_ns = 50 * kUs;
   return c;
 }
 

@@ -307,12 +307,17 @@ class Engine {
   void remove_member(GroupTx& t, size_t i, GroupEvent::Kind why, uint64_t now);
   void group_release(GroupTx& t);
   void group_flush(GroupTx& t, uint64_t now, bool all);
-  void group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n);
+  void group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now);
   void send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b);
   void on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
+  void repair_round(GroupTx& t, uint64_t now);
+  /** Group frames go once to the group (the sink can, and the node wants it). */
+  bool multicast_ok() const { return cfg_.group_multicast && frames_->multicast(); }
   void end_member(GroupTx& t, GroupMember& m, uint64_t now);
+  void note_gap(GroupRx& r, Seq from, Seq to);
+  void nack_new_gaps(Peer& p, GroupRx& r, uint64_t now);
   bool on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now);
   void group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,
                   uint64_t now);

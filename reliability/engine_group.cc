@@ -14,6 +14,7 @@ namespace imago::rel {
 namespace {
 
 constexpr size_t kMaxInterests = 256;  // joins of groups not open yet, remembered
+constexpr size_t kMaxAsks = 2048;      // frames asked for per repair round (more: a round at once)
 constexpr uint32_t kLeaveTries = 8;
 constexpr int32_t kFar = 1 << 30;  // beyond any window: a lie
 // GroupWant::asked, per peer: ask it; it is no source yet (it admits us when it opens the
@@ -34,6 +35,7 @@ void Engine::init_groups() {
   for (uint32_t i = 0; i < cfg_.group_sources; ++i) {
     gtx_[i].tx.init(cfg_.group_window, cfg_.group_window, cfg_.mtu, cfg_.max_sack, FrameRoom{}, nullptr);
     gtx_[i].members.reserve(cfg_.max_peers);
+    gtx_[i].asks.reserve(kMaxAsks);
   }
   if (cfg_.group_streams != 0) grx_ = std::make_unique<GroupRx[]>(cfg_.group_streams);
   for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
@@ -83,6 +85,8 @@ int Engine::group_open(GroupId g, uint64_t now_ns) {
   t->unsent_bytes = 0;
   t->fast_pending = 0;
   t->closing = false;
+  t->asks.clear();
+  t->repair_due = kNever;
   // Peers that asked before the group was open here.
   for (size_t i = 0; i < interests_.size();) {
     Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;
@@ -244,7 +248,7 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
     encode_header(h, frame);
     finish_frame(frame, f.len, cfg_.crc);
     const std::span<const uint8_t> bytes{frame, f.len};
-    if (frames_->multicast()) {
+    if (multicast_ok()) {
       if (!frames_->send_group(t.g, bytes)) break;  // back-pressure: the next poll retries
     } else {
       // No multicast under this sink: one copy to each member (a copy lost is repaired).
@@ -262,7 +266,7 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
   if (t.members.empty()) group_release(t);
 }
 
-void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n) {
+void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now) {
   SendWindow& tx = t.tx;
   // Nothing a member of the view lacks is ever released (una is the lowest of their ACKs):
   // a NACK from below una is an old one, overtaken by the member's own ACK.
@@ -270,20 +274,58 @@ void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n) {
     const uint32_t old = std::min(n, tx.una() - from);
     from += old, n -= old;
   }
-  // The frames that hold [from, from + n) and were sent, each as it went out, by unicast.
+  // The frames that hold [from, from + n) and were sent, each as it first went out: asked
+  // for now, sent at the end of the round (several askers: once to the group).
   for (Seq s = from; n != 0 && seq_lt(s, tx.nxt());) {
     const uint32_t pos = tx.fpos(s);
-    const TxFrame& f = tx.frame(pos);
-    if (!frames_->send_frame(p.id, {tx.slot_of(pos) + f.start, f.len})) return;  // it asks again
-    gc_.repair_frames++;
+    if (t.asks.size() == t.asks.capacity()) repair_round(t, now);
+    if (t.asks.size() < t.asks.capacity()) t.asks.push_back({tx.frame(pos).first, p.id});
     const Seq end = tx.frame_end(pos);
     const uint32_t step = end - s;
-    if (step >= n) return;
+    if (step >= n) break;
     n -= step, s = end;
   }
+  t.repair_due = std::min(t.repair_due, now + cfg_.group_repair_delay_ns);
+  if (cfg_.group_repair_delay_ns == 0) repair_round(t, now);
+  group_deadline_ = std::min(group_deadline_, t.repair_due);
+}
+
+void Engine::repair_round(GroupTx& t, uint64_t now) {
+  SendWindow& tx = t.tx;
+  std::sort(t.asks.begin(), t.asks.end());
+  size_t i = 0;
+  bool refused = false;
+  while (i < t.asks.size() && !refused) {
+    size_t k = i + 1, askers = 1;
+    for (; k < t.asks.size() && t.asks[k].first == t.asks[i].first; ++k) askers += t.asks[k].member != t.asks[k - 1].member;
+    const Seq first = t.asks[i].first;
+    // A frame is released once every member holds all of it (it may be released in part: the
+    // frame holding una is still there). Released since: nothing to send.
+    const Seq probe = seq_lt(first, tx.una()) ? tx.una() : first;
+    const uint32_t pos = tx.fpos(probe);
+    if (seq_lt(probe, tx.nxt()) && tx.frame(pos).first == first) {
+      const TxFrame& f = tx.frame(pos);
+      const std::span<const uint8_t> bytes{tx.slot_of(pos) + f.start, f.len};
+      if (askers > 1 && multicast_ok()) {
+        refused = !frames_->send_group(t.g, bytes);
+        gc_.repair_multicast += !refused, gc_.repair_frames += !refused;
+      } else {
+        for (size_t a = i; a < k && !refused; ++a) {
+          if (a > i && t.asks[a].member == t.asks[a - 1].member) continue;
+          refused = !frames_->send_frame(t.asks[a].member, bytes);
+          gc_.repair_frames += !refused;
+        }
+      }
+    }
+    if (!refused) i = k;
+  }
+  t.asks.erase(t.asks.begin(), t.asks.begin() + static_cast<ptrdiff_t>(i));  // refused: the rest next time
+  t.repair_due = t.asks.empty() ? kNever : now + cfg_.tx_retry_ns;
 }
 
 void Engine::poll_source(GroupTx& t, uint64_t now) {
+  if (now >= t.repair_due) repair_round(t, now);
+  group_deadline_ = std::min(group_deadline_, t.repair_due);
   for (size_t i = 0; i < t.members.size();) {
     GroupMember& m = t.members[i];
     Peer* p = find(m.id);
@@ -387,7 +429,7 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       const Seq a = e.a.get();
       if (e.op == group_op::kNack) {
         if (e.b.get() > cfg_.group_window || a - m.start > uint32_t{kFar}) return false;
-        group_repair(*t, p, a, e.b.get());
+        group_repair(*t, p, a, e.b.get(), now);
         return true;
       }
       if (a - m.ack > t->tx.nxt() - m.ack) return m.ack - a <= uint32_t{kFar};  // older: reordered; beyond: a lie
@@ -460,7 +502,9 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->last_nack_ns = 0;
       free->last_nack_seq = start;
       free->nack_gap_ns = cfg_.nack_interval_ns;
-      free->nack_now = free->blocked = false;
+      free->nack_now = free->blocked = free->probe_active = false;
+      free->repair_rtt_ns = 0;
+      free->new_gaps = false;
       w->asked[pi] = kDone;
       event(GroupEvent::kStarted, p.id, g, cfg_.node_id, e.b.get(), start);
       return true;
@@ -475,9 +519,11 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         return true;
       }
       if (e.a.get() - r->rx.nxt() > uint32_t{kFar}) return false;
+      if (seq_gt(e.a.get(), r->rx.high()) && seq_gt(e.a.get(), r->tail)) note_gap(*r, r->rx.high(), e.a.get());
       if (seq_gt(e.a.get(), r->tail)) r->tail = e.a.get();
       r->ack_deadline = now;
-      if (r->rx.nxt() != r->tail) r->nack_now = true;
+      // A lost NACK or repair is asked again on the first hole's timer, not here: a STATUS
+      // comes every group_status_ns while we lag, often within a round trip.
       return true;
     case group_op::kExpired:
       if (r == nullptr || r->state != GroupRx::State::kActive) return true;
@@ -562,7 +608,7 @@ void Engine::group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<con
   }
   if (d > kFar) return void(p.c.reject[static_cast<size_t>(Reject::kOutOfWindow)]++);
   if (!rx.fits(s)) return void(gc_.overflow++);
-  if (seq_gt(s, rx.high())) r.nack_now = true;  // a new hole: ask at once
+  if (seq_gt(s, rx.high())) note_gap(r, seq_gt(r.tail, rx.high()) ? r.tail : rx.high(), s);  // ask at once
   rx.store(s, flags, payload);
   if (seq_gt(s + 1, r.tail)) r.tail = s + 1;
   r.ack_deadline = std::min(r.ack_deadline, now + cfg_.group_ack_delay_ns);
@@ -600,6 +646,32 @@ void Engine::group_deliver(GroupRx& r) {
   }
 }
 
+void Engine::note_gap(GroupRx& r, Seq from, Seq to) {
+  if (!seq_lt(from, to)) return;
+  if (!r.new_gaps || seq_lt(from, r.new_from)) r.new_from = from;
+  r.new_gaps = r.nack_now = true;
+}
+
+void Engine::nack_new_gaps(Peer& p, GroupRx& r, uint64_t now) {
+  constexpr int kMaxNacks = 32;  // per poll; the rest are asked as they become the first hole
+  const RecvWindow& rx = r.rx;
+  Seq s = seq_lt(r.new_from, rx.nxt()) ? rx.nxt() : r.new_from;
+  const Seq end = seq_gt(r.tail, rx.high()) ? r.tail : rx.high();
+  for (int k = 0; k < kMaxNacks && seq_lt(s, end); ++k) {
+    Seq a, b;
+    const bool held = rx.next_run(s, &a, &b);
+    const Seq hole_end = held ? a : end;
+    if (seq_lt(s, hole_end)) {
+      send_ctl(p, group_op::kNack, r.g, s, hole_end - s);
+      gc_.nacks_sent++;
+      if (!r.probe_active) r.probe_seq = s, r.probe_ns = now, r.probe_active = r.probe_clean = true;
+    }
+    if (!held) break;
+    s = b;
+  }
+  r.new_gaps = false;
+}
+
 void Engine::poll_member(GroupRx& r, uint64_t now) {
   Peer* p = find(r.src);
   if (p == nullptr || !established(*p)) return;
@@ -617,20 +689,36 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
     if (r.blocked) group_deadline_ = std::min(group_deadline_, now + cfg_.deliver_retry_ns);
   }
   const bool gap = r.rx.has_gap() || r.rx.nxt() != r.tail;
-  // The same hole asked for again backs off (doubling, up to rto_max_ns): a source that does
-  // not answer is not flooded, and is expired by its session's death if it is gone.
-  const bool moved = r.rx.nxt() != r.last_nack_seq;
-  if (moved) r.nack_gap_ns = cfg_.nack_interval_ns;
-  if (gap && (r.nack_now || moved || now - r.last_nack_ns >= r.nack_gap_ns)) {
+  // Each hole is asked for once when it appears. The first one alone is asked again, a
+  // round trip later at the earliest (its repair is on the way until then), backing off
+  // (doubling, up to rto_max_ns): a source that does not answer is not flooded, and is
+  // expired by its session's death if it is gone.
+  if (r.rx.nxt() != r.last_nack_seq) {  // a new first hole, asked when it appeared
+    if (r.probe_active && seq_gt(r.rx.nxt(), r.probe_seq)) {  // the probed hole was filled
+      const uint64_t sample = now - r.probe_ns;
+      if (r.probe_clean) r.repair_rtt_ns = r.repair_rtt_ns ? (7 * r.repair_rtt_ns + sample) / 8 : sample;
+      r.probe_active = false;
+    }
+    // Twice the repair round trip, within [nack_interval, 4 STATUS intervals]: under load a
+    // round trip grows, and a repair lost then must not wait that long again.
+    const uint64_t floor = std::max(cfg_.nack_interval_ns, p->rto.srtt());
+    r.nack_gap_ns = std::max(floor, std::min(2 * r.repair_rtt_ns, 4 * cfg_.group_status_ns));
+    r.last_nack_seq = r.rx.nxt();
+    r.last_nack_ns = now;
+  }
+  if (r.new_gaps) nack_new_gaps(*p, r, now);
+  if (gap && now - r.last_nack_ns >= r.nack_gap_ns) {
     Seq a, b;
     const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
     send_ctl(*p, group_op::kNack, r.g, r.rx.nxt(), upto - r.rx.nxt());
     gc_.nacks_sent++;
-    if (!moved && !r.nack_now) r.nack_gap_ns = std::min(2 * r.nack_gap_ns, cfg_.rto_max_ns);
+    if (r.probe_active && r.probe_seq == r.rx.nxt()) r.probe_clean = false;  // asked again: ambiguous
+    if (!r.probe_active) r.probe_seq = r.rx.nxt(), r.probe_ns = now, r.probe_active = r.probe_clean = true;
+    // At least 8 tries before the source's expiry.
+    r.nack_gap_ns = std::min({2 * r.nack_gap_ns, cfg_.rto_max_ns, std::max(cfg_.group_expire_ns / 8, cfg_.nack_interval_ns)});
     r.last_nack_ns = now;
-    r.last_nack_seq = r.rx.nxt();
-    r.nack_now = false;
   }
+  r.nack_now = false;
   if (gap) group_deadline_ = std::min(group_deadline_, r.last_nack_ns + r.nack_gap_ns);
   if (r.ack_deadline <= now) {
     send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), 0);

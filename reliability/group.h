@@ -35,6 +35,13 @@ struct GroupMember {
   bool heard;            ///< it acknowledged since it joined (its JOIN_OK arrived)
 };
 
+/** A frame a member asked for (NACK), waiting for the repair round. */
+struct RepairAsk {
+  Seq first;     ///< the frame's first unit (its position may change meaning once released)
+  NodeId member;
+  bool operator<(const RepairAsk& o) const { return first != o.first ? seq_lt(first, o.first) : member < o.member; }
+};
+
 /** A group this node sends to. */
 struct GroupTx {
   GroupId g = 0;  ///< 0: a free slot
@@ -43,6 +50,8 @@ struct GroupTx {
   uint32_t view = 0;
   uint64_t unsent_bytes = 0;
   uint32_t fast_pending = 0;
+  std::vector<RepairAsk> asks;  ///< capacity kMaxAsks, set aside at create()
+  uint64_t repair_due = ~uint64_t{0};
   bool closing = false;  ///< group_close(): no more sends; freed once every member left
   uint64_t closed_ns = 0;
 };
@@ -62,7 +71,18 @@ struct GroupRx {
   Seq last_nack_seq = 0;
   uint64_t leave_ns = 0;
   uint32_t leave_tries = 0;
-  bool nack_now = false;
+  // Holes that appeared since the last poll (a unit beyond all held, a tail beyond it) lie at
+  // or above new_from: each is asked for once at the next poll; the first hole alone is asked
+  // again, on a timer.
+  Seq new_from = 0;
+  bool new_gaps = false;
+  bool nack_now = false;    ///< new holes: poll at once
+  // The repair round trip, measured on holes asked once and filled (as Karn's rule: a hole
+  // asked again says nothing): how long to wait before asking the first hole again.
+  uint64_t repair_rtt_ns = 0;
+  uint64_t probe_ns = 0;
+  Seq probe_seq = 0;
+  bool probe_active = false, probe_clean = false;
   bool blocked = false;  ///< the application refused a message: retry on poll
 };
 
@@ -79,7 +99,8 @@ struct GroupCounters {
   uint64_t msgs_sent = 0;       ///< messages accepted by group_send()
   uint64_t data_frames = 0;     ///< group frames first sent (once per frame with multicast)
   uint64_t unicast_copies = 0;  ///< first sends to each member where the sink cannot multicast
-  uint64_t repair_frames = 0;   ///< frames resent by unicast on a NACK
+  uint64_t repair_frames = 0;   ///< frames resent on a NACK (unicast to one asker, or once to the group)
+  uint64_t repair_multicast = 0;  ///< of repair_frames: sent once to the group (several asked)
   uint64_t status_sent = 0;     ///< STATUS and repeated JOIN_OK entries to lagging members
   uint64_t joins = 0;           ///< members admitted
   uint64_t leaves = 0;          ///< members that left

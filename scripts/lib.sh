@@ -11,7 +11,7 @@ IMAGO_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libsodium-dev
   python3 python3-pytest python3-scapy
   iproute2 nftables procps mount util-linux
-  libzmq3-dev python3-matplotlib
+  libzmq3-dev libnorm-dev python3-matplotlib
   clang-14 libclang-rt-14-dev
   tshark
 )

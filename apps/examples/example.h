@@ -35,6 +35,7 @@ struct ex_opts {
 	const char *own;
 	uint32_t group, members, from_oldest;
 	double rate;
+	uint32_t idle_us;
 	/* After `--`: an imagod command line for an embedded attachment (argv[0] included). */
 	int node_argc;
 	char **node_argv;
@@ -96,7 +97,7 @@ static inline int ex_is_role(const char *a, const char *const roles[])
 /* @p roles: NULL-terminated; the third is the default (both sides in one process). */
 static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[], const char *help)
 {
-	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate ";
+	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate --idle-us ";
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i], *v = NULL;
@@ -108,7 +109,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			o->node_argv[0] = argv[0];
 			break;
 		}
-		int theirs = strstr(" --group --members --from-oldest --rate ", key) != NULL;
+		int theirs = strstr(" --group --members --from-oldest --rate --idle-us ", key) != NULL;
 		if (theirs && (o->own == NULL || strstr(o->own, key) == NULL))
 			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
 		if (a[0] == '-' && strstr(valued, key) != NULL) {
@@ -128,6 +129,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (!strcmp(a, "--members")) o->members = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
 		else if (!strcmp(a, "--rate")) o->rate = strtod(v, NULL);
+		else if (!strcmp(a, "--idle-us")) o->idle_us = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
 		else if (!strcmp(a, "--wait")) o->use_wait = 1;
 		else if (!strcmp(a, "--size")) {

@@ -12,19 +12,23 @@
  */
 #include "example.h"
 
+#include <sys/resource.h>
+
 static const char *const roles[] = {"pub", "sub", "both", "all", NULL};
 static const char help[] =
 	"Usage: %s pub|sub|both|all [options] [-- imagod options of an embedded node]\n"
 	"  all: send to the group and receive it on one endpoint (every node of a many-to-many\n"
 	"       group runs it: --members is the other nodes, each a source too; --size >= 24)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
-	"  --node ID           this process's node [pub 1, sub 2; with --: the node's]\n"
+	"  --node ID           this process's node [the first; sub: the second of two; both: 1 and 2]\n"
 	"  --group G           the group, 1..4294967295 [7]\n"
 	"  --count N           messages to send (pub) or to expect from each source (sub) [100000]\n"
 	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
 	"  --members N         pub, all: send once N members joined (all: and expect N sources) [1]\n"
 	"  --rate R            pub: at most R messages per second [0: as fast as the group takes]\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
+	"  --idle-us US        sleep US microseconds whenever a pass moved nothing (a core shared by\n"
+	"                      many nodes; with --run-to-completion the node waits too) [0: spin]\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
 	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line.\n";
 
@@ -113,7 +117,7 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 	int k = imago_send_burst(p->ep, iov, n, 0);
 	for (int i = 0; i < k; ++i) p->bytes += p->next + (uint64_t)i < o->count ? iov[i].len : 0;
 	p->next += k > 0 ? (uint64_t)k : 0;
-	if (!p->done && p->next > o->count) p->done = 1, p->t1 = ex_now_ns();
+	if (!p->done && p->next > o->count) p->done = 1;
 	return k;
 }
 
@@ -249,6 +253,12 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 	struct imago_ep_stats st = {0};
 	imago_stats(p->ep, &st);
 	struct imago_node_stats ns = node_stats(im, node);
+	/* CPU of this whole process (the node's engine lcore too, unless run-to-completion),
+	 * busy-polling included: per message sent. */
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu_ns = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+			(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 	uint64_t sent = p->next > o->count ? o->count : p->next;
 	printf("RESULT {\"mode\":\"group\",\"role\":\"pub\",\"node\":%llu,\"group\":%u,\"msgs_sent\":%llu,"
 	       "\"bytes_sent\":%llu,",
@@ -258,10 +268,10 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 	       st.group_members, st.group_view, (unsigned long long)st.group_pending, p->joined, p->left, p->expired);
 	for (uint32_t i = 0; i < p->expired; ++i) printf("%s%llu", i ? "," : "", (unsigned long long)p->expired_ids[i]);
 	printf("],\"tx_ring_full\":%llu,\"events_lost\":%llu,\"data_frames\":%llu,\"unicast_copies\":%llu,"
-	       "\"repair_frames\":%llu}\n",
+	       "\"repair_frames\":%llu,\"process_cpu_ns_per_msg\":%.1f}\n",
 	       (unsigned long long)st.tx_ring_full, (unsigned long long)st.events_lost,
 	       (unsigned long long)ns.group_data_frames, (unsigned long long)ns.group_unicast_copies,
-	       (unsigned long long)ns.group_repair_frames);
+	       (unsigned long long)ns.group_repair_frames, sent ? cpu_ns / (double)sent : 0.0);
 }
 
 static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node)
@@ -291,7 +301,7 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 int main(int argc, char **argv)
 {
 	struct ex_opts o = {.count = 100000, .size_min = 64, .size_max = 64, .group = 7, .members = 1,
-			    .own = " --group --members --from-oldest --rate "};
+			    .own = " --group --members --from-oldest --rate --idle-us "};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
 	if (o.group == 0) return fprintf(stderr, "%s: --group must be 1..4294967295\n", argv[0]), 2;
@@ -303,8 +313,12 @@ int main(int argc, char **argv)
 	if (ex_attach(&o, argv[0], &im) < 0) return 1;
 	struct pub p = {.scratch = malloc((size_t)32 * o.size_max)};
 	struct sub s = {.want_sources = all ? o.members : 0, .delay_cap = all ? o.count : 0};
-	uint64_t own = o.node_argc > 1 && !o.node ? imago_node_id(im, 0) : o.node;
-	uint64_t pub_node = own ? own : 1, sub_node = own ? own : (all ? 1 : 2);
+	/* One side: --node, or the attachment's first node (sub: its second, when it serves two).
+	 * Both: its first two (1 and 2). */
+	int both = do_pub && do_sub && !all;
+	unsigned deflt = !do_pub && imago_node_count(im) > 1 ? 1 : 0;
+	uint64_t own = o.node ? o.node : imago_node_id(im, deflt);
+	uint64_t pub_node = both ? imago_node_id(im, 0) : own, sub_node = both ? imago_node_id(im, 1) : own;
 	s.own = sub_node;
 	rc = 1;
 	uint32_t sub_flags = IMAGO_GROUP_RECV | (o.from_oldest ? IMAGO_GROUP_FROM_OLDEST : 0);
@@ -315,19 +329,27 @@ int main(int argc, char **argv)
 		if (do_pub && !(p.ep = open_group(im, &o, pub_node, IMAGO_GROUP_SEND, argv[0]))) goto out;
 	}
 	uint64_t last = ex_now_ns(), seen = 0;
-	int finished = 0;
+	int finished = 0, inline_engines = 1;
 	rc = 0;
 	while (!ex_stop && rc >= 0 && !finished) {
 		struct imago_ep_stats st = {0};
+		/* Embedded with --run-to-completion, this thread drives the node too. */
+		int work = inline_engines ? imago_engine_poll(im) : 0;
+		if (work == -ENOTSUP) inline_engines = 0, work = 0;
 		if (do_pub) {
-			if (!all) read_ring(p.ep, &p, NULL, &o);
+			if (!all) work += read_ring(p.ep, &p, NULL, &o);
 			imago_stats(p.ep, &st);
 			if (st.group_members >= o.members && p.t0 == 0) p.t0 = ex_now_ns();
-			if (p.t0 != 0 && !p.done) rc = pub_step(&p, &o);
+			if (p.t0 != 0 && !p.done) work += rc = pub_step(&p, &o);
 		}
-		if (rc >= 0 && do_sub) rc = read_ring(s.ep, all ? &p : NULL, &s, &o);
+		if (rc >= 0 && do_sub) work += rc = read_ring(s.ep, all ? &p : NULL, &s, &o);
+		if (work == 0 && o.idle_us > 0) { /* nothing moved: leave the core to others a while */
+			struct timespec nap = {0, (long)o.idle_us * 1000};
+			nanosleep(&nap, NULL);
+		}
 		/* The publisher is done once every member holds every message (closing loses none). */
 		int pub_idle = !do_pub || (p.done && st.msgs_sent == o.count + 1 && st.group_pending == 0);
+		if (do_pub && pub_idle && p.t1 == 0) p.t1 = ex_now_ns(); /* every member has everything */
 		finished = pub_idle && (!do_sub || s.done);
 		uint64_t now = ex_now_ns(), progress = p.next + st.msgs_sent + p.joined + s.t1;
 		if (progress != seen) seen = progress, last = now;

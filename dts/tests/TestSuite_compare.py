@@ -101,3 +101,35 @@ class TestSuiteCompare(TestSuite):
             self.verify(svg.is_file() and svg.stat().st_size > 0, f"{svg} missing or empty")
             self.verify("<svg" in svg.read_text(errors="replace")[:2000], f"{svg} is not an SVG")
         self.verify((out / "table.md").read_text().startswith("## imago vs"), "table.md")
+
+    def test_multicast_smoke(self, dts_host, log_dir: LogDir) -> None:
+        """
+        Steps:
+            Run ``bench/compare --multicast --receivers 2 --sizes 64 --msgs-scale 0.02
+            --norm-rates 500 --loss 1 --out DIR`` (one sender, two receivers on a bridge, 1 %
+            of the frames towards each dropped; about 20 s).
+        Verify:
+            It exits 0; the CSV has a row for imago, imago as N unicast streams and NORM
+            (NORM may be missing only when norm_perf is not built), each measured with every
+            message delivered to both receivers; imago's row says how many repairs it sent
+            (some: frames were dropped); the table is written.
+        """
+        out = log_dir.path / "compare-multicast"
+        argv = [sys.executable, str(COMPARE), "--multicast", "--receivers", "2", "--sizes", "64", "--msgs-scale",
+                "0.02", "--norm-rates", "500", "--loss", "1", "--out", str(out)]
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_LIMIT_S, cwd=REPO_ROOT)
+        (log_dir.path / "compare-multicast.stdout").write_text(cp.stdout)
+        (log_dir.path / "compare-multicast.stderr").write_text(cp.stderr)
+        self.verify(cp.returncode == 0, f"bench/compare --multicast exited {cp.returncode}:\n{cp.stderr[-3000:]}")
+        with open(out / "results.csv", newline="", encoding="utf-8") as f:
+            rows = {r["transport"]: r for r in csv.DictReader(f)}
+        norm_built = (REPO_ROOT / "build" / "bench" / "peers" / "norm_perf").exists()
+        if not norm_built:
+            print("norm_perf is not built (no libnorm-dev): NORM's row is not checked")
+        want = {"imago", "imago-unicast"} | ({"norm"} if norm_built else set())
+        for t in want:
+            r = rows.get(t)
+            self.verify(r is not None and r["status"] == "ok", f"{t}: {r}")
+            self.verify(int(r["delivered_min"]) == int(r["msgs"]) and float(r["mib_per_s"]) > 0, f"{t}: {r}")
+        self.verify(float(rows["imago"]["repair_per_data"]) > 0, f"imago sent no repair at 1 % loss: {rows['imago']}")
+        self.verify((out / "table.md").read_text().startswith("## Reliable multicast"), "table.md")

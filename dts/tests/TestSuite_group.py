@@ -277,7 +277,11 @@ class TestSuiteGroup(TestSuite):
         peers = [(i, p) for i, p in enumerate(ports[1:], 2)]
         sender = self._cp(ports[0], 1, peers, ["send", str(src), "--members", "3", "--chunk", "4000"],
                           ["--group-expire-ms", "500", "--dead-after-ms", "1000"])
-        time.sleep(0.3)
+        # The transfer starts at the third join: member 4 dies as it begins (a 4 MB file at 2 %
+        # loss takes far longer than the kill).
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while sum("joined" in l for l in sender.lines("stdout")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
         recvs[2].kill(grace=0)
         self.verify(sender.wait(RUN_LIMIT_S) == 0, f"sender failed; last lines:\n{sender.tail()}")
         res = _result(sender)

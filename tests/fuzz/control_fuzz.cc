@@ -6,7 +6,8 @@
 // Input: the primary's table first (nodes, which peers each serves, endpoints already open),
 // then requests until the input ends. A request is a selector byte: raw bytes of any length
 // (mostly the wrong one), or a CtlMsg built field by field (operation, version, pid, slot,
-// ring size, node, peer, name), each field either plausible or the fuzzer's raw value.
+// ring size, node, peer, name; now and then a group and its flags, the peer then often 0),
+// each field either plausible or the fuzzer's raw value.
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -52,7 +53,8 @@ void name_into(Reader& in, char* dst) {  // dst holds kNameMax + 1 bytes
 
 void make_table(Reader& in, Table& t) {
   api::ShmRoot& shm = *t.shm;
-  for (auto& s : shm.slots) s.state.store(SlotState::kFree), s.pid = 0, s.peer = 0, s.node_index = 0, s.hash = 0;
+  for (auto& s : shm.slots)
+    s.state.store(SlotState::kFree), s.pid = 0, s.peer = 0, s.node_index = 0, s.hash = 0, s.group = s.group_flags = 0;
   shm.n_nodes = in.u8() % kMaxNodes + 1;  // a primary has at least one node
   for (uint32_t i = 0; i < shm.n_nodes; ++i) {
     shm.node_ids[i] = in.u8() & 1 ? in.u64() : i + 1;
@@ -67,6 +69,7 @@ void make_table(Reader& in, Table& t) {
     s.name[api::kNameMax] = 0;
     s.hash = api::endpoint_hash(s.name);
     s.pid = static_cast<int32_t>(in.u8() % 4 + 100);
+    s.group = in.u8() % 4 == 0 ? in.u8() % 4 : 0;  // some open group endpoints (peer ignored then)
   }
 }
 
@@ -82,6 +85,12 @@ CtlMsg build_request(Reader& in) {
   m.node = f & 32 ? in.u64() : in.u8() % (kMaxNodes + 2);
   m.peer = peer_of(in);
   name_into(in, m.name);
+  // A group endpoint now and then (peer 0, the flags of imago.h, or the fuzzer's raw ones).
+  if (f & 64) {
+    m.group = in.u8() % 4;
+    m.group_flags = f & 128 ? in.u32() : in.u8() % 8;
+    if (in.u8() & 1) m.peer = 0;
+  }
   return m;
 }
 
@@ -95,14 +104,24 @@ int model_open(const Table& t, const CtlMsg& m, int* node_index) {
   if (m.node == 0) idx = 0;
   for (uint32_t i = 0; i < t.shm->n_nodes && idx < 0; ++i)
     if (t.shm->node_ids[i] == m.node) idx = static_cast<int>(i);
-  if (idx < 0 || !t.serves.count({idx, m.peer})) return -EINVAL;
+  if (idx < 0) return -EINVAL;
+  if (m.group != 0) {  // a group endpoint: no peer, SEND and/or RECV, FROM_OLDEST only with RECV
+    const uint32_t f = m.group_flags;
+    if (m.peer != 0 || f > 7 || (f & 3) == 0 || f == 5) return -EINVAL;
+    *node_index = idx;
+    for (const auto& s : t.shm->slots)
+      if (s.state.load() != SlotState::kFree && s.node_index == static_cast<uint32_t>(idx) && s.group == m.group)
+        return -EEXIST;
+    return 0;
+  }
+  if (m.group_flags != 0 || !t.serves.count({idx, m.peer})) return -EINVAL;
   *node_index = idx;
   // An endpoint is (node, peer, wire tag of its name): two names with one tag would be one
   // endpoint to the engine, so the check refuses those as duplicates too.
   const uint32_t tag = api::endpoint_hash(m.name);
   for (const auto& s : t.shm->slots)
-    if (s.state.load() != SlotState::kFree && s.node_index == static_cast<uint32_t>(idx) && s.peer == m.peer &&
-        s.hash == tag)
+    if (s.state.load() != SlotState::kFree && s.node_index == static_cast<uint32_t>(idx) && s.group == 0 &&
+        s.peer == m.peer && s.hash == tag)
       return -EEXIST;
   return 0;
 }
@@ -116,6 +135,8 @@ void apply(Table& t, const CtlMsg& m, int node_index) {
     s.state.store(SlotState::kOpen);
     s.node_index = static_cast<uint32_t>(node_index);
     s.peer = m.peer;
+    s.group = m.group;
+    s.group_flags = m.group_flags;
     s.pid = m.pid;
     std::memcpy(s.name, m.name, sizeof s.name);
     s.hash = api::endpoint_hash(s.name);

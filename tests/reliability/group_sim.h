@@ -371,6 +371,9 @@ inline GroupScenario make_group_scenario(uint64_t seed) {
   sc.cfg.group_window = r.chance(0.5) ? 512 : 128;
   sc.cfg.group_expire_ns = (50 + r.below(150)) * rel::kMs;
   sc.cfg.crc = true;
+  // Repairs at once (unicast each), or NACKs gathered for up to 300 us (a frame several lost
+  // goes once to the group).
+  sc.cfg.group_repair_delay_ns = r.chance(0.3) ? 0 : r.below(300) * rel::kUs;
   // A crashed member that had everything holds nothing back: its session's death (peer
   // dead) is what expires it. Keep-alives often enough for that not to hit the living.
   sc.cfg.ack_refresh_ns = 50 * rel::kMs;

@@ -4,6 +4,8 @@
 // source, expiry of a silent member, leaving, late joiners, and hostile group frames.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/reliability/group_harness.h"
 #include "tests/reliability/harness.h"
 
@@ -78,6 +80,27 @@ TEST_F(GroupTest, OneMembersLossIsRepairedByUnicastAndTheOthersAreNotDisturbed) 
   EXPECT_GT(node(1).e->group_counters().repair_frames, 0u);
   EXPECT_GT(node(3).e->group_counters().nacks_sent, 0u);
   EXPECT_EQ(node(2).e->group_counters().nacks_sent, 0u);
+}
+
+TEST_F(GroupTest, AFrameSeveralMembersLostIsRepairedOnceToTheGroup) {
+  start(4);
+  // Every 10th group frame is lost on its way to every member (a loss before the fan-out).
+  std::map<std::vector<uint8_t>, int> seen;
+  int first_sends = 0;
+  w.drop = [&](const GWire::Frame& f) {
+    if (!f.group) return false;
+    auto [it, fresh] = seen.emplace(f.bytes, 0);
+    if (fresh) ++first_sends;
+    return ++it->second <= 3 && (first_sends % 10) == 0;  // its first copy to each of the 3 members
+  };
+  send(300, 200);
+  run_for(30 * kMs);
+  for (NodeId i = 2; i <= 4; ++i) expect_all(i, 300, 200);
+  const GroupCounters& c = node(1).e->group_counters();
+  // Each lost frame went once more, to the group: no unicast copy per member.
+  EXPECT_GT(c.repair_multicast, 0u);
+  EXPECT_EQ(c.repair_frames, c.repair_multicast);
+  EXPECT_LE(c.repair_frames, c.data_frames / 10 + 1) << "nacks " << node(2).e->group_counters().nacks_sent << " dups " << node(2).e->group_counters().dup_received;
 }
 
 TEST_F(GroupTest, ALostTailIsFoundThroughStatus) {
