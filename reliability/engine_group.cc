@@ -206,7 +206,10 @@ bool Engine::push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq pos
 
 bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
   if (t.members.size() == t.members.capacity()) return false;
-  const Seq start = from_oldest ? t.tx.una() : t.tx.end();
+  // From the oldest held: at the first whole message (the slowest member may have released
+  // the start of a message it delivered part of).
+  Seq start = from_oldest ? t.tx.una() : t.tx.end();
+  while (start != t.tx.end() && (t.tx.at(start).rec_flags & rec_flag::kCont)) ++start;
   if (!push_view(t, GroupEvent::kJoined, p.id, start, now)) return false;  // window full: it asks again
   event(GroupEvent::kJoined, cfg_.node_id, t.g, p.id, t.view, start);
   t.members.push_back(GroupMember{p.id, start, start, now, now, false});

@@ -232,6 +232,38 @@ TEST_F(GroupTest, ALateJoinerStartsAtTheCurrentPositionOrTheOldestHeld) {
   EXPECT_EQ(node(2).count(GroupEvent::kJoined, 3), 1u);
 }
 
+TEST_F(GroupTest, AJoinerFromTheOldestStartsAtAWholeMessage) {
+  const uint64_t join_at = 40 * kMs;
+  make(3);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
+  run_for(20 * kMs);
+  // Node 2 loses the frame with the last fragment of message 1 (of 3 fragments), and every
+  // repair of it for a while: it delivers the first two units into its reassembly and
+  // acknowledges them, so the source releases up to the middle of that message.
+  std::vector<uint8_t> lost;
+  int group_frames = 0;
+  w.drop = [&](const GWire::Frame& f) {
+    if (f.to != 2 || f.bytes.size() < 100) return false;
+    if (f.group && ++group_frames == 6) lost = f.bytes;
+    return !lost.empty() && f.bytes == lost && now < join_at + 5 * kMs;
+  };
+  send(3, 4000);  // 3 units each
+  run_for(3 * kMs);
+  ASSERT_EQ(node(3).e->group_join(kG, true, now), 0);
+  run_for(40 * kMs);
+  send(2, 4000, 3);
+  run_for(20 * kMs);
+  expect_all(2, 5, 4000);
+  // Node 3 starts at a whole message: message 1 or later, nothing cut in half.
+  const GNode& n3 = node(3);
+  ASSERT_FALSE(n3.got.empty());
+  const uint32_t first = 5 - static_cast<uint32_t>(n3.got.size());
+  expect_all(3, static_cast<uint32_t>(n3.got.size()), 4000, first);
+  EXPECT_EQ(n3.e->counters(1)->reject[static_cast<size_t>(Reject::kBadFragment)], 0u);
+}
+
 TEST_F(GroupTest, WithoutMulticastEveryMemberGetsItsOwnCopy) {
   start(4, false);
   send(200, 300);
