@@ -158,6 +158,9 @@ struct imago_node_stats {
 	uint64_t group_expiries;      /**< members this node's streams expired */
 	uint64_t group_msgs_received; /**< group messages delivered */
 	uint64_t group_nacks_sent;    /**< gap reports sent to sources */
+	uint64_t frames_not_allowed;  /**< frames dropped before the engine by the peer allow-list: from an
+	                                   address and a node that are no peer, or in the name of a peer
+	                                   from another address (not in frames_rejected) */
 };
 
 /**

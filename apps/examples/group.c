@@ -274,8 +274,9 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 	       (unsigned long long)ns.group_repair_frames, sent ? cpu_ns / (double)sent : 0.0);
 }
 
-static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node)
+static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node, imago_t *im)
 {
+	struct imago_node_stats ns = node_stats(im, node);
 	uint64_t delivered = 0, bytes = 0, lost = 0, dup = 0, bad = 0;
 	printf("RESULT {\"mode\":\"group\",\"role\":\"sub\",\"node\":%llu,\"group\":%u,\"sources\":[", (unsigned long long)node,
 	       o->group);
@@ -293,8 +294,11 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 	printf("],\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)delivered,
 	       (unsigned long long)bytes);
 	ex_print_rate(delivered, bytes, s->t1 - s->t0);
-	printf(",\"lost\":%llu,\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu}\n", (unsigned long long)lost,
-	       (unsigned long long)dup, (unsigned long long)bad);
+	printf(",\"lost\":%llu,\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu,\"frames_rejected\":%llu,"
+	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu}\n",
+	       (unsigned long long)lost, (unsigned long long)dup, (unsigned long long)bad,
+	       (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,
+	       (unsigned long long)ns.group_nacks_sent);
 	return lost || dup || bad || s->n_src == 0;
 }
 
@@ -359,7 +363,7 @@ int main(int argc, char **argv)
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
 	int bad = 0;
 	if (do_pub) print_pub(&p, &o, pub_node, im);
-	if (do_sub) bad = print_sub(&s, &o, sub_node);
+	if (do_sub) bad = print_sub(&s, &o, sub_node, im);
 	fflush(stdout);
 	rc = rc < 0 || bad ? 1 : 0;
 out:

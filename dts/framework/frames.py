@@ -21,6 +21,7 @@ ETHERTYPE_IMAGO = 0x88B5
 LINK_VERSION = 1
 LINK_RELIABILITY = 2
 FRAME_DATA = 3
+FRAME_GROUP_DATA = 5
 
 
 def scapy_missing_reason() -> str | None:
@@ -32,11 +33,13 @@ def scapy_missing_reason() -> str | None:
     return None
 
 
-def reliability_frame(*, src_mac: str, dst_mac: str, src_node: int, dst_node: int) -> bytes:
-    """An untagged L2 imago frame carrying a DATA ``FrameHeader`` from @p src_node."""
+def reliability_frame(*, src_mac: str, dst_mac: str, src_node: int, dst_node: int,
+                      frame_type: int = FRAME_DATA) -> bytes:
+    """An untagged L2 imago frame carrying a ``FrameHeader`` of @p frame_type (DATA; or
+    GROUP_DATA, whose @p dst_node is a group id) from @p src_node."""
     from scapy.all import Ether, Raw
 
-    hdr = struct.pack(">BBBBII", 1, FRAME_DATA, 0, 0, src_node, dst_node) + bytes(40)
+    hdr = struct.pack(">BBBBII", 1, frame_type, 0, 0, src_node, dst_node) + bytes(40)
     link = struct.pack(">BBH", LINK_VERSION, LINK_RELIABILITY, len(hdr))
     return bytes(Ether(src=src_mac, dst=dst_mac, type=ETHERTYPE_IMAGO) / Raw(load=link + hdr))
 

@@ -28,6 +28,7 @@ import pytest
 
 from framework import host
 from framework.apps import build_dir, result_line_object
+from framework.frames import FRAME_GROUP_DATA, inject, reliability_frame, scapy_missing_reason
 from framework.testsuite import TestSuite
 from framework.topology import Interface, Topology
 
@@ -291,3 +292,39 @@ class TestSuiteGroup(TestSuite):
         for r, out in zip(recvs[:2], outs[:2]):
             self.verify(r.wait(RUN_LIMIT_S) == 0, f"{r.name}; last lines:\n{r.tail()}")
             self.verify((out / src.name).read_bytes() == src.read_bytes(), f"{out / src.name} differs")
+
+    def test_forged_group_frames_are_dropped_and_counted(self, topology: Topology) -> None:
+        """A stream to one member while a third node on the bridge injects GROUP_DATA frames to
+        the group's MAC (01:00:5e:00:00:07): 50 in the source's name from its own MAC, 50 in
+        the name of a node nobody knows, 50 in the source's name from the source's MAC (no
+        token: the engine's session check), 50 of the same for a group nobody joined.
+
+        Expect: the member delivers every message once, in order, intact; its node counts the
+        first 100 as not allowed (allow-list) and the last 100 as rejected.
+        """
+        reason = scapy_missing_reason()
+        if reason:
+            pytest.skip(reason)
+        ports = self._bridge(topology, 2)  # n1 source, n2 member, n3 the forger
+        src, member, forger = ports
+        count = 40_000  # 8 s of stream: scapy takes seconds to start, the frames must land inside it
+        sub = self._start(member, 2, [(1, src)], "sub", count)
+        pub = self._start(src, 1, [(2, member)], "pub", count, extra=["--members", "1", "--rate", "5000"])
+        pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        group_mac = "01:00:5e:00:00:07"
+
+        def frames(src_mac: str, node: int, group: int) -> list[bytes]:
+            return [reliability_frame(src_mac=src_mac, dst_mac=group_mac, src_node=node, dst_node=group,
+                                      frame_type=FRAME_GROUP_DATA)] * 50
+
+        forged = (frames(forger.mac, 1, GROUP) + frames(forger.mac, 77, GROUP) + frames(src.mac, 1, GROUP)
+                  + frames(src.mac, 1, GROUP + 1))
+        inject(forger.node, forger, forged, gap_s=0.001)
+        self.verify(sub.running, "the stream ended before the forged frames were all sent: make it longer")
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        self.verify(sub.wait(RUN_LIMIT_S) == 0, f"member failed; last lines:\n{sub.tail()}")
+        res = _result(sub)
+        print("member RESULT", json.dumps(res))
+        self._verify_member(res, count)
+        self.verify(res["frames_not_allowed"] >= 100, f"not allowed {res['frames_not_allowed']}")
+        self.verify(res["frames_rejected"] >= 100, f"rejected {res['frames_rejected']}")
