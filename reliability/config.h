@@ -74,6 +74,10 @@ struct Config {
   /** A source gathers NACKs this long before it repairs: a frame several members ask for
    *  goes once to the group, the others by unicast to their askers (0: at once, unicast). */
   uint64_t group_repair_delay_ns = 200 * kUs;
+  /** A member waits a random time up to this long before it asks for a new hole: a repair
+   *  another member asked for may fill it first (NACK suppression, for losses members
+   *  share). A source with it set sends every repair to the group. 0: ask at once. */
+  uint64_t group_nack_backoff_ns = 0;
   /** Send group frames once to the group where the sink can; false: one unicast copy to each
    *  member (as N unicast streams would: for networks without multicast, and comparisons). */
   bool group_multicast = true;

@@ -316,7 +316,7 @@ class Engine {
   /** Group frames go once to the group (the sink can, and the node wants it). */
   bool multicast_ok() const { return cfg_.group_multicast && frames_->multicast(); }
   void end_member(GroupTx& t, GroupMember& m, uint64_t now);
-  void note_gap(GroupRx& r, Seq from, Seq to);
+  void note_gap(GroupRx& r, Seq from, Seq to, uint64_t now);
   void nack_new_gaps(Peer& p, GroupRx& r, uint64_t now);
   bool on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now);
   void group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,

@@ -309,7 +309,9 @@ void Engine::repair_round(GroupTx& t, uint64_t now) {
     if (seq_lt(probe, tx.nxt()) && tx.frame(pos).first == first) {
       const TxFrame& f = tx.frame(pos);
       const std::span<const uint8_t> bytes{tx.slot_of(pos) + f.start, f.len};
-      if (askers > 1 && multicast_ok()) {
+      // Several askers, or members that hold back their NACKs for one another's repairs:
+      // once to the group.
+      if ((askers > 1 || cfg_.group_nack_backoff_ns != 0) && multicast_ok()) {
         refused = !frames_->send_group(t.g, bytes);
         gc_.repair_multicast += !refused, gc_.repair_frames += !refused;
       } else {
@@ -522,7 +524,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         return true;
       }
       if (e.a.get() - r->rx.nxt() > uint32_t{kFar}) return false;
-      if (seq_gt(e.a.get(), r->rx.high()) && seq_gt(e.a.get(), r->tail)) note_gap(*r, r->rx.high(), e.a.get());
+      if (seq_gt(e.a.get(), r->rx.high()) && seq_gt(e.a.get(), r->tail)) note_gap(*r, r->rx.high(), e.a.get(), now);
       if (seq_gt(e.a.get(), r->tail)) r->tail = e.a.get();
       r->ack_deadline = now;
       // A lost NACK or repair is asked again on the first hole's timer, not here: a STATUS
@@ -595,7 +597,7 @@ void Engine::on_group_data(const Header& h, std::span<const uint8_t> body, uint6
   each_record(body, h.seq, rec_flag::kAllGroup,
               [&](const Record& rec) { group_unit(*p, *r, rec.seq, rec.flags, rec.payload, now); });
   group_deliver(*r);
-  if (r->nack_now) group_deadline_ = now;
+  if (r->nack_now) group_deadline_ = std::min(group_deadline_, r->new_due);
   group_deadline_ = std::min(group_deadline_, r->ack_deadline);
 }
 
@@ -611,7 +613,7 @@ void Engine::group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<con
   }
   if (d > kFar) return void(p.c.reject[static_cast<size_t>(Reject::kOutOfWindow)]++);
   if (!rx.fits(s)) return void(gc_.overflow++);
-  if (seq_gt(s, rx.high())) note_gap(r, seq_gt(r.tail, rx.high()) ? r.tail : rx.high(), s);  // ask at once
+  if (seq_gt(s, rx.high())) note_gap(r, seq_gt(r.tail, rx.high()) ? r.tail : rx.high(), s, now);
   rx.store(s, flags, payload);
   if (seq_gt(s + 1, r.tail)) r.tail = s + 1;
   r.ack_deadline = std::min(r.ack_deadline, now + cfg_.group_ack_delay_ns);
@@ -649,8 +651,11 @@ void Engine::group_deliver(GroupRx& r) {
   }
 }
 
-void Engine::note_gap(GroupRx& r, Seq from, Seq to) {
+void Engine::note_gap(GroupRx& r, Seq from, Seq to, uint64_t now) {
   if (!seq_lt(from, to)) return;
+  // Asked at once, or after a random back-off: a repair another member asked for, sent to
+  // the group, may fill it meanwhile, and then it is never asked (NORM's NACK suppression).
+  if (!r.new_gaps) r.new_due = now + (cfg_.group_nack_backoff_ns ? rng_.below(cfg_.group_nack_backoff_ns + 1) : 0);
   if (!r.new_gaps || seq_lt(from, r.new_from)) r.new_from = from;
   r.new_gaps = r.nack_now = true;
 }
@@ -709,7 +714,8 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
     r.last_nack_seq = r.rx.nxt();
     r.last_nack_ns = now;
   }
-  if (r.new_gaps) nack_new_gaps(*p, r, now);
+  if (r.new_gaps && now >= r.new_due) nack_new_gaps(*p, r, now);
+  if (r.new_gaps) group_deadline_ = std::min(group_deadline_, r.new_due);
   if (gap && now - r.last_nack_ns >= r.nack_gap_ns) {
     Seq a, b;
     const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
@@ -721,7 +727,7 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
     r.nack_gap_ns = std::min({2 * r.nack_gap_ns, cfg_.rto_max_ns, std::max(cfg_.group_expire_ns / 8, cfg_.nack_interval_ns)});
     r.last_nack_ns = now;
   }
-  r.nack_now = false;
+  r.nack_now = r.new_gaps;
   if (gap) group_deadline_ = std::min(group_deadline_, r.last_nack_ns + r.nack_gap_ns);
   if (r.ack_deadline <= now) {
     send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), 0);

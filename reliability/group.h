@@ -75,6 +75,7 @@ struct GroupRx {
   // or above new_from: each is asked for once at the next poll; the first hole alone is asked
   // again, on a timer.
   Seq new_from = 0;
+  uint64_t new_due = 0;  ///< when they are asked (group_nack_backoff_ns)
   bool new_gaps = false;
   bool nack_now = false;    ///< new holes: poll at once
   // The repair round trip, measured on holes asked once and filled (as Karn's rule: a hole

@@ -80,7 +80,9 @@ struct GNode : FrameSink, AppSink {
 /** @p n nodes (ids 1..n), every pair peers, groups on, timers of the fast-link preset. */
 class GroupPair : public ::testing::Test {
  protected:
-  static Config config(NodeId id) {
+  /** Changes a test makes to every node's configuration before make(). */
+  std::function<void(Config&)> tune = [](Config&) {};
+  Config config(NodeId id) const {
     Config c = fast_link_preset();
     c.node_id = id;
     c.seed = 7 + id;
@@ -92,6 +94,7 @@ class GroupPair : public ::testing::Test {
     c.group_streams = 4;
     c.group_window = 256;
     c.group_expire_ns = 50 * kMs;
+    tune(c);
     return c;
   }
   void make(size_t n) {

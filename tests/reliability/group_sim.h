@@ -374,6 +374,9 @@ inline GroupScenario make_group_scenario(uint64_t seed) {
   // Repairs at once (unicast each), or NACKs gathered for up to 300 us (a frame several lost
   // goes once to the group).
   sc.cfg.group_repair_delay_ns = r.chance(0.3) ? 0 : r.below(300) * rel::kUs;
+  // Members ask at once, or after a random back-off of up to 2 ms (repairs then all go to
+  // the group).
+  sc.cfg.group_nack_backoff_ns = r.chance(0.7) ? 0 : r.below(2000) * rel::kUs;
   // A crashed member that had everything holds nothing back: its session's death (peer
   // dead) is what expires it. Keep-alives often enough for that not to hit the living.
   sc.cfg.ack_refresh_ns = 50 * rel::kMs;
