@@ -243,6 +243,7 @@ class Engine {
   void encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack);
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);
+  void confirm(Peer& p);
 
   // engine_rx.cc: ACK side and receive side of a data/ack frame.
   bool records_ok(std::span<const uint8_t> body, Seq first, uint8_t allowed = rec_flag::kAll);

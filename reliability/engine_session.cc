@@ -81,7 +81,12 @@ void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) 
   if (h.dst_token == token_ && h.ack == p.s.my_isn) p.s.confirmed = true;
   // Answer every HELLO; answer a HELLO_ACK only if it taught us something (no ping-pong).
   if (h.type == FrameType::kHello || changed) p.hello_ack_now = true;
-  if (p.s.known && p.s.confirmed && p.s.state == PeerState::kConnecting) {
+  if (p.s.confirmed) confirm(p);
+}
+
+void Engine::confirm(Peer& p) {
+  p.s.confirmed = true;
+  if (p.s.known && p.s.state == PeerState::kConnecting) {
     p.s.state = PeerState::kEstablished;
     p.hello_deadline = kNever;
     app_->on_peer_up(p.id);
@@ -128,7 +133,12 @@ bool Engine::session_ok(Peer& p, const Header& h) {
     // never heard) and learnt our token elsewhere gets nothing delivered without it.
     r = Reject::kNoSession;
   }
-  if (r == Reject::kNone) return true;
+  if (r == Reject::kNone) {
+    // It carries our token and an ACK in our sequence space: the peer knows both, as a
+    // HELLO_ACK would show. Our handshake is confirmed by it (the HELLO_ACK may be lost).
+    if (!p.s.confirmed) confirm(p);
+    return true;
+  }
   count(p, r);
   return false;
 }

@@ -324,7 +324,9 @@ class GroupCluster {
       if (left_.count(m) && !expired_.count(m) && !left_seen_.count(m)) return who + " left and the source never knew";
       if (expired_.count(m) && !gone && !silenced_long(m)) return who + " was expired while it was alive and heard";
       if (gone || expired_.count(m)) continue;
-      if (!members.count(m)) return who + " is neither in the view nor expired";
+      if (!members.count(m))
+        return who + " is neither in the view nor expired (its session with the source: " +
+               n.e->debug_state(nodes_[0].id) + "; the source's with it: " + nodes_[0].e->debug_state(n.id) + ")";
       if (!n.started) return who + ": its stream never started";
       if (n.ended) return who + ": its stream ended without an expiry";
       // Joined before the first message: from message 0; late: from where it started on.
