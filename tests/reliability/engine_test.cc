@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-
+#include <algorithm>
 #include <cerrno>
+#include <map>
 #include <vector>
 
 #include "tests/reliability/harness.h"
@@ -402,6 +402,30 @@ TEST_F(EngineTest, WhoClaimsAPeerFirstGetsNothingDeliveredWithoutOurIsn) {
   // Do: the same with B's ISN in the ACK. Expect: taken (the handshake proves no more).
   b.e->on_frame(forge({FrameType::kData, 0, 1, 2, ca.epoch, 0xC1A1, b_token, 500, b_isn, kCreditUnlimited}, {}, body), now);
   EXPECT_EQ(b.got.size(), 1u);
+}
+
+TEST_F(EngineTest, ANodeWhoseHelloAcksAreAllLostIsConfirmedByThePeersNextKeepAlive) {
+  // Do: both say HELLO. B's reaches A, which learns B and answers; A's HELLO and HELLO_ACK
+  // reach B, which is then established. B's answer to A's HELLO is lost.
+  a.e->poll(now);
+  b.e->poll(now);
+  move(b);  // B's HELLO: A learns B, answers with a HELLO_ACK
+  move(a);  // A's HELLO and HELLO_ACK: B learns A and is confirmed
+  ASSERT_EQ(b.e->state(1), PeerState::kEstablished);
+  b.out.clear();  // B's HELLO_ACK to A: lost
+  ASSERT_EQ(a.e->state(2), PeerState::kConnecting);
+  // Do: time for B's keep-alive (an ACK refresh); B's HELLO_ACKs stay lost, the rest passes.
+  now += cb.ack_refresh_ns;
+  b.e->poll(now);
+  b.out.erase(std::remove_if(b.out.begin(), b.out.end(),
+                             [](const auto& f) { return header_of(f.second).type == FrameType::kHelloAck; }),
+              b.out.end());
+  ASSERT_FALSE(b.out.empty());
+  // Expect: B's keep-alive (B's token, an ACK in A's sequence space) confirms A's handshake
+  // as the HELLO_ACK would have, without waiting for A's HELLO retry.
+  move(b);
+  EXPECT_EQ(a.e->state(2), PeerState::kEstablished);
+  EXPECT_EQ(a.ups, 1);
 }
 
 TEST_F(EngineTest, BlindHelloWithALaterEpochDoesNotResetAnEstablishedSession) {
