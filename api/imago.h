@@ -334,7 +334,8 @@ struct imago_ep_stats {
 	uint64_t events;          /**< group events put on the rx ring (group endpoints) */
 	uint64_t events_lost;     /**< group events dropped: the rx ring was full (a SEND-only
 	                               endpoint whose application never receives, say) */
-	/* A SEND group endpoint's stream now (0 on other endpoints): */
+	/* A SEND group endpoint's stream (0 on other endpoints): published when it takes
+	 * messages and about every millisecond. */
 	uint32_t group_members;   /**< members in the source's view */
 	uint32_t group_view;      /**< the view number (steps at each join, leave, expiry) */
 	uint64_t group_pending;   /**< stream units (a message takes one per frame it fills) taken

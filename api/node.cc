@@ -76,11 +76,20 @@ unsigned Node::poll(uint64_t now_tsc) {
   if (gen != seen_gen_) refresh(gen);
   if (announce_n_ > 0) send_announces(now_ns_);
   unsigned work = 0;
-  for (unsigned i = 0; i < n_active_; ++i) work += drain_tx(active_[i], now_ns_);
+  for (unsigned i = 0; i < n_active_; ++i) {
+    const unsigned taken = drain_tx(active_[i], now_ns_);
+    // A sender's pending units grow with what it just took: published now, so that nobody
+    // reads everything taken with a pending count from before (a close then loses nothing).
+    if (taken != 0 && active_[i].slot->group != 0) publish_group(*active_[i].slot);
+    work += taken;
+  }
+  const uint64_t board_due = ne_.pub.next_tsc;
   work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish
+  // Otherwise group senders' views are published with the node's board (every ms).
+  const bool published = ne_.pub.next_tsc != board_due;
   for (unsigned i = 0; i < n_active_; ++i) {
     flush_staged(active_[i]);
-    if (active_[i].slot->group != 0) publish_group(*active_[i].slot);
+    if (published && active_[i].slot->group != 0) publish_group(*active_[i].slot);
   }
   return work;
 }
