@@ -44,7 +44,9 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   // them (no memory) every buffer goes to the pool ring.
   caches_ = &shm->engine_caches[spec.index];
   if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
-  dp::NodeEngineConfig c{.id = spec.id, .encap = spec.encap, .burst = spec.burst, .engine = spec.engine};
+  dp::NodeEngineConfig c{.id = spec.id, .encap = spec.encap, .burst = spec.burst, .engine = spec.engine,
+                         .port_b = spec.port_b, .pool_b = spec.mbuf_pool_b, .encap_b = spec.encap_b,
+                         .redundancy = spec.redundancy};
   if (int rc = dp::node_engine_open(ne_, *spec.port, spec.mbuf_pool, c, this); rc < 0) return rc;
   dp::node_engine_publish_to(ne_, &shm->boards[spec.index], spec.id);
   return 0;
@@ -52,7 +54,7 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
 
 int Node::add_peer(const PeerAddr& peer) {
   if (n_peers_ == kMaxEndpoints) return -ENOSPC;
-  if (int rc = dp::node_engine_add_peer(ne_, peer.id, peer.mac, peer.ip); rc < 0) return rc;
+  if (int rc = dp::node_engine_add_peer(ne_, peer.id, peer.mac, peer.ip, peer.mac_b, peer.ip_b); rc < 0) return rc;
   // At most send_window messages (one unit each at least) can be unconfirmed at once.
   History& h = history_[n_peers_];
   h.mask = spec_.engine.send_window - 1;
@@ -71,7 +73,7 @@ int Node::peer_index(uint64_t id) const {
 
 unsigned Node::poll(uint64_t now_tsc) {
   now_ns_ = ne_.link.now_ns(now_tsc);
-  ne_.link.set_now(now_tsc);
+  dp::node_engine_set_now(ne_, now_tsc);
   uint32_t gen = shm_->generation.load(std::memory_order_acquire);
   if (gen != seen_gen_) refresh(gen);
   if (announce_n_ > 0) send_announces(now_ns_);
@@ -317,7 +319,7 @@ int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* re
   imago_msg& d = a.staged[a.staged_n];
   const auto len = static_cast<uint32_t>(body.size());
   int rc = rebuilt != nullptr ? describe_pooled(side(s), src, rebuilt, len, d)
-                              : describe_received(side(s), src, body, ne_.link.current_frame(), kMbufLoanCap, d);
+                              : describe_received(side(s), src, body, dp::node_engine_current_frame(ne_), kMbufLoanCap, d);
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
     return -1;

@@ -38,13 +38,21 @@ struct NodeSpec {
   dp::EncapConfig encap;
   uint16_t burst = 32;
   rel::Config engine;  ///< node_id, epoch and seed are filled in by init()
+  /** Network B (a node on two networks, dp::NodeEngineConfig): its port (null: none), pool,
+   *  encapsulation and the redundancy mode. */
+  dp::FaultyPort* port_b = nullptr;
+  rte_mempool* mbuf_pool_b = nullptr;
+  dp::EncapConfig encap_b;
+  rel::red::Config redundancy;
 };
 
-/** A peer and where its frames go. */
+/** A peer and where its frames go (on network B too, for a node on two networks). */
 struct PeerAddr {
   uint64_t id = 0;
   dp::MacAddr mac{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
   uint32_t ip = 0;
+  dp::MacAddr mac_b{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+  uint32_t ip_b = 0;
 };
 
 /** Node-wide counters (the engine lcore writes them). */
@@ -86,6 +94,8 @@ class Node final : public rel::AppSink {
   uint64_t id() const { return spec_.id; }
   const rel::Engine& engine() const { return *ne_.engine; }
   const dp::EngineLink& link() const { return ne_.link; }
+  /** @return the node's link set (two networks), or nullptr. */
+  const rel::red::LinkSet* link_set() const { return ne_.set.get(); }
   const NodeCounters& counters() const { return c_; }
 
  private:

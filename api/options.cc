@@ -29,6 +29,15 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { o.vdevs.push_back(v); return true; }},
       {"src-ip", "IP", "UDP/IPv4 encapsulation from this address [plain Ethernet]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_ipv4(v, o.src_ip); }},
+      {"iface-b", "NAME", "with --redundancy: network B's port on interface NAME through --pmd [the second port]",
+       [](RuntimeOptions& o, const std::string& v) { o.iface_b = v; return !v.empty(); }},
+      {"peer-b", "ID@MAC|ID@IP", "with --redundancy: a --peer's address on network B (repeatable) [broadcast]",
+       [](RuntimeOptions& o, const std::string& v) {
+         PeerAddr p;
+         return dp::parse_peer(v, p.id, p.mac, p.ip) && (o.peers_b.push_back(p), true);
+       }},
+      {"src-ip-b", "IP", "with --redundancy and --src-ip: our address on network B",
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_ipv4(v, o.src_ip_b); }},
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                              "without a valid tag [none]",
        [](RuntimeOptions& o, const std::string& v) { return dp::auth_key_option(v, o.auth_key, "imago"); }},
@@ -67,6 +76,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.duration_s) && o.duration_s >= 0; }},
   };
   dp::add_protocol_rows(t, &RuntimeOptions::protocol);
+  dp::add_redundancy_rows(t, &RuntimeOptions::redundancy);
   return t;
 }
 
@@ -79,6 +89,16 @@ const dp::OptionTable<RuntimeOptions>& table() {
 
 int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
   if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
+  const bool b_opts = !o.iface_b.empty() || !o.peers_b.empty() || o.src_ip_b != 0;
+  if (b_opts && !o.redundancy.on) return *err = "--iface-b, --peer-b and --src-ip-b need --redundancy MODE", -EINVAL;
+  if (o.redundancy.on && o.src_ip != 0 && o.src_ip_b == 0 && !o.pair)
+    return *err = "--redundancy with --src-ip needs --src-ip-b (our address on network B)", -EINVAL;
+  for (PeerAddr& p : o.peers_b) {
+    PeerAddr* a = nullptr;
+    for (PeerAddr& q : o.peers) a = q.id == p.id ? &q : a;
+    if (a == nullptr) return *err = "--peer-b " + std::to_string(p.id) + ": no --peer " + std::to_string(p.id), -EINVAL;
+    a->mac_b = p.mac, a->ip_b = p.ip;
+  }
   return dp::check_protocol(o.protocol, err);
 }
 

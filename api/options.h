@@ -17,6 +17,7 @@
 #include "dataplane/eal_args.h"
 #include "dataplane/fault_model.h"
 #include "dataplane/protocol_options.h"
+#include "dataplane/redundancy_options.h"
 
 namespace imago::api {
 
@@ -28,6 +29,10 @@ struct RuntimeOptions {
   std::vector<std::string> vdevs;   ///< extra EAL --vdev (default EAL args only)
   std::vector<PeerAddr> peers;
   uint32_t src_ip = 0;              ///< nonzero: UDP/IPv4 encapsulation from this address
+  dp::RedundancyOptions redundancy; ///< --redundancy: a second network, and how both are used
+  std::string iface_b;              ///< network B's port on this interface (through --pmd)
+  std::vector<PeerAddr> peers_b;    ///< --peer-b: peers' addresses on network B (id, mac, ip)
+  uint32_t src_ip_b = 0;            ///< UDP on network B: our address there
   std::optional<dp::AuthKey> auth_key;  ///< --auth-key: frames tagged, untagged ones dropped
   unsigned engine_lcore = 0;        ///< 0: the first worker lcore
   bool run_to_completion = false;   ///< embedded: no engine lcore, imago_engine_poll() drives the nodes

@@ -102,6 +102,7 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     dp::EalDefaults d;
     d.vdevs = o_.vdevs;
     if (!o_.iface.empty()) d.vdevs.push_back(dp::iface_vdev(o_.pmd, o_.iface));
+    if (!o_.iface_b.empty()) d.vdevs.push_back(dp::iface_vdev(o_.pmd, o_.iface_b, 1));
     d.lcores = o_.run_to_completion ? "0" : "0-1";  // the caller's thread, and a worker for the engines
     d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;
@@ -163,33 +164,70 @@ int Runtime::open_port(dp::NodePort& np, uint16_t port_id) {
   return dp::node_port_open(np, port_id, c);
 }
 
-int Runtime::open_nodes() {
-  if (o_.pair) {
-    if (int rc = dp::create_ring_pair("imago_pair", kPairRing, ring_); rc < 0) return rc;
-    has_ring_ = true;
-    for (uint16_t id : {ring_.port_a, ring_.port_b}) {
-      ports_.push_back(std::make_unique<dp::NodePort>());
-      if (int rc = open_port(*ports_.back(), id); rc < 0) return rc;
-    }
-    if (int rc = add_node(*ports_[0], 1, {PeerAddr{.id = 2}}); rc < 0) return rc;
-    return add_node(*ports_[1], 2, {PeerAddr{.id = 1}});
+// Nodes 1 and 2 over a crossed net_ring pair (and a second one as network B).
+int Runtime::open_pair() {
+  if (int rc = dp::create_ring_pair("imago_pair", kPairRing, ring_); rc < 0) return rc;
+  has_ring_ = true;
+  std::vector<uint16_t> ids = {ring_.port_a, ring_.port_b};
+  if (o_.redundancy.on) {
+    if (int rc = dp::create_ring_pair("imago_pair_b", kPairRing, ring_b_); rc < 0) return rc;
+    ids.insert(ids.end(), {ring_b_.port_a, ring_b_.port_b});
   }
-  uint16_t port_id = RTE_MAX_ETHPORTS;
-  RTE_ETH_FOREACH_DEV(port_id) break;  // the first available port
-  if (port_id == RTE_MAX_ETHPORTS) {
+  for (uint16_t id : ids) {
+    ports_.push_back(std::make_unique<dp::NodePort>());
+    if (int rc = open_port(*ports_.back(), id); rc < 0) return rc;
+  }
+  dp::NodePort* b1 = o_.redundancy.on ? ports_[2].get() : nullptr;
+  dp::NodePort* b2 = o_.redundancy.on ? ports_[3].get() : nullptr;
+  if (int rc = add_node(*ports_[0], 1, {PeerAddr{.id = 2}}, b1); rc < 0) return rc;
+  return add_node(*ports_[1], 2, {PeerAddr{.id = 1}}, b2);
+}
+
+// Network A's port and, with --redundancy, network B's: the --iface / --iface-b vdevs, else
+// the first and the second port.
+int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
+  const std::string pmd = std::string("net_") + dp::iface_pmd_name(o_.pmd);
+  std::vector<uint16_t> all;
+  uint16_t id;
+  RTE_ETH_FOREACH_DEV(id) all.push_back(id);
+  if (all.empty()) {
     std::fprintf(stderr, "imago: no port: give --pair, --iface NAME, --vdev DEV, or EAL args with a --vdev\n");
     return -ENODEV;
   }
+  *a = all[0];
+  if (!o_.iface.empty() && rte_eth_dev_get_port_by_name((pmd + "0").c_str(), &id) == 0) *a = id;
+  if (!o_.redundancy.on) return 0;
+  *b = RTE_MAX_ETHPORTS;
+  if (!o_.iface_b.empty() && rte_eth_dev_get_port_by_name((pmd + "1").c_str(), &id) == 0) *b = id;
+  for (uint16_t p : all)
+    if (*b == RTE_MAX_ETHPORTS && p != *a) *b = p;
+  if (*b == RTE_MAX_ETHPORTS) {
+    std::fprintf(stderr, "imago: --redundancy needs a second port (network B): give --iface-b NAME or a second --vdev\n");
+    return -ENODEV;
+  }
+  return 0;
+}
+
+int Runtime::open_nodes() {
+  if (o_.pair) return open_pair();
+  uint16_t port_a = 0, port_b = 0;
+  if (int rc = find_ports(&port_a, &port_b); rc < 0) return rc;
   if (o_.peers.empty()) {
     std::fprintf(stderr, "imago: node %" PRIu64 " needs at least one --peer\n", o_.node_id);
     return -EINVAL;
   }
   ports_.push_back(std::make_unique<dp::NodePort>());
-  if (int rc = open_port(*ports_.back(), port_id); rc < 0) return rc;
-  return add_node(*ports_.back(), o_.node_id, o_.peers);
+  if (int rc = open_port(*ports_.back(), port_a); rc < 0) return rc;
+  dp::NodePort* pb_b = nullptr;
+  if (o_.redundancy.on) {
+    ports_.push_back(std::make_unique<dp::NodePort>());
+    if (int rc = open_port(*ports_.back(), port_b); rc < 0) return rc;
+    pb_b = ports_.back().get();
+  }
+  return add_node(*ports_.front(), o_.node_id, o_.peers, pb_b);
 }
 
-int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers) {
+int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers, dp::NodePort* pb_b) {
   NodeSpec s;
   s.id = id;
   s.index = static_cast<unsigned>(nodes_.size());
@@ -202,6 +240,14 @@ int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>
   s.engine = o_.protocol.engine;  // modes and timers: the fast-link preset and the options
   s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap, o_.protocol.mtu));
   s.engine.max_message_size = o_.max_message + 4;  // the endpoint tag
+  if (pb_b != nullptr) {
+    s.port_b = &pb_b->faulty;
+    s.mbuf_pool_b = pb_b->pool;
+    s.encap_b = s.encap;
+    s.encap_b.src_mac = pb_b->port.mac();
+    s.encap_b.src_ip = o_.src_ip_b;
+    s.redundancy = o_.redundancy.cfg;
+  }
   auto node = std::make_unique<Node>();
   if (int rc = node->init(s, shm_); rc < 0) return rc;
   for (const PeerAddr& p : peers) {
@@ -272,6 +318,7 @@ void Runtime::stop() {
   for (auto& pb : ports_) dp::node_port_close(*pb);
   ports_.clear();
   if (has_ring_) dp::destroy_ring_pair(ring_);
+  if (has_ring_ && ring_b_.a_to_b != nullptr) dp::destroy_ring_pair(ring_b_);
   if (shm_ != nullptr) {
     rte_mempool_free(shm_->msg_pool);
     rte_mempool_free(shm_->frame_pool);
@@ -448,6 +495,7 @@ void print_node_counters(FILE* f, const dp::NodeSnapshot& snap, const Node& n) {
   rel::for_each_counter(snap.total, field(""));
   rel::for_each_reject(snap.total, field("reject_"));
   dp::for_each_counter(snap.link, field("link_"));
+  dp::for_each_net_counter(snap, field(""));
   std::fprintf(f, " control_in=%" PRIu64 " control_bad=%" PRIu64 " announce_sent=%" PRIu64 "\n",
                n.counters().control_in, n.counters().control_bad, n.counters().announce_sent);
 }
@@ -466,6 +514,15 @@ void Runtime::print_stats(FILE* f) {
                  n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, snap.link.frames_in,
                  snap.link.frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
     print_node_counters(f, snap, n);
+    if (snap.redundant)
+      std::fprintf(f, "node %" PRIu64 " networks (%s): A %s, sent %" PRIu64 " received %" PRIu64
+                   " heartbeats lost %" PRIu64 " fail-overs %" PRIu64 "; B %s, sent %" PRIu64 " received %" PRIu64
+                   " heartbeats lost %" PRIu64 " fail-overs %" PRIu64 "; duplicates dropped %" PRIu64 "\n",
+                   n.id(), rel::red::mode_name(snap.mode), rel::red::net_state_name(snap.nets[0].state),
+                   snap.nets[0].frames_sent, snap.nets[0].frames_received, snap.nets[0].heartbeats_lost,
+                   snap.nets[0].failovers, rel::red::net_state_name(snap.nets[1].state), snap.nets[1].frames_sent,
+                   snap.nets[1].frames_received, snap.nets[1].heartbeats_lost, snap.nets[1].failovers,
+                   snap.nets[0].duplicates_dropped + snap.nets[1].duplicates_dropped);
   }
   unsigned mbufs = 0;
   for (const auto& pb : ports_) mbufs += rte_mempool_in_use_count(pb->pool);

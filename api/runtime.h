@@ -62,7 +62,9 @@ class Runtime {
   int create_shared();
   int open_port(dp::NodePort& np, uint16_t port_id);
   int open_nodes();
-  int add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers);
+  int add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers, dp::NodePort* pb_b = nullptr);
+  int open_pair();
+  int find_ports(uint16_t* a, uint16_t* b) const;
   int start_engines();
   void serve_telemetry();
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
@@ -81,6 +83,7 @@ class Runtime {
   ShmRoot* shm_ = nullptr;
   std::vector<std::unique_ptr<dp::NodePort>> ports_;
   dp::RingPair ring_{};
+  dp::RingPair ring_b_{};  ///< --pair --redundancy: network B
   bool has_ring_ = false;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unique_ptr<dp::LcoreRunner> runner_;

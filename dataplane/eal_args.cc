@@ -28,8 +28,8 @@ bool parse_iface_pmd(const std::string& s, IfacePmd& out) {
   return true;
 }
 
-std::string iface_vdev(IfacePmd pmd, const std::string& iface) {
-  return std::string("net_") + iface_pmd_name(pmd) + "0,iface=" + iface;
+std::string iface_vdev(IfacePmd pmd, const std::string& iface, unsigned index) {
+  return std::string("net_") + iface_pmd_name(pmd) + std::to_string(index) + ",iface=" + iface;
 }
 
 std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {

@@ -34,7 +34,7 @@ const char* iface_pmd_name(IfacePmd p);
 bool parse_iface_pmd(const std::string& s, IfacePmd& out);
 /** @return the --vdev that opens Linux interface @p iface with @p pmd: net_af_packet0,iface=X
  *  or net_af_xdp0,iface=X (one queue; XDP on a veth needs its MTU at most 3000). */
-std::string iface_vdev(IfacePmd pmd, const std::string& iface);
+std::string iface_vdev(IfacePmd pmd, const std::string& iface, unsigned index = 0);
 
 /** What an app needs from EAL when the user gave no EAL arguments. */
 struct EalDefaults {

@@ -32,6 +32,7 @@ struct __attribute__((packed)) MacAddr {
   bool is_multicast() const { return (b[0] & 1) != 0; }
 };
 static_assert(sizeof(MacAddr) == 6);
+inline constexpr MacAddr kBroadcastMac{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
 
 struct __attribute__((packed)) EthHdr {
   MacAddr dst;

@@ -186,7 +186,7 @@ void EngineLink::release_frame(void* held) {
   --holds_;
 }
 
-bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) {
+bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) {
   const PeerAddr* a = find(peer);
   if (!a) {
     ++counters_.unknown_peer;
@@ -232,6 +232,12 @@ unsigned EngineLink::flush(uint64_t now_tsc) {
 }
 
 unsigned EngineLink::poll(uint64_t now_tsc) {
+  const unsigned n = receive(now_tsc);
+  engine_->poll(clock_.ns(now_tsc));
+  return n + flush(now_tsc);
+}
+
+unsigned EngineLink::receive(uint64_t now_tsc) {
   now_tsc_ = now_tsc;
   uint64_t now = clock_.ns(now_tsc);
   rte_mbuf* pkts[kMaxBurst];
@@ -253,12 +259,14 @@ unsigned EngineLink::poll(uint64_t now_tsc) {
     }
     ++counters_.frames_in;
     current_ = pkts[i];
-    engine_->on_frame(std::span(f.payload, f.payload_len), now);
+    if (set_ != nullptr)
+      set_->on_frame(net_, std::span(f.payload, f.payload_len), now);
+    else
+      engine_->on_frame(std::span(f.payload, f.payload_len), now);
   }
   current_ = nullptr;
   rte_pktmbuf_free_bulk(pkts, n);
-  engine_->poll(now);
-  return n + flush(now_tsc);
+  return n;
 }
 
 }  // namespace imago::dp

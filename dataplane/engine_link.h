@@ -24,6 +24,7 @@
 #include "dataplane/encap.h"
 #include "dataplane/fault.h"
 #include "reliability/engine.h"
+#include "reliability/redundancy/link_set.h"
 
 namespace imago::dp {
 
@@ -87,10 +88,15 @@ class EngineLink final : public rel::FrameSink {
   int add_peer_addr(rel::NodeId peer, const MacAddr& mac, uint32_t ip = 0);
   /** Frames received go to @p engine (which must use this link as its FrameSink). */
   void attach(rel::Engine* engine) { engine_ = engine; }
+  /** Frames received go to @p set as network @p net instead (a node on two networks: the
+   *  set is the engine's FrameSink, this link one of its two). */
+  void attach_set(rel::red::LinkSet* set, uint8_t net) { set_ = set, net_ = net; }
 
   /** Lcore task body: receive a burst into the engine, run its timers, send what it made.
    *  @return frames received + frames sent. */
   unsigned poll(uint64_t now_tsc);
+  /** Receive a burst into the engine (or the link set) only. @return frames received. */
+  unsigned receive(uint64_t now_tsc);
   /** Send the pending burst. @return frames the port took. */
   unsigned flush(uint64_t now_tsc);
   /** @return the engine time of @p tsc. */
@@ -104,7 +110,7 @@ class EngineLink final : public rel::FrameSink {
   rel::FrameRoom frame_room() const override;
   uint8_t* frame_memory_alloc(size_t bytes) override;
   void frame_memory_free(uint8_t* mem) override;
-  bool send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) override;
+  bool send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) override;
   bool slot_busy(const uint8_t* slot) const override;
   // In-place receive (frame_sink.h): a reference on the mbuf being received, at most a
   // quarter of the pool's mbufs at a time, so that receiving and sending never run dry.
@@ -152,6 +158,8 @@ class EngineLink final : public rel::FrameSink {
   EncapConfig encap_;
   uint16_t burst_ = 32;
   rel::Engine* engine_ = nullptr;
+  rel::red::LinkSet* set_ = nullptr;
+  uint8_t net_ = 0;
   TscClock clock_;
   uint64_t now_tsc_ = 0;
   std::vector<PeerAddr> peers_;

@@ -12,14 +12,39 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
   if (int rc = e.link.init(port, pool, c.encap, c.burst); rc < 0) return rc;
   rel::Config ec = c.engine;
   stamp_incarnation(ec, c.id);
-  if (int rc = rel::Engine::create(ec, &e.link, app, &e.engine); rc < 0) return rc;
+  rel::FrameSink* sink = &e.link;
+  if (c.port_b != nullptr) {
+    if (c.encap_b.kind != c.encap.kind || c.encap_b.auth.has_value() != c.encap.auth.has_value() ||
+        ec.mtu <= sizeof(rel::red::Shim))
+      return -EINVAL;
+    if (int rc = e.link_b.init(*c.port_b, c.pool_b, c.encap_b, c.burst); rc < 0) return rc;
+    ec.mtu -= static_cast<uint32_t>(sizeof(rel::red::Shim));
+    rel::red::Config rc = c.redundancy;
+    rc.max_frame = ec.mtu;
+    e.set = std::make_unique<rel::red::LinkSet>(rc, ec.node_id, static_cast<uint32_t>(ec.seed ^ (ec.seed >> 32)),
+                                                &e.link, &e.link_b);
+    sink = e.set.get();
+  }
+  if (int rc = rel::Engine::create(ec, sink, app, &e.engine); rc < 0) return rc;
   e.link.attach(e.engine.get());
+  if (e.set) {
+    e.link_b.attach(e.engine.get());
+    e.set->attach(e.engine.get());
+    e.link.attach_set(e.set.get(), 0);
+    e.link_b.attach_set(e.set.get(), 1);
+  }
   return 0;
 }
 
-int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip) {
+int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip,
+                         const MacAddr& mac_b, uint32_t ip_b) {
+  const uint64_t now = e.link.now_ns(rte_rdtsc());
   if (int rc = e.link.add_peer_addr(peer, mac, ip); rc < 0) return rc;
-  return e.engine->add_peer(peer, e.link.now_ns(rte_rdtsc()));
+  if (e.set) {
+    if (int rc = e.link_b.add_peer_addr(peer, mac_b, ip_b); rc < 0) return rc;
+    if (int rc = e.set->add_peer(peer, now); rc < 0) return rc;
+  }
+  return e.engine->add_peer(peer, now);
 }
 
 void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id) {

@@ -5,6 +5,9 @@
  * link that carries the engine's frames to and from the node's port. The library's runtime
  * (api::Node, behind imagod and imago_attach_embedded()) and imago-perf's engine loop build
  * it here, so an engine is created, given its incarnation and its peers one way.
+ *
+ * A node on two networks (NASA KSC's dual network, reliability/redundancy/) has a second
+ * port and link, and a LinkSet between the engine and the two links.
  */
 #pragma once
 
@@ -20,9 +23,11 @@
 
 namespace imago::dp {
 
-/** A node's engine on its port. */
+/** A node's engine on its port (or two). */
 struct NodeEngine {
-  EngineLink link;
+  EngineLink link;    ///< network A: the node's only one without redundancy
+  EngineLink link_b;  ///< network B (a node on two networks)
+  std::unique_ptr<rel::red::LinkSet> set;  ///< between the engine and the two links, or none
   std::unique_ptr<rel::Engine> engine;
   BoardPublisher pub;  ///< where the polling lcore publishes the engine's state (none by default)
 };
@@ -32,6 +37,13 @@ struct NodeEngineConfig {
   EncapConfig encap;     ///< how frames are wrapped (src_mac: the port's)
   uint16_t burst = 32;   ///< frames per rx/tx burst
   rel::Config engine;    ///< modes and timers; identity, epoch and seed are filled in here
+  /** A second network: its port (null: one network), pool and encapsulation (src_mac: its
+   *  port's; the kind and key must be network A's), and how the two are used. The engine's
+   *  MTU loses the redundancy shim's 20 bytes. */
+  FaultyPort* port_b = nullptr;
+  rte_mempool* pool_b = nullptr;
+  EncapConfig encap_b;
+  rel::red::Config redundancy;
 };
 
 /**
@@ -42,18 +54,49 @@ struct NodeEngineConfig {
 int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const NodeEngineConfig& c,
                      rel::AppSink* app);
 
-/** Make @p peer a peer of @p e, its frames sent to @p mac (or @p ip: UDP). Control path.
- *  @return 0 or a negative errno. */
-int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip);
+/** Make @p peer a peer of @p e, its frames sent to @p mac (or @p ip: UDP), and on network B
+ *  to @p mac_b (@p ip_b). Control path. @return 0 or a negative errno. */
+int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip,
+                         const MacAddr& mac_b = kBroadcastMac, uint32_t ip_b = 0);
 
 /** Publish @p e on @p board about every millisecond from now on (node_engine_poll()). */
 void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id);
 
+/** Set the time of frames the engine sends outside node_engine_poll() (the application's
+ *  sends). */
+inline void node_engine_set_now(NodeEngine& e, uint64_t now_tsc) {
+  e.link.set_now(now_tsc);
+  if (!e.set) return;
+  e.link_b.set_now(now_tsc);
+  e.set->set_now(e.link.now_ns(now_tsc));
+}
+
+/** Send the pending bursts. @return frames the ports took. */
+inline unsigned node_engine_flush(NodeEngine& e, uint64_t now_tsc) {
+  return e.link.flush(now_tsc) + (e.set ? e.link_b.flush(now_tsc) : 0);
+}
+
+/** @return the mbuf being received now (EngineLink::current_frame()), on either network. */
+inline rte_mbuf* node_engine_current_frame(const NodeEngine& e) {
+  rte_mbuf* m = e.link.current_frame();
+  return m != nullptr || !e.set ? m : e.link_b.current_frame();
+}
+
 /** The polling lcore's step: receive, deliver, run timers, send (EngineLink::poll()), and
  *  publish the board when due. @return work done. */
 inline unsigned node_engine_poll(NodeEngine& e, uint64_t now_tsc) {
-  unsigned work = e.link.poll(now_tsc);
-  e.pub.maybe(*e.engine, e.link.counters(), now_tsc);
+  unsigned work;
+  if (!e.set) {
+    work = e.link.poll(now_tsc);
+  } else {  // both networks in, heartbeats and health, the engine's timers, both out
+    const uint64_t now = e.link.now_ns(now_tsc);
+    e.set->set_now(now);
+    work = e.link.receive(now_tsc) + e.link_b.receive(now_tsc);
+    work += e.set->poll(now);
+    e.engine->poll(now);
+    work += node_engine_flush(e, now_tsc);
+  }
+  e.pub.maybe(*e.engine, e.link.counters(), now_tsc, e.set.get(), &e.link_b.counters());
   return work;
 }
 

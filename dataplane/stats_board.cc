@@ -9,7 +9,7 @@
 namespace imago::dp {
 
 void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link,
-                         uint64_t now_tsc) {
+                         uint64_t now_tsc, const rel::red::LinkSet* set, const EngineLinkCounters* link_b) {
   const uint32_t s = seq_.load(std::memory_order_relaxed);
   seq_.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -19,6 +19,14 @@ void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const Engi
   snap_.total = engine.total_counters();
   snap_.link = link;
   snap_.group = engine.group_counters();
+  snap_.redundant = set != nullptr;
+  if (set != nullptr) {
+    snap_.mode = set->config().mode;
+    for (uint8_t n = 0; n < rel::red::kMaxNets; ++n) snap_.nets[n] = set->counters(n);
+    snap_.net_bad_shim = set->bad_shim();
+    snap_.net_not_peer = set->not_peer();
+    if (link_b != nullptr) snap_.link_b = *link_b;
+  }
   rel::NodeId ids[NodeSnapshot::kMaxPeers];
   const size_t n = engine.peer_ids(ids, NodeSnapshot::kMaxPeers);
   for (size_t i = 0; i < n; ++i) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "dataplane/engine_link.h"
 #include "reliability/engine.h"
@@ -33,6 +34,13 @@ struct NodeSnapshot {
   rel::PeerCounters total;     ///< Engine::total_counters(): every peer, and frames no peer claimed
   EngineLinkCounters link;
   rel::GroupCounters group;    ///< Engine::group_counters()
+  /** A node on two networks (reliability/redundancy/): its mode, network B's link, and each
+   *  network's counters and state. */
+  bool redundant = false;
+  rel::red::Mode mode = rel::red::Mode::kDuplicate;
+  EngineLinkCounters link_b;
+  rel::red::NetCounters nets[rel::red::kMaxNets];
+  uint64_t net_bad_shim = 0, net_not_peer = 0;
   uint32_t n_peers = 0;
   PeerSnapshot peers[kMaxPeers];
 };
@@ -40,7 +48,8 @@ struct NodeSnapshot {
 class StatsBoard {
  public:
   /** The writer (the lcore polling @p engine; nobody else): copy its state now. */
-  void publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc);
+  void publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc,
+               const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr);
   /** Any thread or process: copy the board into @p out. @return false when no consistent
    *  copy could be had (the writer kept publishing; try again). */
   bool read(NodeSnapshot* out) const;
@@ -50,6 +59,19 @@ class StatsBoard {
   NodeSnapshot snap_;
 };
 
+/** Call @p fn(name, value) for the networks of a node on two (@p s.redundant), each counter
+ *  as "net_a_<name>" / "net_b_<name>", network B's link counters as "link_b_<name>". */
+template <typename Fn>
+void for_each_net_counter(const NodeSnapshot& s, Fn&& fn) {
+  if (!s.redundant) return;
+  for (uint8_t n = 0; n < rel::red::kMaxNets; ++n) {
+    const std::string pre = n == 0 ? "net_a_" : "net_b_";
+    rel::red::for_each_counter(s.nets[n], [&](const char* k, uint64_t v) { fn((pre + k).c_str(), v); });
+  }
+  fn("net_bad_shim", s.net_bad_shim), fn("net_not_peer", s.net_not_peer);
+  for_each_counter(s.link_b, [&](const char* k, uint64_t v) { fn((std::string("link_b_") + k).c_str(), v); });
+}
+
 /** Publishes a board at most once per period, from the lcore's poll. */
 struct BoardPublisher {
   StatsBoard* board = nullptr;  ///< null: publish nothing
@@ -57,10 +79,11 @@ struct BoardPublisher {
   uint64_t period_tsc = 0;
   uint64_t next_tsc = 0;
 
-  void maybe(const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc) {
+  void maybe(const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc,
+             const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr) {
     if (board == nullptr || now_tsc < next_tsc) return;
     next_tsc = now_tsc + period_tsc;
-    board->publish(node_id, engine, link, now_tsc);
+    board->publish(node_id, engine, link, now_tsc, set, link_b);
   }
 };
 

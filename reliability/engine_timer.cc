@@ -101,6 +101,7 @@ void Engine::on_tail_probe(Peer& p) {
     probe = p.tx.frame_first(pos);
   }
   if (!p.credit_out.allows(probe) || mark_lost(p, probe, probe + 1, kNever, kNever) == 0) return;
+  p.tx.frame(p.tx.fpos(probe)).probe = true;  // the sink is told it is a guess
   p.c.tail_probes++;
   p.probe_now = true;
 }

@@ -95,7 +95,8 @@ bool Engine::send_held(Peer& p, uint32_t pos, bool again) {
   const TxFrame& f = tx.frame(pos);
   uint8_t* slot = tx.slot_of(pos);
   std::span<uint8_t> bytes{slot + f.start, f.len};
-  return tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, again)
+  const uint8_t why = !again ? send_why::kFirst : f.probe ? send_why::kProbe : send_why::kLost;
+  return tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, why)
                           : frames_->send_frame(p.id, bytes);
 }
 

@@ -23,6 +23,13 @@
 
 namespace imago::rel {
 
+/** Why send_held() sends a frame. */
+namespace send_why {
+inline constexpr uint8_t kFirst = 0;  ///< its first sending
+inline constexpr uint8_t kLost = 1;   ///< again: the peer's ACKs or a timeout say it was lost
+inline constexpr uint8_t kProbe = 2;  ///< again: a tail-loss probe, a guess (nothing heard for a while)
+}  // namespace send_why
+
 /** What a sink wants around every held frame of a send window. */
 struct FrameRoom {
   uint32_t priv = 0;  ///< bytes at the start of each slot for the sink's own use (zeroed once)
@@ -52,11 +59,11 @@ class FrameSink {
   virtual void frame_memory_free(uint8_t* /*mem*/) {}
   /**
    * Transmit the held frame @p frame of the slot starting at @p slot (its priv bytes first),
-   * for the first time when @p again is false. The bytes stay as they are until the engine
-   * reuses the slot, which it does only once slot_busy() says the sink let go of it.
-   * @return false on back-pressure, as send_frame().
+   * for the first time when @p again is send_why::kFirst (0), else again and why. The bytes
+   * stay as they are until the engine reuses the slot, which it does only once slot_busy()
+   * says the sink let go of it. @return false on back-pressure, as send_frame().
    */
-  virtual bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, bool again) {
+  virtual bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) {
     (void)slot, (void)again;
     return send_frame(peer, frame);
   }

@@ -67,6 +67,7 @@ struct TxFrame {
   uint16_t fast;         ///< units queued with rec_flag::kFast
   bool retx;             ///< queued for retransmission
   bool in_flight;        ///< sent, not yet delivered, not queued for a repair
+  bool probe = false;    ///< queued by a tail-loss probe (a guess, not a loss seen)
 };
 
 class SendWindow {
@@ -216,6 +217,7 @@ class SendWindow {
   void clear_retx(uint32_t pos) {
     if (!frames_[pos].retx) return;
     frames_[pos].retx = false;
+    frames_[pos].probe = false;
     --retx_n_;
   }
   /** @return the frames queued for a repair. */
@@ -312,7 +314,7 @@ class SendWindow {
   void open_frame(uint64_t now) {
     if (free_n_ == 0) unpark();  // fits() made sure one is free
     frames_[wrap(fr_head_ + fr_held_)] =
-        TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0, false, false};
+        TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0, false, false, false};
     ++fr_held_;
   }
   uint8_t* slot(uint32_t i) const { return mem_ + size_t{i} * slot_bytes_; }

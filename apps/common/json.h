@@ -25,6 +25,13 @@ class Json {
   Json& str(std::string_view key, std::string_view v) { return raw(key, quote(v)); }
   Json& boolean(std::string_view key, bool v) { return raw(key, v ? "true" : "false"); }
   Json& obj(std::string_view key, const Json& o) { return raw(key, o.text()); }
+  /** A list of objects. */
+  template <typename List>
+  Json& list(std::string_view key, const List& items) {
+    std::string t = "[";
+    for (const Json& o : items) t += (t.size() > 1 ? "," : "") + o.text();
+    return raw(key, t + "]");
+  }
   /** @return the object text, e.g. {"a":1}. */
   std::string text() const { return "{" + body_ + "}"; }
 

@@ -309,7 +309,7 @@ void traffic_report(ApiRun& r, app::Json& res) {
     if (r.b.ep) print_delivery(r.check, sent, secs);
     if (r.dead) std::printf("The peer was declared dead.\n");
   }
-  stream_json(r.check, sent, secs, r.b.ep != nullptr, res);
+  stream_json(r.check, sent, secs, r.b.ep != nullptr, res, r.tsc_hz);
   res.num("send_errors", r.send_errors).boolean("peer_dead", r.dead);
   if (k == Kind::kRate) {
     res.obj("delay_us", rtt_json(r.delay_ns));

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "apps/perf/engine_end.h"
 
+#include <rte_cycles.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
+#include <vector>
 
 
 namespace imago::perf {
@@ -22,15 +26,27 @@ int engine_end_open(Context& ctx, EngineEnd& en, NodePort* node, rel::NodeId sel
   dp::NodeEngineConfig c{.id = self, .encap = ctx.opt.encap, .burst = std::min<uint16_t>(ctx.opt.burst, 64),
                          .engine = engine_config(ctx.opt)};
   c.encap.src_mac = node->port.mac();
+  if (node->net_b != nullptr) {
+    c.port_b = &node->net_b->faulty;
+    c.pool_b = node->net_b->pool;
+    c.encap_b = c.encap;
+    c.encap_b.src_mac = node->net_b->port.mac();
+    c.encap_b.src_ip = ctx.opt.src_ip_b;
+    c.encap_b.dst_mac = ctx.opt.peer_mac_b;
+    c.encap_b.dst_ip = ctx.opt.dst_ip_b;
+    c.redundancy = ctx.opt.redundancy.cfg;
+  }
   if (int rc = dp::node_engine_open(en, node->faulty, node->pool, c, app); rc < 0) {
     if (rc == -EINVAL) std::fprintf(stderr, "imago-perf: engine configuration refused (mtu %u)\n", c.engine.mtu);
     return rc;
   }
+  if (en.set) en.set->set_listener(&en.net_events);
   dp::node_engine_publish_to(en, &en.board, self);
   ctx.tel.boards.push_back(&en.board);
   dp::telemetry_set(ctx.tel);
   // The peer's addresses: --peer-mac / --dst-ip, or broadcast on a private link.
-  return dp::node_engine_add_peer(en, peer, ctx.opt.encap.dst_mac, ctx.opt.encap.dst_ip);
+  return dp::node_engine_add_peer(en, peer, ctx.opt.encap.dst_mac, ctx.opt.encap.dst_ip, ctx.opt.peer_mac_b,
+                                  ctx.opt.dst_ip_b);
 }
 
 int open_engine_sides(Context& ctx, const EngineSide& a, const EngineSide& b) {
@@ -58,6 +74,29 @@ void engine_counters_json(const EngineEnd& en, app::Json& r) {
   rel::for_each_reject(c, [&](const char* k, uint64_t v) { rejects.num(k, v); });
   j.obj("reject", rejects);
   dp::for_each_counter(en.link.counters(), [&](const char* k, uint64_t v) { j.num(std::string("link_") + k, v); });
+  if (en.set) {  // each network's counters and state, network B's link
+    for (uint8_t n = 0; n < rel::red::kMaxNets; ++n) {
+      app::Json net;
+      rel::red::for_each_counter(en.set->counters(n), [&](const char* k, uint64_t v) { net.num(k, v); });
+      net.str("state_name", rel::red::net_state_name(en.set->counters(n).state));
+      j.obj(n == 0 ? "net_a" : "net_b", net);
+    }
+    j.str("redundancy", rel::red::mode_name(en.set->config().mode));
+    // Each change, how long before now (unix_now_us: this report's wall-clock time).
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const uint64_t now_ns = en.link.now_ns(rte_rdtsc());
+    std::vector<app::Json> ev;
+    for (size_t i = 0; i < en.net_events.n; ++i) {
+      const rel::red::NetEvent& e = en.net_events.ev[i];
+      static const char* kKinds[] = {"", "state", "failover", "failback"};
+      ev.emplace_back().num("ago_us", (now_ns - e.at_ns) / 1000).str("kind", kKinds[e.kind])
+          .str("net", e.net == 0 ? "a" : "b").str("state", rel::red::net_state_name(e.state));
+    }
+    j.list("net_events", ev).num("net_events_dropped", en.net_events.dropped);
+    j.num("unix_now_us", static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000);
+    dp::for_each_counter(en.link_b.counters(), [&](const char* k, uint64_t v) { j.num(std::string("link_b_") + k, v); });
+  }
   r.obj(std::string("engine_") + en.node->name, j);
 }
 

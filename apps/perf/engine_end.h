@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include "apps/perf/perf.h"
@@ -17,6 +18,21 @@ namespace imago::perf {
 inline constexpr rel::NodeId kNodeA = 1;
 inline constexpr rel::NodeId kNodeB = 2;
 
+/** What a node on two networks reported (its link set's Listener), kept for RESULT: written
+ *  on the engine lcore into room set aside, read after the run. */
+struct NetEventLog final : rel::red::Listener {
+  static constexpr size_t kMax = 64;
+  std::array<rel::red::NetEvent, kMax> ev{};
+  size_t n = 0;
+  uint64_t dropped = 0;  ///< events past kMax
+  void on_net_event(const rel::red::NetEvent& e) override {
+    if (n < kMax)
+      ev[n++] = e;
+    else
+      ++dropped;
+  }
+};
+
 /** One reliable end of a mode: the node's engine (dp::NodeEngine) on one of this process's
  *  ports, and the one peer it talks to. */
 struct EngineEnd : dp::NodeEngine {
@@ -24,6 +40,7 @@ struct EngineEnd : dp::NodeEngine {
   rel::NodeId self = 0;
   rel::NodeId peer = 0;
   dp::StatsBoard board;      ///< the engine as its lcore publishes it (telemetry)
+  NetEventLog net_events;    ///< --redundancy
 };
 
 /**

@@ -19,6 +19,7 @@ dp::EalDefaults eal_defaults(const Options& o) {
   dp::EalDefaults d;
   d.vdevs = o.vdevs;
   if (!o.iface.empty()) d.vdevs.push_back(dp::iface_vdev(o.pmd, o.iface));
+  if (!o.iface_b.empty()) d.vdevs.push_back(dp::iface_vdev(o.pmd, o.iface_b, 1));
   d.lcores = o.lcores;
   d.telemetry = true;  // /imago/... commands (dataplane/telemetry.h) on imago-perf's own prefix
   // Two single-node processes must not both pin their main lcore to core 0.

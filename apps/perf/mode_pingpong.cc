@@ -69,7 +69,7 @@ PingState& state(Context& ctx) { return *static_cast<PingState*>(ctx.mode_state)
 unsigned pinger_task(void* arg, uint64_t now) {
   auto* st = static_cast<PingState*>(arg);
   Pinger& p = st->pinger;
-  st->a.link.set_now(now);
+  dp::node_engine_set_now(st->a, now);
   unsigned work = 0;
   if (!p.outstanding && p.sent < st->total && !p.dead) {
     raw_fill(st->msg.data(), static_cast<uint16_t>(st->msg.size()), p.sent, 0);
@@ -87,13 +87,13 @@ unsigned pinger_task(void* arg, uint64_t now) {
 unsigned echoer_task(void* arg, uint64_t now) {
   auto* st = static_cast<PingState*>(arg);
   Echoer& e = st->echoer;
-  st->b.link.set_now(now);
+  dp::node_engine_set_now(st->b, now);
   unsigned work = dp::node_engine_poll(st->b, now);
   if (e.has_pending &&
       st->b.engine->send(st->b.peer, e.pending, rel::send_flag::kFastpath, st->b.link.now_ns(now)) == 0) {
     e.has_pending = false;
     ++e.echoed;
-    work += 1 + st->b.link.flush(now);
+    work += 1 + dp::node_engine_flush(st->b, now);
   }
   return work;
 }
@@ -116,7 +116,7 @@ bool pp_finished(Context& ctx, uint64_t now) {
   // An echoer alone lingers after the last echo until the pinger falls silent (its last
   // ACK may be lost), or gives up after the idle timeout.
   uint64_t span = st.echoer.echoed >= st.total ? ctx.tsc_hz / 5 : ctx.tsc_hz * ctx.opt.idle_timeout_ms / 1000;
-  return st.echo_frames.quiet(now, st.b.link.counters().frames_in, span);
+  return st.echo_frames.quiet(now, st.b.link.counters().frames_in + st.b.link_b.counters().frames_in, span);
 }
 
 std::string pp_stats_line(Context& ctx, uint64_t) {

@@ -98,7 +98,7 @@ const std::vector<uint8_t>& fill(StreamState& st, uint64_t seq, uint64_t stamp) 
 unsigned sender_task(void* arg, uint64_t now) {
   auto* st = static_cast<StreamState*>(arg);
   EngineEnd& en = st->tx;
-  en.link.set_now(now);
+  dp::node_engine_set_now(en, now);
   uint64_t now_ns = en.link.now_ns(now);
   unsigned work = 0;
   uint16_t allowed = st->pacer.due(now, st->burst);
@@ -125,12 +125,12 @@ unsigned receiver_task(void* arg, uint64_t now) {
   st->rx_app.poll_tsc = now;
   unsigned work = dp::node_engine_poll(en, now);
   if (st->variant != Variant::kEcho || st->echo_q.empty()) return work;
-  en.link.set_now(now);
+  dp::node_engine_set_now(en, now);
   uint64_t now_ns = en.link.now_ns(now);
   for (; !st->echo_q.empty(); st->echo_q.pop(), ++st->echoed, ++work) {
     if (en.engine->send(en.peer, st->echo_q.front(), 0, now_ns) != 0) break;  // -EAGAIN: later
   }
-  return work + en.link.flush(now);
+  return work + dp::node_engine_flush(en, now);
 }
 
 int setup_variant(Context& ctx, Variant v) {
@@ -173,7 +173,7 @@ bool stream_finished(Context& ctx, uint64_t now) {
   if (!st.rx.node || st.tx.node) return tx_done && (!st.rx.node || st.rx_app.check.delivered >= st.total);
   // A receiver in its own process cannot know that its last ACK arrived; like TCP's
   // TIME_WAIT it lingers until the sender has been quiet a while (no retransmission came).
-  uint64_t frames = st.rx.link.counters().frames_in;
+  uint64_t frames = st.rx.link.counters().frames_in + st.rx.link_b.counters().frames_in;
   uint64_t linger = ctx.tsc_hz / 5, idle = ctx.tsc_hz * ctx.opt.idle_timeout_ms / 1000;
   bool all = st.rx_app.check.delivered >= st.total && (st.variant != Variant::kEcho || st.echoed >= st.total);
   return st.rx_frames.quiet(now, frames, all ? linger : idle);
@@ -208,7 +208,7 @@ void stream_report(Context& ctx, app::Json& r) {
   }
   const rel::PeerCounters* tc = st.tx.engine ? st.tx.engine->counters(st.tx.peer) : nullptr;
   const rel::PeerCounters* rc = st.rx.engine ? st.rx.engine->counters(st.rx.peer) : nullptr;
-  stream_json(a, sent, secs, st.rx.node != nullptr, r);
+  stream_json(a, sent, secs, st.rx.node != nullptr, r, ctx.tsc_hz);
   r.num("retransmits", tc ? tc->msgs_retransmitted : 0)
       .num("acks_sent", rc ? rc->ack_only_sent : 0).num("nacks_sent", rc ? rc->nacks_sent : 0)
       .num("send_errors", st.send_errors).boolean("peer_dead", dead);

@@ -13,7 +13,8 @@ namespace imago::perf {
 /** The nodes and the link this process owns. */
 struct Topology {
   NodePort a, b;
-  dp::RingPair ring{};
+  NodePort a2, b2;  ///< --redundancy: A's and B's ports on network B
+  dp::RingPair ring{}, ring_b{};
   bool has_ring = false;
 };
 

@@ -162,6 +162,19 @@ dp::OptionTable<Options> make_table() {
        [](const Options&) { return std::string("off"); }},
   };
   dp::add_protocol_rows(t, &Options::protocol);  // the reliable modes'
+  t.push_back({"iface-b", "NAME", "with --redundancy and --role: network B's port on interface NAME (via --pmd)",
+               [](Options& o, const std::string& v) { return !v.empty() && (o.iface_b = v, true); },
+               [](const Options& o) { return o.iface_b.empty() ? "-" : o.iface_b; }});
+  t.push_back({"peer-b", "ID@MAC|ID@IP", "with --redundancy: the other node's address on network B, as --peer",
+               [](Options& o, const std::string& v) {
+                 uint64_t id;
+                 return dp::parse_peer(v, id, o.peer_mac_b, o.dst_ip_b) && id == (o.peer_id ? o.peer_id : id);
+               },
+               [](const Options& o) { return dp::format_mac(o.peer_mac_b); }});
+  t.push_back({"src-ip-b", "A.B.C.D", "with --redundancy and UDP: our address on network B",
+               [](Options& o, const std::string& v) { return dp::parse_ipv4(v, o.src_ip_b); },
+               [](const Options& o) { return dp::format_ipv4(o.src_ip_b); }});
+  dp::add_redundancy_rows(t, &Options::redundancy);
   return t;
 }
 
@@ -188,6 +201,20 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     return -EINVAL;
   }
   if (!opt.pair && opt.role.empty()) opt.pair = true;  // the embedded default
+  const bool b_opts = !opt.iface_b.empty() || opt.peer_mac_b != dp::kBroadcastMac || opt.dst_ip_b || opt.src_ip_b;
+  if (b_opts && !opt.redundancy.on) {
+    err = "--iface-b, --peer-b and --src-ip-b need --redundancy MODE";
+    return -EINVAL;
+  }
+  if (opt.redundancy.on && (find_mode(opt.mode)->message_is_frame || opt.via_api)) {
+    err = "--redundancy runs the reliable modes on the engine (stream, rate, echo, pingpong; for the API "
+          "path give --redundancy to imagod or the library)";
+    return -EINVAL;
+  }
+  if (opt.redundancy.on && opt.encap.kind == dp::Encap::Udp && !opt.pair && (!opt.src_ip_b || !opt.dst_ip_b)) {
+    err = "--redundancy with --encap udp needs --src-ip-b and --peer-b ID@IP (addresses on network B)";
+    return -EINVAL;
+  }
   if (opt.run_to_completion && !opt.via_api) {
     err = "--run-to-completion is a way to drive the library: give --via api too";
     return -EINVAL;

@@ -17,6 +17,7 @@
 #include "apps/common/histogram.h"
 #include "dataplane/lcore.h"
 #include "dataplane/node_port.h"
+#include "dataplane/redundancy_options.h"
 #include "dataplane/port.h"
 #include "dataplane/protocol_options.h"
 #include "dataplane/telemetry.h"
@@ -54,11 +55,16 @@ struct Options {
   bool via_api = false;       ///< reliable modes through imago.h endpoints (apps/perf/via_api.h)
   std::string attach;         ///< via the API: a secondary of the imagod with this --file-prefix
   bool run_to_completion = false;  ///< via the API, embedded: this thread polls the engines too
+  dp::RedundancyOptions redundancy;  ///< reliable modes: a second network per node
+  std::string iface_b;        ///< --redundancy: network B's port on this interface (else the second port)
+  dp::MacAddr peer_mac_b = dp::kBroadcastMac;  ///< --peer-b: the peer's address on network B
+  uint32_t dst_ip_b = 0, src_ip_b = 0;         ///< UDP on network B
 };
 
 /** One node of this process: the library's node port (dp::NodePort), named A or B. */
 struct NodePort : dp::NodePort {
   const char* name = "";
+  NodePort* net_b = nullptr;  ///< --redundancy: this node's port on network B
 };
 
 /** The run: options, nodes, lcore runner and clock. */

@@ -34,6 +34,7 @@ struct StreamCheck {
   uint64_t expected = 0, delivered = 0, bytes = 0;
   uint64_t duplicated = 0, reordered = 0, corrupted = 0, gaps = 0;
   uint64_t first_tsc = 0, last_tsc = 0;
+  uint64_t max_gap_tsc = 0;  ///< the longest wait between two deliveries (a fail-over's cost)
 
   /** Check @p msg, received at @p now. @return true when it is intact and new (the stream
    *  moved on: delivered counts it), false when corrupted or a duplicate. */
@@ -54,6 +55,7 @@ struct StreamCheck {
     expected = seq + 1;
     ++delivered;
     bytes += msg.size();
+    if (last_tsc != 0 && now - last_tsc > max_gap_tsc) max_gap_tsc = now - last_tsc;
     last_tsc = now;
     if (!first_tsc) first_tsc = now;
     return true;
@@ -110,7 +112,9 @@ void print_delivery(const StreamCheck& c, uint64_t sent, double secs);
 
 /** Add the stream's RESULT fields to @p r: msgs_sent, msgs_delivered, bytes_delivered,
  *  duration_s, msgs_per_s, gbps, lost (only when @p receiver_here: a sender alone cannot know),
- *  duplicated, reordered, corrupted. */
-void stream_json(const StreamCheck& c, uint64_t sent, double secs, bool receiver_here, app::Json& r);
+ *  duplicated, reordered, corrupted, and with the receiver here max_gap_us (the longest wait
+ *  between two deliveries; TSC at @p tsc_hz). */
+void stream_json(const StreamCheck& c, uint64_t sent, double secs, bool receiver_here, app::Json& r,
+                 uint64_t tsc_hz = 0);
 
 }  // namespace imago::perf

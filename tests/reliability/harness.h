@@ -49,7 +49,7 @@ struct Node : FrameSink, AppSink {
     if (!hold) return nullptr;
     return mem.emplace_back(n, 0).data();
   }
-  bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> f, bool again) override {
+  bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> f, uint8_t again) override {
     if (!send_frame(peer, f)) return false;
     held_sends.push_back(f);
     held_slot[f.data()] = slot;

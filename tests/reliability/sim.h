@@ -42,6 +42,7 @@ struct DropWindow {
   NodeId a = 0, b = 0;     ///< the link (both directions); a == b == 0: every link
   bool acks_only = false;  ///< drop only ACK-only frames
   bool all_links = false;
+  bool refuse = false;     ///< refuse the frames instead (transmit() false: a link that is down)
 };
 
 class Network {
@@ -57,6 +58,10 @@ class Network {
 
   /** Put a frame on the wire. @return false when the link queue is full (back-pressure). */
   bool transmit(NodeId from, NodeId to, std::span<const uint8_t> frame, uint64_t now) {
+    for (const auto& w : drops_)
+      if (w.refuse && now >= w.from && now < w.to &&
+          (w.all_links || (w.a == from && w.b == to) || (w.a == to && w.b == from)))
+        return false;
     Link& l = links_[index(from, to)];
     l.busy_until = std::max(l.busy_until, now);
     if (l.busy_until - now > l.f.max_queue_ns) return false;
@@ -118,7 +123,7 @@ class Network {
 
   bool dropped(Link& l, NodeId from, NodeId to, std::span<const uint8_t> frame, uint64_t now) {
     for (const auto& w : drops_) {
-      if (now < w.from || now >= w.to) continue;
+      if (w.refuse || now < w.from || now >= w.to) continue;
       bool on_link = w.all_links || (w.a == from && w.b == to) || (w.a == to && w.b == from);
       bool is_ack = frame.size() > 1 && frame[1] == static_cast<uint8_t>(rel::FrameType::kAck);
       if (on_link && (!w.acks_only || is_ack)) return ++lost_, true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reliability/engine.h"
+#include "reliability/redundancy/link_set.h"
 #include "reliability/rng.h"
 #include "tests/reliability/held_frames.h"
 #include "tests/reliability/sim.h"
@@ -67,6 +68,12 @@ struct Scenario {
    *  a buffer let go is overwritten before it is freed. */
   bool hold_frames = false;
   uint64_t time_limit_ns = 600ull * 1'000'000'000;
+  /** Two networks per node (reliability/redundancy/): every node's engine sends through a
+   *  LinkSet in this mode over network A (faults, drops) and network B (faults_b, drops_b). */
+  bool redundant = false;
+  rel::red::Config red;
+  LinkFaults faults_b;
+  std::vector<DropWindow> drops_b;
 };
 
 /** Deterministic message content: length and bytes follow from (src, dst, index). */
@@ -75,6 +82,27 @@ inline uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+/** Draw an engine configuration for a simulated run from @p r: windows, MTU, selective
+ *  repeat or go-back-N, flow control, an ISN near the wrap, timers (dead after 2 s). */
+inline void draw_engine_config(Rng& r, rel::Config& c) {
+  c.send_window = 1u << (6 + r.below(5));  // 64 .. 1024 units
+  c.recv_window = 1u << (5 + r.below(5));  // 32 .. 512 slots
+  c.mtu = r.chance(0.2) ? 400 + static_cast<uint32_t>(r.below(600)) : 1454;
+  c.max_message_size = 64 * 1024;
+  c.send_buffer_bytes = 256 * 1024;
+  if ((c.max_message_size + rel::unit_capacity(c)) / rel::unit_capacity(c) > c.send_window)
+    c.send_window = 1024;
+  c.selective_repeat = !r.chance(0.25);
+  c.flow_control = !r.chance(0.15);
+  if (r.chance(0.5)) c.initial_seq = 0xFFFFFFFFu - static_cast<uint32_t>(r.below(3000));
+  c.ack_delay_ns = (1 + r.below(10)) * rel::kMs;
+  c.rto_min_ns = 2 * rel::kMs + c.ack_delay_ns;
+  c.rto_initial_ns = 20 * rel::kMs;
+  c.rto_max_ns = 500 * rel::kMs;
+  c.ack_refresh_ns = 100 * rel::kMs;
+  c.dead_after_ns = 2 * rel::kSec;
 }
 
 /** An event the engines reported to a node's application (timeline for restart tests). */
@@ -88,9 +116,11 @@ struct PeerEvent {
 class Cluster {
  public:
   Cluster(uint64_t seed, const Scenario& sc)
-      : sc_(sc), net_(seed, sc.nodes), rng_(mix(seed)), nodes_(sc.nodes) {
+      : sc_(sc), net_(seed, sc.nodes), net_b_(mix(seed ^ 0xB), sc.nodes), rng_(mix(seed)), nodes_(sc.nodes) {
     net_.set_all(sc.faults);
     for (const auto& w : sc.drops) net_.add_drop(w);
+    net_b_.set_all(sc.faults_b);
+    for (const auto& w : sc.drops_b) net_b_.add_drop(w);
     streams_.resize(size_t{sc.nodes} * sc.nodes);
     uint32_t senders = sc.one_way ? 1 : sc.nodes;
     uint64_t n_streams = uint64_t{senders} * (sc.nodes - 1);
@@ -134,7 +164,23 @@ class Cluster {
 
   uint64_t now() const { return now_; }
   Network& net() { return net_; }
+  Network& net_b() { return net_b_; }
   rel::Engine* engine(NodeId i) { return nodes_[i].e.get(); }
+  /** Node @p i's link set (Scenario::redundant), or nullptr. */
+  rel::red::LinkSet* link_set(NodeId i) { return nodes_[i].set.get(); }
+  /** Network counters summed over the link sets of nodes up now. */
+  rel::red::NetCounters net_counters(uint8_t net) const {
+    rel::red::NetCounters t;
+    for (const auto& n : nodes_) {
+      if (!n.set) continue;
+      const auto& c = n.set->counters(net);
+      t.frames_sent += c.frames_sent, t.frames_received += c.frames_received;
+      t.heartbeats_lost += c.heartbeats_lost, t.resent += c.resent, t.failovers += c.failovers;
+      t.failbacks += c.failbacks, t.duplicates_dropped += c.duplicates_dropped;
+      t.stale_dropped += c.stale_dropped;
+    }
+    return t;
+  }
   uint64_t delivered() const {
     uint64_t n = 0;
     for (const auto& s : streams_) n += s.delivered;
@@ -171,6 +217,19 @@ class Cluster {
     bool canceled = false;
   };
 
+  struct Node;
+  /** One of a node's two networks as its link set sees it (Scenario::redundant). */
+  struct NetPort final : rel::FrameSink {
+    Node* n = nullptr;
+    Network* net = nullptr;
+    bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
+      TrackAllocs off(false);
+      return net->transmit(n->id, peer, f, n->c->now_);
+    }
+    void* hold_frame() override { return n->hold_frame(); }
+    void release_frame(void* h) override { n->release_frame(h); }
+  };
+
   struct Node : rel::FrameSink, rel::AppSink {
     Cluster* c = nullptr;
     NodeId id = 0;
@@ -181,6 +240,8 @@ class Cluster {
     bool up = false;
     size_t memory = 0;
     std::unique_ptr<rel::Engine> e;
+    NetPort ports[2];
+    std::unique_ptr<rel::red::LinkSet> set;  ///< Scenario::redundant: between e and ports
     std::vector<uint8_t> cached;  ///< the message app_step is trying to send
     NodeId cached_dst = ~0u;
     uint64_t cached_idx = ~uint64_t{0};
@@ -208,7 +269,10 @@ class Cluster {
     std::set<const uint8_t*> lent;
     Node() = default;
     Node(Node&&) = default;
-    ~Node() override { e.reset(); }
+    ~Node() override {
+      e.reset();
+      set.reset();
+    }
     uint64_t rebuild_above() const override { return c->sc_.lend_above; }
     rel::RebuildBuffer rebuild_buffer(NodeId) override {
       TrackAllocs off(false);
@@ -238,13 +302,17 @@ class Cluster {
       TrackAllocs off(false);
       if (!held.release(h)) c->error_ = "a received frame given back twice, or never held";
     }
-    /** Hand @p f to the engine in a buffer of its own it may hold. */
-    void receive_held(std::span<const uint8_t> f, uint64_t now) {
-      const std::span<const uint8_t> mine = held.begin(f);
-      {
-        TrackAllocs on(true);
-        e->on_frame(mine, now);
-      }
+    /** Hand @p f, received on network @p k, to the engine (through the link set). */
+    void receive(uint8_t k, std::span<const uint8_t> f, uint64_t now) {
+      TrackAllocs on(true);
+      if (set)
+        set->on_frame(k, f, now);
+      else
+        e->on_frame(f, now);
+    }
+    /** As receive(), in a buffer of its own the engine may hold. */
+    void receive_held(uint8_t k, std::span<const uint8_t> f, uint64_t now) {
+      receive(k, held.begin(f), now);
       held.end();
     }
 
@@ -264,13 +332,25 @@ class Cluster {
     cfg.epoch = epoch;
     cfg.seed = n.seed + ++n.starts;
     n.epoch = epoch;
-    int rc = rel::Engine::create(cfg, &n, &n, &n.e);
+    rel::FrameSink* sink = &n;
+    if (sc_.redundant) {
+      n.ports[0].n = &n, n.ports[0].net = &net_;
+      n.ports[1].n = &n, n.ports[1].net = &net_b_;
+      n.set = std::make_unique<rel::red::LinkSet>(sc_.red, i, static_cast<uint32_t>(mix(cfg.seed)),
+                                                  &n.ports[0], &n.ports[1]);
+      sink = n.set.get();
+    }
+    int rc = rel::Engine::create(cfg, sink, &n, &n.e);
     if (rc != 0) {
       error_ = "Engine::create failed: " + std::to_string(rc);
       return;
     }
-    for (NodeId j = 0; j < sc_.nodes; ++j)
-      if (j != i) n.e->add_peer(j, now_);
+    if (n.set) n.set->attach(n.e.get());
+    for (NodeId j = 0; j < sc_.nodes; ++j) {
+      if (j == i) continue;
+      n.e->add_peer(j, now_);
+      if (n.set) n.set->add_peer(j, now_);
+    }
     n.memory = n.e->memory_bytes();
     max_memory_ = std::max(max_memory_, n.memory);
     n.up = true;
@@ -280,6 +360,7 @@ class Cluster {
     Node& n = nodes_[i];
     past_.add(n.e->total_counters());
     n.e.reset();
+    n.set.reset();
     n.up = false;
     if (!n.lent.empty()) error_ = "rebuild buffers kept past the engine's end";
     if (n.held.holds() != 0) error_ = "received frames held past the engine's end";
@@ -403,15 +484,20 @@ class Cluster {
       if (r.at + r.down_ns == now_ && !nodes_[r.node].up)
         start(r.node, nodes_[r.node].epoch + static_cast<uint32_t>(r.epoch_step));
     }
-    net_.deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
-      Node& n = nodes_[to];
-      if (!n.up) return;
-      if (sc_.hold_frames) return n.receive_held(f, now_);
-      TrackAllocs on(true);
-      n.e->on_frame(f, now_);
-    });
+    for (uint8_t k = 0; k < 2; ++k)
+      (k == 0 ? net_ : net_b_).deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
+        Node& n = nodes_[to];
+        if (!n.up) return;
+        if (sc_.hold_frames) return n.receive_held(k, f, now_);
+        n.receive(k, f, now_);
+      });
     for (auto& n : nodes_) {
       if (!n.up) continue;
+      if (n.set) {
+        TrackAllocs on(true);
+        n.set->set_now(now_);
+        if (n.set->next_deadline() <= now_) n.set->poll(now_);
+      }
       if (n.next_app <= now_) app_step(n);
       if (n.e->next_deadline() <= now_) {
         TrackAllocs on(true);
@@ -424,10 +510,11 @@ class Cluster {
   }
 
   uint64_t next_time() const {
-    uint64_t t = net_.next_time();
+    uint64_t t = std::min(net_.next_time(), net_b_.next_time());
     for (const auto& n : nodes_) {
       if (!n.up) continue;
       t = std::min({t, n.next_app, n.e->next_deadline()});
+      if (n.set) t = std::min(t, n.set->next_deadline());
     }
     for (const auto& r : sc_.restarts) {
       if (r.at > now_) t = std::min(t, r.at);
@@ -487,6 +574,7 @@ class Cluster {
 
   Scenario sc_;
   Network net_;
+  Network net_b_;  ///< network B (Scenario::redundant)
   Rng rng_;
   std::vector<Node> nodes_;
   std::vector<Stream> streams_;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "tests/reliability/group_sim.h"
+#include "tests/reliability/redundant_sim.h"
 #include "tests/reliability/sim_cluster.h"
 
 // Count heap allocations made while an engine call runs (sim_cluster.h sets the flag).
@@ -58,22 +59,7 @@ Scenario make_scenario(uint64_t seed, uint64_t msgs, int* kind) {
   sc.nodes = 2 + static_cast<uint32_t>(r.below(3));
   sc.msgs = msgs;
   rel::Config& c = sc.cfg;
-  c.send_window = 1u << (6 + r.below(5));  // 64 .. 1024 units
-  c.recv_window = 1u << (5 + r.below(5));  // 32 .. 512 slots
-  c.mtu = r.chance(0.2) ? 400 + static_cast<uint32_t>(r.below(600)) : 1454;
-  c.max_message_size = 64 * 1024;
-  c.send_buffer_bytes = 256 * 1024;
-  if ((c.max_message_size + rel::unit_capacity(c)) / rel::unit_capacity(c) > c.send_window)
-    c.send_window = 1024;
-  c.selective_repeat = !r.chance(0.25);
-  c.flow_control = !r.chance(0.15);
-  if (r.chance(0.5)) c.initial_seq = 0xFFFFFFFFu - static_cast<uint32_t>(r.below(3000));
-  c.ack_delay_ns = (1 + r.below(10)) * rel::kMs;
-  c.rto_min_ns = 2 * rel::kMs + c.ack_delay_ns;
-  c.rto_initial_ns = 20 * rel::kMs;
-  c.rto_max_ns = 500 * rel::kMs;
-  c.ack_refresh_ns = 100 * rel::kMs;
-  c.dead_after_ns = 2 * rel::kSec;
+  draw_engine_config(r, c);
   LinkFaults& f = sc.faults;
   f.delay_ns = 2'000 + r.below(50'000);
   f.jitter_ns = r.below(20'000);
@@ -227,6 +213,56 @@ TEST(SimProperty, GroupMembersDeliverEveryMessageOnceInOrderOrAreExpired) {
               "expired, %llu repair frames, %.1f s\n",
               (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
               (unsigned long long)delivered, (unsigned long long)expired, (unsigned long long)repairs, s);
+}
+
+/** Two networks (reliability/redundancy/), every mode: Cluster's property, and while one
+ *  network stays up nothing is excused: no message lost, no peer declared dead. */
+TEST(SimProperty, TwoNetworksLoseNothingWhileOneIsUp) {
+  const uint64_t msgs = env_u64("IMAGO_SIM_MSGS", 5000) / 2;
+  uint64_t delivered = 0, dropped = 0, failovers = 0, resent = 0;
+  struct Cell { uint64_t seeds = 0, delivered = 0, resent = 0, failovers = 0, us = 0; };
+  Cell table[3][kNetScheduleCount] = {};  // per mode and schedule: how each copes
+  double s = 0;
+  const uint64_t ran = for_each_seed(
+      [&](uint64_t seed) -> std::string {
+        int kind;
+        rel::red::Mode mode;
+        const Scenario sc = make_redundant_scenario(seed, msgs, &kind, &mode);
+        Cluster cl(seed, sc);
+        std::string err = cl.run();
+        if (err.empty() && one_network_always_up(kind) && (cl.excused() != 0 || cl.counters().deaths != 0))
+          err = "messages excused (" + std::to_string(cl.excused()) + ") or peers declared dead (" +
+                std::to_string(cl.counters().deaths) + ") while a network was up";
+        delivered += cl.delivered();
+        Cell& cell = table[static_cast<int>(mode) - 1][kind];
+        cell.seeds++, cell.delivered += cl.delivered(), cell.us += cl.now() / 1000;
+        for (uint8_t n = 0; n < 2; ++n) {
+          const rel::red::NetCounters c = cl.net_counters(n);
+          dropped += c.duplicates_dropped, failovers += c.failovers, resent += c.resent;
+          cell.resent += c.resent, cell.failovers += c.failovers;
+        }
+        if (err.empty()) return err;
+        return "redundant seed " + std::to_string(seed) + " (" + rel::red::mode_name(mode) + ", " +
+               kNetSchedules[kind] + ", " + std::to_string(sc.nodes) + " nodes) failed: " + err;
+      },
+      &s);
+  std::printf("redundant sim shard %llu/%llu: %llu seeds, %llu delivered, %llu duplicates "
+              "dropped, %llu fail-overs, %llu frames resent, %.1f s\n",
+              (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
+              (unsigned long long)delivered, (unsigned long long)dropped, (unsigned long long)failovers,
+              (unsigned long long)resent, s);
+  std::printf("  %-15s %-14s %6s %10s %8s %9s %9s\n", "mode", "schedule", "seeds", "delivered",
+              "resent%", "failovers", "sim ms");
+  for (int m = 0; m < 3; ++m)
+    for (int k = 0; k < kNetScheduleCount; ++k) {
+      const Cell& c = table[m][k];
+      if (c.seeds == 0) continue;
+      std::printf("  %-15s %-14s %6llu %10llu %7.1f%% %9llu %9.1f\n",
+                  rel::red::mode_name(static_cast<rel::red::Mode>(m + 1)), kNetSchedules[k],
+                  (unsigned long long)c.seeds, (unsigned long long)c.delivered,
+                  100.0 * static_cast<double>(c.resent) / static_cast<double>(c.delivered ? c.delivered : 1),
+                  (unsigned long long)c.failovers, static_cast<double>(c.us) / 1000.0 / static_cast<double>(c.seeds));
+    }
 }
 
 }  // namespace

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Duplicate discard for one channel of a node on two networks (PRP's "keep the first"): the
+ * sequence numbers seen in a sliding window of kBits. A copy seen before is a duplicate; one
+ * older than the window is stale (it may be one too, so it is dropped as well: the engine
+ * repairs whatever a wrong guess costs). A new epoch (the sender restarted) starts over.
+ *
+ * A copy far ahead of the window (a damaged or forged shim, or a long outage on both
+ * networks) is passed on without moving the window, so that one bad number cannot make
+ * every later frame look stale; kFarRun of them in a row (a real jump) start it over there.
+ */
+#pragma once
+
+#include <cstdint>
+
+namespace imago::rel::red {
+
+class DedupWindow {
+ public:
+  static constexpr uint32_t kBits = 8192;
+  static constexpr uint32_t kFar = 1u << 16;
+  static constexpr uint32_t kFarRun = 4;
+  enum Verdict : uint8_t { kNew, kDuplicate, kStale };
+
+  Verdict check(uint32_t epoch, uint32_t seq) {
+    if (!started_ || epoch != epoch_) return restart(epoch, seq);
+    const int32_t d = static_cast<int32_t>(seq - top_);
+    if (d > static_cast<int32_t>(kFar)) return ++far_run_ >= kFarRun ? restart(epoch, seq) : kNew;
+    far_run_ = 0;
+    if (d > 0) {
+      const uint32_t clear = static_cast<uint32_t>(d) < kBits ? static_cast<uint32_t>(d) : kBits;
+      for (uint32_t i = 1; i <= clear; ++i) unset(top_ + i);
+      top_ = seq;
+      set(seq);
+      return kNew;
+    }
+    if (static_cast<uint32_t>(-d) >= kBits) return kStale;
+    if (test(seq)) return kDuplicate;
+    set(seq);
+    return kNew;
+  }
+
+ private:
+  Verdict restart(uint32_t epoch, uint32_t seq) {
+    started_ = true, epoch_ = epoch, top_ = seq, far_run_ = 0;
+    for (auto& w : bits_) w = 0;
+    set(seq);
+    return kNew;
+  }
+  void set(uint32_t s) { bits_[(s % kBits) / 64] |= uint64_t{1} << (s % 64); }
+  void unset(uint32_t s) { bits_[(s % kBits) / 64] &= ~(uint64_t{1} << (s % 64)); }
+  bool test(uint32_t s) const { return (bits_[(s % kBits) / 64] >> (s % 64)) & 1; }
+
+  bool started_ = false;
+  uint32_t epoch_ = 0;
+  uint32_t top_ = 0;  ///< highest seq seen
+  uint32_t far_run_ = 0;
+  uint64_t bits_[kBits / 64] = {};
+};
+
+}  // namespace imago::rel::red

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * How one peer looks on one network (NASA KSC's failure count, with heartbeats): up, suspect
+ * or down. A network is down toward a peer when nothing came from the peer on it for
+ * `heartbeat_miss` heartbeat intervals, when the peer says it hears nothing from us on it,
+ * or when `fail_threshold` failures (frames sent on it that had to be sent again, heartbeats
+ * missed) fall within `fail_window_ns`. A down network is up again only after it has stayed
+ * healthy for `heal_ns`, so a flapping link does not flap the traffic with it; it is suspect
+ * (in use, but watched) while failures are recent or a heartbeat is late.
+ */
+#pragma once
+
+#include <cstdint>
+
+namespace imago::rel::red {
+
+enum class NetState : uint8_t { kUp = 0, kSuspect = 1, kDown = 2 };
+
+inline const char* net_state_name(NetState s) {
+  return s == NetState::kUp ? "up" : s == NetState::kSuspect ? "suspect" : "down";
+}
+
+struct HealthConfig {
+  uint64_t heartbeat_ns = 1'000'000;   ///< a heartbeat on every network to every peer this often
+  uint32_t heartbeat_miss = 3;         ///< heartbeat intervals of silence: down (>= 2)
+  uint32_t fail_threshold = 10;        ///< failures within fail_window_ns: down
+  uint64_t fail_window_ns = 100'000'000;
+  uint64_t heal_ns = 50'000'000;       ///< healthy this long: a down network is up again
+};
+
+class NetHealth {
+ public:
+  void start(uint64_t now) {
+    last_rx_ = now, state_ = NetState::kUp, up_since_ = now, peer_hears_ = true, peer_heard_ = false;
+    failures_ = 0, window_start_ = now, last_failure_ = 0, healthy_since_ = kNever;
+  }
+  /** A valid frame from the peer arrived on this network. */
+  void heard(uint64_t now) { last_rx_ = now; }
+  /** The peer says whether it hears us on this network (any frame from it, any network).
+   *  "No" counts only once it said "yes": a peer that starts after us has heard nothing yet. */
+  void peer_hears(bool yes) {
+    peer_heard_ |= yes;
+    peer_hears_ = yes || !peer_heard_;
+  }
+  /** A frame sent on this network had to be sent again, or a heartbeat went missing. */
+  void failure(const HealthConfig& c, uint64_t now) {
+    if (now - window_start_ > c.fail_window_ns) window_start_ = now, failures_ = 0;
+    ++failures_;
+    last_failure_ = now;
+  }
+  /** Re-evaluate at @p now. @return true when the state changed. */
+  bool update(const HealthConfig& c, uint64_t now) {
+    const NetState before = state_;
+    const uint64_t quiet = now - last_rx_;
+    const bool failing = failures_ >= c.fail_threshold && now - window_start_ <= c.fail_window_ns;
+    if (quiet > c.heartbeat_miss * c.heartbeat_ns || !peer_hears_ || failing) {
+      state_ = NetState::kDown;
+      healthy_since_ = kNever;
+      return state_ != before;
+    }
+    if (state_ == NetState::kDown) {
+      if (healthy_since_ == kNever) healthy_since_ = now;
+      if (now - healthy_since_ < c.heal_ns) return false;
+      up_since_ = now;
+    }
+    const bool recent = last_failure_ != 0 && now - last_failure_ <= c.fail_window_ns;
+    state_ = quiet > c.heartbeat_ns + c.heartbeat_ns / 2 || recent ? NetState::kSuspect : NetState::kUp;
+    return state_ != before;
+  }
+  /** @return true when the peer was heard on this network lately (the shim's heard bit). */
+  bool heard_lately(const HealthConfig& c, uint64_t now) const {
+    return now - last_rx_ <= c.heartbeat_miss * c.heartbeat_ns;
+  }
+  NetState state() const { return state_; }
+  bool down() const { return state_ == NetState::kDown; }
+  /** @return true when the network is down but healthy again, waiting out heal_ns. */
+  bool healing() const { return state_ == NetState::kDown && healthy_since_ != kNever; }
+
+  /** @return when the network last came up (fail-back waits on it). */
+  uint64_t up_since() const { return up_since_; }
+
+ private:
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  uint64_t last_rx_ = 0;
+  NetState state_ = NetState::kUp;
+  uint64_t up_since_ = 0;
+  bool peer_hears_ = true;
+  bool peer_heard_ = false;  ///< the peer said once that it hears us
+  uint32_t failures_ = 0;
+  uint64_t window_start_ = 0;
+  uint64_t last_failure_ = 0;
+  uint64_t healthy_since_ = kNever;
+};
+
+}  // namespace imago::rel::red

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "reliability/redundancy/link_set.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace imago::rel::red {
+
+namespace {
+
+constexpr uint8_t bit(uint8_t n) { return static_cast<uint8_t>(1u << n); }
+constexpr uint8_t kAllNets = bit(0) | bit(1);
+constexpr size_t kShim = sizeof(Shim);
+
+/** The shim's net field for a set of networks: the one, or both. */
+uint8_t shim_net(uint8_t mask) { return mask == bit(0) ? 0 : mask == bit(1) ? 1 : kBothNets; }
+
+}  // namespace
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::kActiveStandby: return "active-standby";
+    case Mode::kDuplicate: return "duplicate";
+    case Mode::kPingPong: return "ping-pong";
+  }
+  return "?";
+}
+
+bool parse_mode(const char* s, Mode* out) {
+  for (Mode m : {Mode::kActiveStandby, Mode::kDuplicate, Mode::kPingPong})
+    if (std::strcmp(s, mode_name(m)) == 0) return *out = m, true;
+  return false;
+}
+
+LinkSet::LinkSet(const Config& c, NodeId self, uint32_t epoch, FrameSink* a, FrameSink* b)
+    : cfg_(c), self_(self), epoch_(epoch), nets_{a, b}, scratch_(kShim + c.max_frame) {
+  if (cfg_.health.heartbeat_miss < 2) cfg_.health.heartbeat_miss = 2;
+}
+
+int LinkSet::add_peer(NodeId id, uint64_t now) {
+  if (index_.count(id) != 0) return -EEXIST;
+  auto p = std::make_unique<Peer>();
+  p->id = id;
+  for (auto& h : p->health) h.start(now);
+  index_[id] = p.get();
+  peers_.push_back(std::move(p));
+  next_poll_ = now;  // greet it on both networks at once
+  return 0;
+}
+
+LinkSet::Peer* LinkSet::find(NodeId id) {
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : it->second;
+}
+
+const LinkSet::Peer* LinkSet::find(NodeId id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : it->second;
+}
+
+const NetCounters& LinkSet::counters(uint8_t net) const { return c_[net < kMaxNets ? net : 0]; }
+
+NetState LinkSet::state(NodeId peer, uint8_t net) const {
+  const Peer* p = find(peer);
+  return p != nullptr && net < kMaxNets ? p->health[net].state() : NetState::kDown;
+}
+
+uint8_t LinkSet::active(NodeId peer) const {
+  const Peer* p = find(peer);
+  return p != nullptr && cfg_.mode == Mode::kActiveStandby ? p->active : 0;
+}
+
+uint8_t LinkSet::heard_bits(const Peer& p) const {
+  uint8_t b = 0;
+  for (uint8_t n = 0; n < kMaxNets; ++n)
+    if (p.health[n].heard_lately(cfg_.health, now_)) b |= bit(n);
+  return b;
+}
+
+// The networks usable toward @p p: those not down; with both down, one that is healthy again
+// (its heal time only guards against flapping when there is another); else both, for the
+// mode to choose one of (never to send on both: that doubles the load when congestion is
+// what took them down).
+uint8_t LinkSet::usable(const Peer& p) const {
+  uint8_t up = 0, healing = 0;
+  for (uint8_t n = 0; n < kMaxNets; ++n) {
+    if (!p.health[n].down()) up |= bit(n);
+    if (p.health[n].healing()) healing |= bit(n);
+  }
+  if (up != 0) return up;
+  return healing != 0 ? healing : kAllNets;
+}
+
+// Which networks a frame to @p p goes on.
+uint8_t LinkSet::nets_for(Peer& p, bool ack_only, uint8_t last) {
+  if (cfg_.mode == Mode::kDuplicate) return kAllNets;
+  const uint8_t usable = this->usable(p);
+  if (cfg_.mode == Mode::kActiveStandby) return usable & bit(p.active) ? bit(p.active) : usable;
+  if (usable != kAllNets) return usable;
+  if (ack_only) return bit(p.rx_net);
+  if (last == bit(0) || last == bit(1)) return last ^ kAllNets;  // a resend: the other one
+  const uint8_t n = p.flip;
+  p.flip ^= 1;
+  return bit(n);
+}
+
+// A group frame goes on the networks that reach any member (the same rules, set-wide).
+uint8_t LinkSet::group_nets() {
+  uint8_t usable = 0;
+  for (const auto& p : peers_)
+    for (uint8_t n = 0; n < kMaxNets; ++n)
+      if (!p->health[n].down()) usable |= bit(n);
+  if (cfg_.mode == Mode::kDuplicate) return kAllNets;
+  if (usable == 0) usable = kAllNets;
+  if (usable != kAllNets) return usable;
+  if (cfg_.mode == Mode::kActiveStandby) return bit(0);
+  group_flip_ ^= 1;
+  return bit(group_flip_);
+}
+
+void LinkSet::event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s) {
+  if (listener_ != nullptr) listener_->on_net_event({k, peer, net, s, now_});
+}
+
+void LinkSet::evaluate(Peer& p, uint64_t now) {
+  for (uint8_t n = 0; n < kMaxNets; ++n) {
+    NetHealth& h = p.health[n];
+    if (!h.update(cfg_.health, now)) continue;
+    event(NetEvent::kState, p.id, n, h.state());
+    if (h.down() && !p.health[n ^ 1].down()) ++c_[n].failovers;
+  }
+  if (cfg_.mode != Mode::kActiveStandby) return;
+  const uint8_t a = p.active, b = a ^ 1;
+  if (p.health[a].down() && !(usable(p) & bit(a))) {
+    p.active = b;
+    event(NetEvent::kFailover, p.id, b, p.health[b].state());
+  } else if (a != 0 && cfg_.failback_ns != 0 && !p.health[0].down() &&
+             now - p.health[0].up_since() >= cfg_.failback_ns) {
+    p.active = 0;
+    ++c_[0].failbacks;
+    event(NetEvent::kFailback, p.id, 0, NetState::kUp);
+  }
+}
+
+// Send on the networks of @p mask; when the one chosen refuses (its queue full, its link
+// down), on the other: a frame never waits on a network that cannot take it while the other
+// can. @return the networks that took it (0: back-pressure).
+template <typename Fn>
+uint8_t LinkSet::send_on(uint8_t mask, Fn&& fn) {
+  uint8_t sent = 0;
+  for (int round = 0; round < 2 && sent == 0 && mask != 0; ++round) {
+    for (uint8_t n = 0; n < kMaxNets; ++n) {
+      if (!(mask & bit(n))) continue;
+      if (fn(n)) {
+        sent |= bit(n);
+        ++c_[n].frames_sent;
+      } else {
+        ++c_[n].tx_refused;
+      }
+    }
+    mask ^= kAllNets;  // the other one, if it was one
+  }
+  return sent;
+}
+
+bool LinkSet::send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame) {
+  if (frame.size() > cfg_.max_frame) return true;  // the engine never makes one: dropped
+  shim_write(scratch_.data(), ShimKind::kFrame, shim_net(mask), heard_bits(p), self_, epoch_, ++p.seq);
+  std::memcpy(scratch_.data() + kShim, frame.data(), frame.size());
+  const std::span<const uint8_t> wire(scratch_.data(), kShim + frame.size());
+  return send_on(mask, [&](uint8_t n) { return nets_[n]->send_frame(p.id, wire); }) != 0;
+}
+
+bool LinkSet::send_frame(NodeId peer, std::span<const uint8_t> frame) {
+  Peer* p = find(peer);
+  if (p == nullptr) return true;  // add_peer() first: as a link with no address for it
+  const bool ack_only = frame.size() > 1 && frame[1] == static_cast<uint8_t>(FrameType::kAck);
+  return send_copy(*p, nets_for(*p, ack_only, 0), frame);
+}
+
+FrameRoom LinkSet::frame_room() const {
+  const FrameRoom a = nets_[0]->frame_room(), b = nets_[1]->frame_room();
+  return {static_cast<uint32_t>(sizeof(SlotOwn)) + a.priv,
+          static_cast<uint32_t>(kShim) + (a.head > b.head ? a.head : b.head),
+          a.tail > b.tail ? a.tail : b.tail};
+}
+
+// Held slots are network A's memory when it has some (network B sends them too: both are the
+// same kind of link); else the link set's own, sent by copy on either.
+uint8_t* LinkSet::frame_memory_alloc(size_t bytes) {
+  if (uint8_t* m = nets_[0]->frame_memory_alloc(bytes)) return inner_memory_ = true, m;
+  OwnMemory m{std::make_unique<uint8_t[]>(bytes + 64), nullptr};  // zeroed
+  m.aligned = m.raw.get() + (64 - reinterpret_cast<uintptr_t>(m.raw.get()) % 64) % 64;
+  own_memory_.push_back(std::move(m));
+  inner_memory_ = false;
+  return own_memory_.back().aligned;
+}
+
+void LinkSet::frame_memory_free(uint8_t* mem) {
+  for (size_t i = 0; i < own_memory_.size(); ++i) {
+    if (own_memory_[i].aligned != mem) continue;
+    own_memory_.erase(own_memory_.begin() + static_cast<ptrdiff_t>(i));
+    return;
+  }
+  nets_[0]->frame_memory_free(mem);
+}
+
+bool LinkSet::slot_busy(const uint8_t* slot) const {
+  return inner_memory_ && nets_[0]->slot_busy(slot + sizeof(SlotOwn));
+}
+
+bool LinkSet::send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) {
+  Peer* p = find(peer);
+  if (p == nullptr) return true;
+  auto* own = reinterpret_cast<SlotOwn*>(slot);
+  if (again == send_why::kFirst) {
+    own->held_net = kNoNet;
+    own->last = 0;
+  }
+  const uint8_t last = own->last;
+  if (again == send_why::kLost && last != 0) {
+    // Lost: the networks it last went on failed it (NASA's failure count), once per loss (a
+    // retry after back-pressure counts nothing more). A tail-loss probe is a guess, and
+    // counts against none.
+    for (uint8_t n = 0; n < kMaxNets; ++n) {
+      if (!(last & bit(n))) continue;
+      ++c_[n].resent;
+      p->health[n].failure(cfg_.health, now_);
+    }
+    own->last = 0;
+    evaluate(*p, now_);
+  }
+  const uint8_t mask = nets_for(*p, false, last);
+  // A fresh shim every sending: a resend is a new copy the receiver must not drop as a
+  // duplicate of one it already has (its ACK may be what was lost).
+  uint8_t* wire = frame.data() - kShim;
+  shim_write(wire, ShimKind::kFrame, shim_net(mask), heard_bits(*p), self_, epoch_, ++p->seq);
+  const std::span<uint8_t> out(wire, kShim + frame.size());
+  const uint8_t sent = send_on(mask, [&](uint8_t n) {
+    bool took;
+    if (inner_memory_ && (own->held_net == kNoNet || own->held_net == n)) {
+      took = nets_[n]->send_held(peer, slot + sizeof(SlotOwn), out, send_why::kFirst);  // new shim: new header, tag
+      if (took) own->held_net = n;
+    } else {
+      took = nets_[n]->send_frame(peer, out);  // another network's header: a copy
+    }
+    return took;
+  });
+  if (sent != 0) own->last = sent;
+  return sent != 0;
+}
+
+void* LinkSet::hold_frame() {
+  void* h = nets_[rx_net_]->hold_frame();
+  if (h == nullptr) return nullptr;
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(h) | rx_net_);  // holds are aligned
+}
+
+void LinkSet::release_frame(void* held) {
+  const auto v = reinterpret_cast<uintptr_t>(held);
+  nets_[v & 1]->release_frame(reinterpret_cast<void*>(v & ~uintptr_t{1}));
+}
+
+bool LinkSet::multicast() const { return nets_[0]->multicast() && nets_[1]->multicast(); }
+
+bool LinkSet::send_group(GroupId g, std::span<const uint8_t> frame) {
+  if (frame.size() > cfg_.max_frame) return true;
+  const uint8_t mask = group_nets();
+  shim_write(scratch_.data(), ShimKind::kGroup, shim_net(mask), 0, self_, epoch_, ++group_seq_);
+  std::memcpy(scratch_.data() + kShim, frame.data(), frame.size());
+  const std::span<const uint8_t> wire(scratch_.data(), kShim + frame.size());
+  return send_on(mask, [&](uint8_t n) { return nets_[n]->send_group(g, wire); }) != 0;
+}
+
+void LinkSet::subscribe(GroupId g, bool on) {
+  for (auto* n : nets_) n->subscribe(g, on);
+}
+
+void LinkSet::on_heartbeat(Peer& p, uint8_t net, uint32_t seq) {
+  ++c_[net].heartbeats_received;
+  const uint32_t gap = seq - p.hb_rx[net];
+  // A gap of more than a second's worth is a restart of the peer, not a loss.
+  const uint64_t plausible = 1'000'000'000 / cfg_.health.heartbeat_ns + 1;
+  if (p.hb_rx_seen[net] && gap > 1 && gap <= plausible) {
+    c_[net].heartbeats_lost += gap - 1;
+    p.health[net].failure(cfg_.health, now_);
+  }
+  if (!p.hb_rx_seen[net] || static_cast<int32_t>(gap) > 0) p.hb_rx[net] = seq;
+  p.hb_rx_seen[net] = true;
+}
+
+void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now) {
+  now_ = now;
+  Shim s;
+  if (net >= kMaxNets || !shim_read(frame, &s)) {
+    ++bad_shim_;
+    return;
+  }
+  Peer* p = find(s.src_node.get());
+  if (p == nullptr) {
+    ++not_peer_;
+    return;
+  }
+  p->health[net].heard(now);
+  const auto kind = static_cast<ShimKind>(s.kind);
+  if (kind != ShimKind::kGroup)  // a group frame's shim is the same for every member: no news
+    for (uint8_t n = 0; n < kMaxNets; ++n) p->health[n].peer_hears((s.heard & bit(n)) != 0);
+  if (kind == ShimKind::kHeartbeat) return on_heartbeat(*p, net, s.seq.get());
+  DedupWindow& w = kind == ShimKind::kGroup ? p->groups : p->frames;
+  switch (w.check(s.epoch.get(), s.seq.get())) {
+    case DedupWindow::kDuplicate: ++c_[net].duplicates_dropped; return;
+    case DedupWindow::kStale: ++c_[net].stale_dropped; return;
+    case DedupWindow::kNew: break;
+  }
+  ++c_[net].frames_received;
+  const std::span<const uint8_t> inner = frame.subspan(kShim);
+  if (inner.size() > 1 && inner[1] == static_cast<uint8_t>(FrameType::kData)) p->rx_net = net;
+  rx_net_ = net;
+  if (engine_ != nullptr) engine_->on_frame(inner, now);
+}
+
+uint32_t LinkSet::heartbeat(Peer& p, uint8_t net) {
+  uint8_t hb[kShim];
+  shim_write(hb, ShimKind::kHeartbeat, net, heard_bits(p), self_, epoch_, ++p.hb_tx[net]);
+  if (!nets_[net]->send_frame(p.id, std::span<const uint8_t>(hb, kShim))) return 0;
+  ++c_[net].heartbeats_sent;
+  return 1;
+}
+
+uint32_t LinkSet::poll(uint64_t now) {
+  now_ = now;
+  if (!polled_) {  // the lcore starts after the peers were added: silence counts from here
+    polled_ = true;
+    for (auto& p : peers_)
+      for (auto& h : p->health) h.start(now);
+  }
+  if (now < next_poll_) return 0;
+  uint32_t sent = 0;
+  NetState worst[kMaxNets] = {};
+  for (auto& p : peers_) {
+    for (uint8_t n = 0; n < kMaxNets; ++n) sent += heartbeat(*p, n);
+    evaluate(*p, now);
+    for (uint8_t n = 0; n < kMaxNets; ++n)
+      if (p->health[n].state() > worst[n]) worst[n] = p->health[n].state();
+  }
+  for (uint8_t n = 0; n < kMaxNets; ++n) c_[n].state = worst[n];
+  next_poll_ = now + cfg_.health.heartbeat_ns;
+  return sent;
+}
+
+}  // namespace imago::rel::red

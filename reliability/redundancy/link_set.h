@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * A node on two networks (NASA KSC, section 3): the engine's FrameSink that puts each frame
+ * on network A, B or both, and the receive side that takes frames from both, keeps the first
+ * copy of each and hands it to the engine. Three modes:
+ *
+ * - active/standby: frames go on the active network; the other carries heartbeats only;
+ *   when the active one goes down toward a peer, traffic to that peer fails over, and comes
+ *   back after `failback_ns` of health (0: never);
+ * - duplicate: every frame on both; the receiver keeps the first copy (dedup.h);
+ * - ping-pong: frames alternate; an ACK goes back on the network the last data came in on;
+ *   a frame sent again goes on the other network than its last sending, and counts a failure
+ *   against that one; a network that goes down takes no more frames until it heals.
+ *
+ * Every frame carries a shim (shim.h); heartbeats go on both networks to every peer every
+ * `heartbeat_ns` and tell each peer which networks we hear it on (health.h).
+ *
+ * Pure and single-threaded like the engine: it runs on the engine's lcore, time comes in
+ * with on_frame() and poll() (set_now() for sends the application drives), and nothing is
+ * allocated after add_peer().
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "reliability/engine.h"
+#include "reliability/frame_sink.h"
+#include "reliability/redundancy/dedup.h"
+#include "reliability/redundancy/health.h"
+#include "reliability/redundancy/shim.h"
+
+namespace imago::rel::red {
+
+enum class Mode : uint8_t { kActiveStandby = 1, kDuplicate = 2, kPingPong = 3 };
+
+/** @return "active-standby", "duplicate" or "ping-pong". */
+const char* mode_name(Mode m);
+/** Parse a mode_name(). @return false when @p s names none. */
+bool parse_mode(const char* s, Mode* out);
+
+struct Config {
+  Mode mode = Mode::kDuplicate;
+  HealthConfig health;
+  uint64_t failback_ns = 0;  ///< active/standby: back to A once it is not down this long (0: never)
+  uint32_t max_frame = 9216; ///< largest reliability frame the engine sends (without the shim)
+};
+
+/** Per network. */
+struct NetCounters {
+  uint64_t frames_sent = 0;       ///< frames (not heartbeats) the network's link took
+  uint64_t frames_received = 0;   ///< valid frames (not heartbeats) received on it
+  uint64_t heartbeats_sent = 0;
+  uint64_t heartbeats_received = 0;
+  uint64_t heartbeats_lost = 0;   ///< gaps in the heartbeats received (the network's loss)
+  uint64_t resent = 0;            ///< frames last sent on it that had to be sent again
+  uint64_t failovers = 0;         ///< times it went down toward a peer while the other was not
+  uint64_t failbacks = 0;         ///< active/standby: times traffic came back to it
+  uint64_t duplicates_dropped = 0;  ///< second copies received on it
+  uint64_t stale_dropped = 0;     ///< copies older than the duplicate window
+  uint64_t tx_refused = 0;        ///< its link refused a frame (back-pressure, or down)
+  NetState state = NetState::kUp; ///< the worst over peers, now
+};
+
+/** Call @p fn(name, value) for every counter of network @p c (RESULT, imagod's statistics). */
+template <typename Fn>
+void for_each_counter(const NetCounters& c, Fn&& fn) {
+  fn("frames_sent", c.frames_sent), fn("frames_received", c.frames_received);
+  fn("heartbeats_sent", c.heartbeats_sent), fn("heartbeats_received", c.heartbeats_received);
+  fn("heartbeats_lost", c.heartbeats_lost), fn("resent", c.resent);
+  fn("failovers", c.failovers), fn("failbacks", c.failbacks);
+  fn("duplicates_dropped", c.duplicates_dropped), fn("stale_dropped", c.stale_dropped);
+  fn("tx_refused", c.tx_refused), fn("state", static_cast<uint64_t>(c.state));
+}
+
+/** A change the link set reports (Listener). */
+struct NetEvent {
+  enum Kind : uint8_t { kState = 1, kFailover = 2, kFailback = 3 } kind;
+  NodeId peer;
+  uint8_t net;     ///< kState: the network; kFailover/kFailback: the one traffic moved to
+  NetState state;  ///< kState: the new state
+  uint64_t at_ns;
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  virtual void on_net_event(const NetEvent& e) = 0;
+};
+
+class LinkSet final : public FrameSink {
+ public:
+  /** @param nets network A and B (each a link's FrameSink, e.g. dp::EngineLink). */
+  LinkSet(const Config& c, NodeId self, uint32_t epoch, FrameSink* a, FrameSink* b);
+
+  /** Frames received go to @p e (which must use this link set as its FrameSink). */
+  void attach(Engine* e) { engine_ = e; }
+  void set_listener(Listener* l) { listener_ = l; }
+  /** Watch @p peer (control path: allocates). @return 0, -EEXIST. */
+  int add_peer(NodeId peer, uint64_t now_ns);
+
+  /** A frame received on network @p net (0: A, 1: B), link header removed. */
+  void on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now_ns);
+  /** Heartbeats and health. @return frames sent. */
+  uint32_t poll(uint64_t now_ns);
+  uint64_t next_deadline() const { return next_poll_; }
+  /** Time for frames sent outside on_frame()/poll() (the application's sends). */
+  void set_now(uint64_t now_ns) { now_ = now_ns; }
+
+  const NetCounters& counters(uint8_t net) const;
+  uint64_t bad_shim() const { return bad_shim_; }  ///< received frames without a valid shim
+  uint64_t not_peer() const { return not_peer_; }  ///< from a node that is no peer of ours
+  /** @return @p peer's state on @p net (kDown for an unknown peer). */
+  NetState state(NodeId peer, uint8_t net) const;
+  /** @return the network traffic to @p peer goes on now (active/standby), else 0. */
+  uint8_t active(NodeId peer) const;
+  const Config& config() const { return cfg_; }
+
+  // FrameSink.
+  bool send_frame(NodeId peer, std::span<const uint8_t> frame) override;
+  FrameRoom frame_room() const override;
+  uint8_t* frame_memory_alloc(size_t bytes) override;
+  void frame_memory_free(uint8_t* mem) override;
+  bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) override;
+  bool slot_busy(const uint8_t* slot) const override;
+  void* hold_frame() override;
+  void release_frame(void* held) override;
+  bool multicast() const override;
+  bool send_group(GroupId g, std::span<const uint8_t> frame) override;
+  void subscribe(GroupId g, bool on) override;
+
+ private:
+  struct Peer {
+    NodeId id = 0;
+    uint32_t seq = 0;          ///< its frame channel
+    uint8_t flip = 0;          ///< ping-pong: the next network
+    uint8_t active = 0;        ///< active/standby: the network in use
+    uint8_t rx_net = 0;        ///< where its last data frame came in
+    NetHealth health[kMaxNets];
+    uint32_t hb_tx[kMaxNets] = {};
+    uint32_t hb_rx[kMaxNets] = {};
+    bool hb_rx_seen[kMaxNets] = {};
+    DedupWindow frames, groups;
+  };
+  /** What the link set keeps at the start of each held slot (before its networks' own). */
+  struct SlotOwn {
+    uint8_t held_net;  ///< the network whose link header the slot holds (kNoNet: none yet)
+    uint8_t last;      ///< bit n: the frame's last sending went on network n
+    uint8_t pad[14];
+  };
+  static constexpr uint8_t kNoNet = 0xFE;
+
+  Peer* find(NodeId id);
+  const Peer* find(NodeId id) const;
+  uint8_t heard_bits(const Peer& p) const;
+  uint8_t usable(const Peer& p) const;
+  uint8_t nets_for(Peer& p, bool ack_only, uint8_t last);
+  uint8_t group_nets();
+  void evaluate(Peer& p, uint64_t now);
+  void event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s);
+  uint32_t heartbeat(Peer& p, uint8_t net);
+  void on_heartbeat(Peer& p, uint8_t net, uint32_t seq);
+  bool send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame);
+  template <typename Fn>
+  uint8_t send_on(uint8_t mask, Fn&& fn);
+
+  Config cfg_;
+  NodeId self_;
+  uint32_t epoch_;
+  FrameSink* nets_[kMaxNets];
+  Engine* engine_ = nullptr;
+  Listener* listener_ = nullptr;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::unordered_map<NodeId, Peer*> index_;
+  NetCounters c_[kMaxNets];
+  uint64_t now_ = 0;
+  uint64_t next_poll_ = 0;
+  uint32_t group_seq_ = 0;
+  uint8_t group_flip_ = 0;
+  uint8_t rx_net_ = 0;     ///< the network of the frame being received (hold_frame())
+  bool polled_ = false;    ///< poll() ran once (health starts then)
+  bool inner_memory_ = false;  ///< held slots are the networks' memory: send_held() on them
+  struct OwnMemory {
+    std::unique_ptr<uint8_t[]> raw;
+    uint8_t* aligned;  ///< 64-byte aligned, inside raw
+  };
+  std::vector<OwnMemory> own_memory_;
+  std::vector<uint8_t> scratch_;  ///< a shim and a frame sent by copy
+  uint64_t bad_shim_ = 0, not_peer_ = 0;
+};
+
+}  // namespace imago::rel::red

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Unit tests of reliability/redundancy/: the shim, duplicate discard, network health and the
+// link set's choice of network in each mode (the simulator runs them with engines).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "reliability/redundancy/link_set.h"
+#include "reliability/rng.h"
+
+namespace imago::rel::red {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+constexpr uint64_t kMs = 1'000'000;
+
+TEST(Shim, RoundTripsAndRejectsDamage) {
+  uint8_t b[sizeof(Shim)];
+  shim_write(b, ShimKind::kHeartbeat, 1, 3, 42, 7, 99);
+  Shim s;
+  ASSERT_TRUE(shim_read({b, sizeof b}, &s));
+  EXPECT_EQ(s.src_node.get(), 42u);
+  EXPECT_EQ(s.epoch.get(), 7u);
+  EXPECT_EQ(s.seq.get(), 99u);
+  EXPECT_EQ(s.net, 1);
+  EXPECT_EQ(s.heard, 3);
+  for (size_t i = 0; i < sizeof b; ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      uint8_t c[sizeof b];
+      std::memcpy(c, b, sizeof b);
+      c[i] ^= static_cast<uint8_t>(1u << bit);
+      EXPECT_FALSE(shim_read({c, sizeof c}, &s)) << "byte " << i << " bit " << bit;
+    }
+  EXPECT_FALSE(shim_read({b, sizeof b - 1}, &s));
+  uint8_t longer[sizeof b + 1] = {};
+  std::memcpy(longer, b, sizeof b);
+  EXPECT_FALSE(shim_read({longer, sizeof longer}, &s)) << "a heartbeat carries nothing";
+  shim_write(b, ShimKind::kFrame, 0, 0, 1, 1, 1);
+  EXPECT_FALSE(shim_read({b, sizeof b}, &s)) << "a frame shim with no frame after it";
+}
+
+TEST(DedupWindow, KeepsTheFirstCopyDropsTheSecondAndTheStale) {
+  DedupWindow w;
+  EXPECT_EQ(w.check(1, 10), DedupWindow::kNew);
+  EXPECT_EQ(w.check(1, 10), DedupWindow::kDuplicate);
+  EXPECT_EQ(w.check(1, 12), DedupWindow::kNew);
+  EXPECT_EQ(w.check(1, 11), DedupWindow::kNew) << "late but first";
+  EXPECT_EQ(w.check(1, 11), DedupWindow::kDuplicate);
+  EXPECT_EQ(w.check(1, 12 + DedupWindow::kBits), DedupWindow::kNew);
+  EXPECT_EQ(w.check(1, 12), DedupWindow::kStale);
+  EXPECT_EQ(w.check(2, 12), DedupWindow::kNew) << "a new epoch starts over";
+  EXPECT_EQ(w.check(2, 12), DedupWindow::kDuplicate);
+}
+
+TEST(DedupWindow, OneNumberFarAheadDoesNotMakeTheRestStale) {
+  DedupWindow w;
+  for (uint32_t s = 0; s < 100; ++s) ASSERT_EQ(w.check(5, s), DedupWindow::kNew);
+  EXPECT_EQ(w.check(5, 0x40000000u), DedupWindow::kNew);
+  for (uint32_t s = 100; s < 200; ++s) ASSERT_EQ(w.check(5, s), DedupWindow::kNew) << s;
+  EXPECT_EQ(w.check(5, 150), DedupWindow::kDuplicate);
+  // A real jump (four in a row far ahead) moves the window there.
+  for (uint32_t s = 0; s < DedupWindow::kFarRun; ++s) w.check(5, 0x20000000u + s);
+  EXPECT_EQ(w.check(5, 0x20000000u + DedupWindow::kFarRun - 1), DedupWindow::kDuplicate);
+  EXPECT_EQ(w.check(5, 199), DedupWindow::kStale);
+}
+
+TEST(NetHealth, DownWhenSilentDeafOrFailingUpAfterHealing) {
+  HealthConfig c;
+  c.heartbeat_ns = 1 * kMs, c.heartbeat_miss = 3, c.fail_threshold = 2, c.fail_window_ns = 10 * kMs;
+  c.heal_ns = 5 * kMs;
+  NetHealth h;
+  h.start(0);
+  EXPECT_FALSE(h.update(c, 1 * kMs));
+  EXPECT_EQ(h.state(), NetState::kUp);
+  EXPECT_TRUE(h.update(c, 2 * kMs));
+  EXPECT_EQ(h.state(), NetState::kSuspect) << "quiet for more than 1.5 heartbeats";
+  h.update(c, 4 * kMs);
+  EXPECT_TRUE(h.down()) << "quiet for 3 heartbeats";
+  h.heard(4 * kMs);
+  h.update(c, 5 * kMs);
+  EXPECT_TRUE(h.down()) << "healing";
+  for (uint64_t t = 5; t <= 10; ++t) h.heard(t * kMs), h.update(c, t * kMs);
+  EXPECT_EQ(h.state(), NetState::kUp) << "healthy for heal_ns";
+  h.peer_hears(false);
+  h.update(c, 10 * kMs);
+  EXPECT_EQ(h.state(), NetState::kUp) << "a peer that never heard us yet is not deaf: it may be starting";
+  h.peer_hears(true);
+  h.peer_hears(false);
+  h.update(c, 10 * kMs);
+  EXPECT_TRUE(h.down()) << "the peer hears nothing from us on it";
+  h.peer_hears(true);
+  for (uint64_t t = 11; t <= 16; ++t) h.heard(t * kMs), h.update(c, t * kMs);
+  EXPECT_EQ(h.state(), NetState::kUp);
+  h.failure(c, 17 * kMs);
+  h.heard(17 * kMs), h.update(c, 17 * kMs);
+  EXPECT_EQ(h.state(), NetState::kSuspect);
+  h.failure(c, 18 * kMs);
+  h.heard(18 * kMs), h.update(c, 18 * kMs);
+  EXPECT_TRUE(h.down()) << "two failures within the window";
+}
+
+/** One network: what the link set put on it. */
+struct Wire : FrameSink {
+  std::deque<std::pair<NodeId, Bytes>> out;
+  bool refuse = false;
+  bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
+    if (refuse) return false;
+    out.emplace_back(peer, Bytes(f.begin(), f.end()));
+    return true;
+  }
+  /** Frames (not heartbeats) sent, and forget everything. */
+  size_t frames() {
+    size_t n = 0;
+    for (auto& [p, b] : out) n += b.size() > sizeof(Shim);
+    out.clear();
+    return n;
+  }
+};
+
+/** Two nodes, 1 and 2, each a link set over wires a and b; time moved by hand. */
+struct Pair {
+  Wire wa[2], wb[2];
+  std::unique_ptr<LinkSet> s[2];
+  uint64_t now = 0;
+  explicit Pair(Mode m, uint64_t failback = 0) {
+    Config c;
+    c.mode = m;
+    c.failback_ns = failback;
+    c.health.heartbeat_ns = 1 * kMs;
+    c.health.heal_ns = 5 * kMs;
+    for (int i = 0; i < 2; ++i) {
+      s[i] = std::make_unique<LinkSet>(c, i + 1, 100 + i, &wa[i], &wb[i]);
+      s[i]->add_peer(2 - i, 0);
+    }
+  }
+  /** Node @p i sends a frame of type @p t to the other. */
+  bool send(int i, FrameType t = FrameType::kData) {
+    Bytes f(60, 0);
+    f[0] = kWireVersion, f[1] = static_cast<uint8_t>(t);
+    s[i]->set_now(now);
+    return s[i]->send_frame(2 - i, f);
+  }
+  /** Carry what each node sent to the other, except on the networks in @p dead. */
+  void carry(bool dead_a = false, bool dead_b = false) {
+    for (int i = 0; i < 2; ++i)
+      for (uint8_t n = 0; n < 2; ++n) {
+        Wire& w = n == 0 ? wa[i] : wb[i];
+        for (auto& [p, b] : w.out)
+          if (!(n == 0 ? dead_a : dead_b)) s[1 - i]->on_frame(n, b, now);
+        w.out.clear();
+      }
+  }
+  /** Move time on by @p ms, polling and carrying every 100 us. */
+  void run(uint64_t ms, bool dead_a = false, bool dead_b = false) {
+    for (uint64_t t = 0; t < ms * 10; ++t) {
+      now += kMs / 10;
+      for (auto& x : s) x->poll(now);
+      carry(dead_a, dead_b);
+    }
+  }
+};
+
+TEST(LinkSet, DuplicateSendsOnBothAndTheReceiverKeepsOne) {
+  Pair p(Mode::kDuplicate);
+  p.run(3);
+  ASSERT_TRUE(p.send(0));
+  ASSERT_EQ(p.wa[0].out.size(), 1u);
+  ASSERT_EQ(p.wb[0].out.size(), 1u);
+  EXPECT_EQ(p.wa[0].out[0].second, p.wb[0].out[0].second) << "the same copy on both";
+  p.carry();
+  EXPECT_EQ(p.s[1]->counters(0).frames_received + p.s[1]->counters(1).frames_received, 1u);
+  EXPECT_EQ(p.s[1]->counters(0).duplicates_dropped + p.s[1]->counters(1).duplicates_dropped, 1u);
+  // Network A dies: frames still go on both, and arrive once.
+  p.run(10, true);
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
+  ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wa[0].frames() + p.wb[0].frames(), 2u);
+  EXPECT_GE(p.s[0]->counters(0).failovers, 1u);
+}
+
+TEST(LinkSet, ActiveStandbyFailsOverWhenAGoesQuietAndBackAfterFailback) {
+  Pair p(Mode::kActiveStandby, 20 * kMs);
+  p.run(3);
+  ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wa[0].frames(), 1u);
+  EXPECT_EQ(p.wb[0].frames(), 0u) << "standby carries heartbeats only";
+  EXPECT_GT(p.s[0]->counters(1).heartbeats_sent, 0u);
+  p.run(5, true);
+  EXPECT_EQ(p.s[0]->active(2), 1) << "failed over";
+  ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wa[0].frames(), 0u);
+  EXPECT_EQ(p.wb[0].frames(), 1u);
+  EXPECT_EQ(p.s[0]->counters(0).failovers, 1u);
+  p.run(10);  // A heals (5 ms) but fail-back waits 20 ms of health
+  EXPECT_EQ(p.s[0]->active(2), 1);
+  p.run(30);
+  EXPECT_EQ(p.s[0]->active(2), 0) << "failed back";
+  EXPECT_EQ(p.s[0]->counters(0).failbacks, 1u);
+}
+
+TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
+  Pair p(Mode::kPingPong);
+  p.run(3);
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wa[0].frames(), 2u);
+  EXPECT_EQ(p.wb[0].frames(), 2u);
+  // Node 2's last data came in on B: its ACK goes back on B.
+  ASSERT_TRUE(p.send(0));
+  ASSERT_TRUE(p.send(0));
+  p.wa[0].out.pop_back();  // the last data frame went on B: drop the A one before it
+  p.carry();
+  ASSERT_TRUE(p.send(1, FrameType::kAck));
+  EXPECT_EQ(p.wb[1].frames(), 1u);
+  EXPECT_EQ(p.wa[1].frames(), 0u);
+  // A held frame sent on A and lost goes again on B, and counts against A; a probe counts
+  // against none.
+  std::vector<uint8_t> slot(16 + 64 + 100, 0);
+  uint8_t* frame = slot.data() + 16 + 64;
+  frame[0] = kWireVersion, frame[1] = static_cast<uint8_t>(FrameType::kData);
+  std::span<uint8_t> f(frame, 60);
+  for (int k = 0; k < 3; ++k) {
+    p.wa[0].out.clear(), p.wb[0].out.clear();
+    ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kFirst));
+    if (p.wa[0].out.size() == 1) break;
+  }
+  ASSERT_EQ(p.wa[0].frames(), 1u);
+  ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kLost));
+  EXPECT_EQ(p.wb[0].frames(), 1u);
+  EXPECT_EQ(p.wa[0].frames(), 0u);
+  EXPECT_EQ(p.s[0]->counters(0).resent, 1u);
+  ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kProbe));
+  EXPECT_EQ(p.wa[0].frames(), 1u) << "the other one again";
+  EXPECT_EQ(p.s[0]->counters(1).resent, 0u) << "a probe is no failure";
+}
+
+TEST(LinkSet, PingPongStopsUsingANetworkThatGoesDown) {
+  Pair p(Mode::kPingPong);
+  p.run(3);
+  p.run(5, false, true);
+  EXPECT_EQ(p.s[0]->state(2, 1), NetState::kDown);
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wa[0].frames(), 4u);
+  EXPECT_EQ(p.wb[0].frames(), 0u);
+  p.run(10);
+  EXPECT_NE(p.s[0]->state(2, 1), NetState::kDown) << "healed";
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wb[0].frames(), 2u) << "in use again";
+}
+
+TEST(LinkSet, BothDownKeepsTheModesChoiceARefusingNetworkIsNotBackPressure) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  p.run(5, true, true);
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
+  EXPECT_EQ(p.s[0]->state(2, 1), NetState::kDown);
+  ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wa[0].frames(), 1u) << "on the active one: not doubled";
+  EXPECT_EQ(p.wb[0].frames(), 0u);
+  Pair d(Mode::kDuplicate);
+  d.wa[0].refuse = true;
+  EXPECT_TRUE(d.send(0)) << "B took it";
+  EXPECT_EQ(d.s[0]->counters(0).tx_refused, 1u);
+  d.wb[0].refuse = true;
+  EXPECT_FALSE(d.send(0)) << "neither took it: back-pressure";
+}
+
+TEST(LinkSet, AFrameGoesOnTheOtherNetworkWhenTheChosenOneRefusesALossCountsOnce) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  p.wa[0].refuse = true;  // A's link is down: its queue takes nothing
+  ASSERT_TRUE(p.send(0));
+  EXPECT_EQ(p.wb[0].frames(), 1u) << "the standby took it at once";
+  EXPECT_EQ(p.s[0]->counters(0).tx_refused, 1u);
+  p.wb[0].refuse = true;
+  EXPECT_FALSE(p.send(0)) << "neither: back-pressure";
+  // A held frame lost on B, retried while both refuse: one failure, not one per retry.
+  p.wb[0].refuse = false;
+  std::vector<uint8_t> slot(16 + 64 + 100, 0);
+  std::span<uint8_t> f(slot.data() + 16 + 64, 60);
+  f[0] = kWireVersion, f[1] = static_cast<uint8_t>(FrameType::kData);
+  ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kFirst));
+  p.wb[0].refuse = true;
+  for (int k = 0; k < 5; ++k) EXPECT_FALSE(p.s[0]->send_held(2, slot.data(), f, send_why::kLost));
+  EXPECT_EQ(p.s[0]->counters(1).resent, 1u);
+  p.wb[0].refuse = false;
+  p.wb[0].out.clear();
+  EXPECT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kLost));
+  EXPECT_EQ(p.wb[0].frames(), 1u);
+}
+
+TEST(LinkSet, HostileFramesAreCountedNeverDelivered) {
+  Pair p(Mode::kDuplicate);
+  Rng r(7);
+  Bytes b(200);
+  for (int i = 0; i < 20000; ++i) {
+    b.resize(r.below(200));
+    for (auto& x : b) x = static_cast<uint8_t>(r.below(256));
+    if (b.size() >= 1 && r.chance(0.5)) b[0] = kShimMagic;
+    p.s[1]->on_frame(static_cast<uint8_t>(r.below(3)), b, 0);
+  }
+  EXPECT_EQ(p.s[1]->bad_shim(), 20000u);
+  uint8_t hb[sizeof(Shim)];
+  shim_write(hb, ShimKind::kHeartbeat, 0, 3, 77, 1, 1);
+  p.s[1]->on_frame(0, {hb, sizeof hb}, 0);
+  EXPECT_EQ(p.s[1]->not_peer(), 1u);
+}
+
+TEST(LinkSet, HeartbeatGapsCountAsTheNetworksLoss) {
+  Pair p(Mode::kDuplicate);
+  p.run(3);
+  const uint64_t before = p.s[1]->counters(1).heartbeats_lost;
+  for (int k = 0; k < 3; ++k) {
+    p.now += kMs;
+    p.s[0]->poll(p.now);
+    p.wb[0].out.clear();  // B loses these heartbeats
+    p.carry();
+  }
+  p.run(2);
+  EXPECT_EQ(p.s[1]->counters(1).heartbeats_lost - before, 3u);
+  EXPECT_EQ(p.s[1]->counters(0).heartbeats_lost, 0u);
+}
+
+}  // namespace
+}  // namespace imago::rel::red
