@@ -29,7 +29,7 @@ struct CtlMsg {
   uint64_t peer;
   char name[kNameMax + 1];
   uint32_t group;        ///< kOpen of a group endpoint (peer 0): its group
-  uint32_t group_flags;  ///< IMAGO_GROUP_*
+  uint32_t group_flags;  ///< IMAGO_GROUP_* for a group endpoint, IMAGO_EP_* for the others
 };
 
 /** @return true when process @p pid is gone: it does not exist, or it is a zombie (killed,

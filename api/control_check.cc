@@ -46,7 +46,9 @@ int ctl_check_open(const CtlMsg& req, const ShmRoot& shm, const ServesPeer& serv
   if (ring < kRingMin || ring > kRingMax || (ring & (ring - 1)) != 0) return -EINVAL;
   *node_index = req.node == 0 ? 0 : shm.node_index(req.node);
   if (*node_index < 0 || static_cast<uint32_t>(*node_index) >= shm.n_nodes) return -EINVAL;
-  if (req.group != 0 ? !group_flags_ok(req) : req.group_flags != 0 || !serves(*node_index, req.peer)) return -EINVAL;
+  if (req.group != 0 ? !group_flags_ok(req)
+                     : (req.group_flags & ~IMAGO_EP_NET_EVENTS) != 0 || !serves(*node_index, req.peer))
+    return -EINVAL;
   const uint32_t hash = endpoint_hash(req.name);
   for (const EndpointSlot& s : shm.slots) {
     if (s.state.load(std::memory_order_acquire) == SlotState::kFree || s.node_index != static_cast<uint32_t>(*node_index))

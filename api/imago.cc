@@ -237,6 +237,33 @@ int imago_engine_poll(imago_t* h) {
   return static_cast<int>(im->rt->poll_inline());
 }
 
+namespace {
+
+namespace red = imago::rel::red;
+static_assert(static_cast<int>(red::Mode::kActiveStandby) == IMAGO_NET_ACTIVE_STANDBY &&
+              static_cast<int>(red::Mode::kDuplicate) == IMAGO_NET_DUPLICATE &&
+              static_cast<int>(red::Mode::kPingPong) == IMAGO_NET_PING_PONG);
+static_assert(static_cast<int>(red::NetState::kUp) == IMAGO_NET_UP &&
+              static_cast<int>(red::NetState::kSuspect) == IMAGO_NET_SUSPECT &&
+              static_cast<int>(red::NetState::kDown) == IMAGO_NET_DOWN);
+
+// The networks of a node on two (imago_node_stats.net_*); zeros for one network.
+void net_stats(const dp::NodeSnapshot& s, imago_node_stats* st) {
+  st->net_mode = s.redundant ? static_cast<uint32_t>(s.mode) : IMAGO_NET_ONE;
+  if (!s.redundant) return;
+  for (int n = 0; n < 2; ++n) {
+    const imago::rel::red::NetCounters& c = s.nets[n];
+    st->net_state[n] = static_cast<uint32_t>(c.state);
+    st->net_frames_sent[n] = c.frames_sent, st->net_frames_received[n] = c.frames_received;
+    st->net_heartbeats_lost[n] = c.heartbeats_lost, st->net_resent[n] = c.resent;
+    st->net_failovers[n] = c.failovers;
+    st->net_duplicates_dropped += c.duplicates_dropped;
+  }
+  st->net_failbacks = s.nets[0].failbacks;
+}
+
+}  // namespace
+
 int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_stats* st) {
   const Attachment* im = att_of(h);
   if (im == nullptr || st == nullptr || index >= im->shm->n_nodes || index >= kMaxNodes) return -EINVAL;
@@ -255,6 +282,7 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->group_unicast_copies = g.unicast_copies, st->group_repair_frames = g.repair_frames;
   st->group_expiries = g.expiries, st->group_msgs_received = g.msgs_received, st->group_nacks_sent = g.nacks_sent;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;
+  net_stats(*snap, st);
   return 0;
 }
 
@@ -265,6 +293,7 @@ int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_e
   if (len == 0 || len > IMAGO_NAME_MAX) return -EINVAL;
   CtlMsg m{};
   m.peer = peer;
+  m.group_flags = opts ? opts->flags : 0;  // IMAGO_EP_*: checked by the primary
   std::memcpy(m.name, name, len);
   return open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
 }

@@ -161,7 +161,28 @@ struct imago_node_stats {
 	uint64_t frames_not_allowed;  /**< frames dropped before the engine by the peer allow-list: from an
 	                                   address and a node that are no peer, or in the name of a peer
 	                                   from another address (not in frames_rejected) */
+	/* Two networks (imagod --redundancy MODE; all 0 for a node on one network). Index 0 is
+	 * network A, 1 network B. */
+	uint32_t net_mode;               /**< IMAGO_NET_ONE, IMAGO_NET_ACTIVE_STANDBY, IMAGO_NET_DUPLICATE, IMAGO_NET_PING_PONG */
+	uint32_t net_state[2];           /**< now, the worst toward any peer: IMAGO_NET_UP, IMAGO_NET_SUSPECT, IMAGO_NET_DOWN */
+	uint64_t net_frames_sent[2];     /**< frames (not heartbeats) each network's link took */
+	uint64_t net_frames_received[2]; /**< valid frames received on each (second copies not counted) */
+	uint64_t net_heartbeats_lost[2]; /**< heartbeats that did not arrive: each network's loss */
+	uint64_t net_resent[2];          /**< frames last sent on it that were found lost */
+	uint64_t net_failovers[2];       /**< times it went down toward a peer while the other was not */
+	uint64_t net_failbacks;          /**< active-standby: times traffic came back to network A */
+	uint64_t net_duplicates_dropped; /**< second copies of frames dropped, both networks */
 };
+
+/** imago_node_stats.net_mode: how a node uses its networks. */
+#define IMAGO_NET_ONE            0 /**< one network */
+#define IMAGO_NET_ACTIVE_STANDBY 1 /**< traffic on A; B when A fails */
+#define IMAGO_NET_DUPLICATE      2 /**< every frame on both, the first copy kept */
+#define IMAGO_NET_PING_PONG      3 /**< frames alternate between A and B */
+/** imago_node_stats.net_state. */
+#define IMAGO_NET_UP      0 /**< in use */
+#define IMAGO_NET_SUSPECT 1 /**< in use; failures lately, or a heartbeat late */
+#define IMAGO_NET_DOWN    2 /**< not used: silent, the peer hears nothing on it, or too many failures */
 
 /**
  * Fill @p st with the counters of node @p index (0-based, as imago_node_id()) of @p im.
@@ -174,7 +195,34 @@ int imago_node_stats_get(const imago_t *im, unsigned index, struct imago_node_st
 struct imago_ep_opts {
 	uint64_t local_node; /**< which node of this attachment (0: the first) */
 	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..4096 [1024] */
+	union {
+		uint32_t flags;    /**< IMAGO_EP_NET_EVENTS, or 0 */
+		uint32_t reserved; /**< the name this field had before it took flags (0 as before) */
+	};
+};
+
+/** imago_ep_opts.flags: deliver, on this endpoint's rx ring, the events of the node's
+ *  networks toward the endpoint's peer (a node on two networks, imagod --redundancy):
+ *  descriptors with IMAGO_MSG_F_EVENT holding a struct imago_net_event, in their place among
+ *  the messages. Without it such an endpoint gets messages only. */
+#define IMAGO_EP_NET_EVENTS 0x1u
+
+/** Kinds of network events (struct imago_net_event.kind); apart from the group events'. */
+enum imago_net_event_kind {
+	IMAGO_NET_EV_STATE = 16,    /**< network net changed state toward peer: state is IMAGO_NET_UP,
+	                                 IMAGO_NET_SUSPECT or IMAGO_NET_DOWN */
+	IMAGO_NET_EV_FAILOVER = 17, /**< active-standby: traffic to peer moved to network net */
+	IMAGO_NET_EV_FAILBACK = 18, /**< active-standby: traffic to peer came back to network net (A) */
+};
+
+/** A network event (IMAGO_EP_NET_EVENTS): inline, len sizeof(struct imago_net_event), src the
+ *  peer. The node's statistics (imago_node_stats.net_*) count what happened meanwhile. */
+struct imago_net_event {
+	uint32_t kind;     /**< enum imago_net_event_kind */
+	uint32_t net;      /**< 0: network A, 1: network B */
+	uint32_t state;    /**< IMAGO_NET_EV_STATE: the new state; else the network's state now */
 	uint32_t reserved;
+	uint64_t peer;     /**< the peer node the change is toward */
 };
 
 /**

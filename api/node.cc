@@ -49,6 +49,7 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
                          .redundancy = spec.redundancy};
   if (int rc = dp::node_engine_open(ne_, *spec.port, spec.mbuf_pool, c, this); rc < 0) return rc;
   dp::node_engine_publish_to(ne_, &shm->boards[spec.index], spec.id);
+  if (ne_.set) ne_.set->set_listener(this);
   return 0;
 }
 
@@ -358,17 +359,34 @@ void Node::on_group_event(const rel::GroupEvent& e) {
   // This node's own stream's events go to its sender, the others' to its receiver.
   Active* a = find_group(e.group, e.src == spec_.id ? IMAGO_GROUP_SEND : IMAGO_GROUP_RECV);
   if (a == nullptr) return;  // the endpoint is closing: nobody to tell
-  EndpointSlot& s = *a->slot;
-  if (!stage_room(*a)) return s.c.events_lost.add();
   const imago_group_event ev{e.kind, e.view, e.src, e.member, e.position, e.why};
-  imago_msg& d = a->staged[a->staged_n++];
+  stage_event(*a, e.src, &ev, sizeof ev);
+}
+
+void Node::stage_event(Active& a, uint64_t src, const void* ev, uint32_t len) {
+  EndpointSlot& s = *a.slot;
+  if (!stage_room(a)) return s.c.events_lost.add();
+  imago_msg& d = a.staged[a.staged_n++];
   d = imago_msg{};
-  d.src = e.src;
-  d.len = sizeof ev;
+  d.src = src;
+  d.len = len;
   d.flags = IMAGO_MSG_F_EVENT;
   d.tier = IMAGO_TIER_INLINE;
-  std::memcpy(d.u.inline_data, &ev, sizeof ev);
+  std::memcpy(d.u.inline_data, ev, len);
   s.c.events.add();
+}
+
+void Node::on_net_event(const rel::red::NetEvent& e) {
+  for (unsigned i = 0; i < n_active_; ++i) {
+    Active& a = active_[i];
+    EndpointSlot& s = *a.slot;
+    if (s.group != 0 || s.peer != e.peer || !(s.group_flags & IMAGO_EP_NET_EVENTS)) continue;
+    const imago_net_event ev{e.kind == rel::red::NetEvent::kState      ? IMAGO_NET_EV_STATE
+                             : e.kind == rel::red::NetEvent::kFailover ? IMAGO_NET_EV_FAILOVER
+                                                                       : IMAGO_NET_EV_FAILBACK,
+                             e.net, static_cast<uint32_t>(e.state), 0, e.peer};
+    stage_event(a, e.peer, &ev, sizeof ev);
+  }
 }
 
 void Node::flush_staged(Active& a) {

@@ -62,7 +62,7 @@ struct NodeCounters {
   uint64_t announce_sent = 0;
 };
 
-class Node final : public rel::AppSink {
+class Node final : public rel::AppSink, public rel::red::Listener {
  public:
   static constexpr unsigned kStage = 32;  ///< descriptors gathered per endpoint before the ring
 
@@ -90,6 +90,9 @@ class Node final : public rel::AppSink {
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
   bool deliver_group(rel::NodeId src, rel::GroupId g, std::span<const uint8_t> msg) override;
   void on_group_event(const rel::GroupEvent& e) override;
+  // rel::red::Listener (a node on two networks): to the endpoints that asked
+  // (IMAGO_EP_NET_EVENTS) toward that peer.
+  void on_net_event(const rel::red::NetEvent& e) override;
 
   uint64_t id() const { return spec_.id; }
   const rel::Engine& engine() const { return *ne_.engine; }
@@ -147,6 +150,9 @@ class Node final : public rel::AppSink {
   unsigned drain_tx(Active& a, uint64_t now_ns);
   bool tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch);
   bool take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt);
+  /** Put event @p ev (@p len bytes, from @p src) among @p a's staged descriptors, or count
+   *  it lost when there is no room. */
+  void stage_event(Active& a, uint64_t src, const void* ev, uint32_t len);
   void flush_staged(Active& a);
   TierSide side(EndpointSlot& s) const { return {shm_, &s, caches_}; }
 

@@ -26,7 +26,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 6;
+inline constexpr uint32_t kShmVersion = 7;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -72,7 +72,7 @@ struct alignas(64) EndpointSlot {
   rte_ring* tx = nullptr;  ///< application -> engine
   std::atomic<uint32_t> peer_ready{0};
   uint32_t group = 0;        ///< a group endpoint's group (peer 0), else 0
-  uint32_t group_flags = 0;  ///< IMAGO_GROUP_*
+  uint32_t group_flags = 0;  ///< IMAGO_GROUP_* for a group endpoint, IMAGO_EP_* for the others
   std::atomic<int32_t> group_rc{0};  ///< the engine's answer to the group's open (kGroupPending until then)
   std::atomic<uint32_t> max_message{0};  ///< the largest message a send takes on this endpoint
   EngineSideCounters c;

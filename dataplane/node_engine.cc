@@ -19,6 +19,7 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
       return -EINVAL;
     if (int rc = e.link_b.init(*c.port_b, c.pool_b, c.encap_b, c.burst); rc < 0) return rc;
     ec.mtu -= static_cast<uint32_t>(sizeof(rel::red::Shim));
+    rel::red::fit_engine(c.redundancy, &ec);
     rel::red::Config rc = c.redundancy;
     rc.max_frame = ec.mtu;
     e.set = std::make_unique<rel::red::LinkSet>(rc, ec.node_id, static_cast<uint32_t>(ec.seed ^ (ec.seed >> 32)),

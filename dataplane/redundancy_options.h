@@ -20,8 +20,8 @@ struct RedundancyOptions {
   rel::red::Config cfg;
 };
 
-/** Add --redundancy, --heartbeat-us, --net-fail-threshold, --net-fail-window-ms,
- *  --net-heal-ms and --failback-ms to @p t, over the member @p m of T. */
+/** Add --redundancy, --heartbeat-us, --net-miss, --net-fail-threshold, --net-fail-window-ms,
+ *  --net-heal-ms, --pingpong-run and --failback-ms to @p t, over the member @p m of T. */
 template <typename T>
 void add_redundancy_rows(OptionTable<T>& t, RedundancyOptions T::*m) {
   using rel::kMs;
@@ -58,6 +58,11 @@ void add_redundancy_rows(OptionTable<T>& t, RedundancyOptions T::*m) {
                    [](rel::red::Config& c) { return &c.health.fail_window_ns; }, kMs, 1, 3'600'000));
   t.push_back(time("net-heal-ms", "MS", "a network that went down is used again after it is healthy this long, 0..3600000",
                    [](rel::red::Config& c) { return &c.health.heal_ns; }, kMs, 0, 3'600'000));
+  t.push_back({"pingpong-run", "N",
+               "ping-pong: frames to a peer on one network before the other, 1..1024 (1: the seed's strict "
+               "alternation; runs keep a PMD's bursts whole)",
+               [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).cfg.pingpong_run, 1, 1024); },
+               [m](const T& o) { return std::to_string((o.*m).cfg.pingpong_run); }});
   t.push_back(time("failback-ms", "MS",
                    "active-standby: traffic goes back to network A once it is healthy this long; 0: it stays on B",
                    [](rel::red::Config& c) { return &c.failback_ns; }, kMs, 0, 3'600'000));

@@ -52,6 +52,10 @@ struct Config {
   uint64_t ack_refresh_ns = 500 * kMs;    ///< periodic ACK / keep-alive (Pupa: 50 ticks)
   uint64_t coalesce_ns = 20 * kUs;        ///< oldest unsent message waits at most this long
   uint64_t nack_interval_ns = 200 * kUs;  ///< repeat NACK for the same gap at most this often
+  /// RACK's reordering window (RFC 8985): a hole below a later frame that got through is lost
+  /// only once it was sent this long ago; until then it may be on a slower path (two
+  /// networks in ping-pong). 0: lost at once (one path).
+  uint64_t reorder_window_ns = 0;
   uint64_t rto_initial_ns = 100 * kMs;
   uint64_t rto_min_ns = 20 * kMs;
   uint64_t rto_max_ns = 2 * kSec;

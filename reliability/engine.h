@@ -263,7 +263,12 @@ class Engine {
   bool sample_ok(const Peer& p, const TxFrame& f, Seq s) const;
   void detect_losses(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max,
                      bool sack_complete, uint64_t now);
-  uint32_t mark_lost_by_order(Peer& p);
+  uint32_t mark_lost_by_order(Peer& p, uint64_t now);
+  /** @return the latest send time of a frame RACK may call lost now (reorder_window_ns). */
+  uint64_t lost_if_sent_by(uint64_t now) const {
+    const uint64_t w = cfg_.reorder_window_ns;
+    return w == 0 ? ~uint64_t{0} : now > w ? now - w : 0;
+  }
   void on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload, uint64_t now);
   void try_deliver(Peer& p);
@@ -282,7 +287,7 @@ class Engine {
   bool take_sack(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq* sack_max,
                  uint64_t* sample_tx);
   void mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx);
-  uint32_t mark_holes(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max);
+  uint32_t mark_holes(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max, uint64_t now);
 
   // engine_tx.cc: frame building and flushing.
   uint32_t flush(Peer& p, uint64_t now, bool all);

@@ -97,7 +97,7 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
     // Selective repeat, RACK style (RFC 8985): a hole is lost once a unit sent in a later
     // frame arrived. A repair is therefore resent only after something sent later got
     // through, never just because another NACK came.
-    lost = mark_holes(p, h, frame, sack_max);
+    lost = mark_holes(p, h, frame, sack_max, now);
   } else if (nack && (ack != p.goback_seq || now - p.goback_ns >= p.rto.srtt())) {
     // Go-back-N, or an overflow the receiver could not buffer: everything from the ACK on,
     // except what was sent less than one path RTT ago (min_rtt, not srtt: srtt carries the
@@ -107,7 +107,7 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
     lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0, kNever);
     if (lost > 0) p.goback_seq = ack, p.goback_ns = now;
   }
-  if (sack_complete) lost += mark_lost_by_order(p);
+  if (sack_complete) lost += mark_lost_by_order(p, now);
   if (lost > 0) p.c.pkts_lost++;
 }
 
@@ -131,7 +131,7 @@ uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t
   return n;
 }
 
-uint32_t Engine::mark_lost_by_order(Peer& p) {
+uint32_t Engine::mark_lost_by_order(Peer& p, uint64_t now) {
   // RACK without the SACK bound: the peer holds nothing beyond its SACK ranges, so every
   // frame in flight that was sent before one that got through is lost. This repairs a lost
   // tail after an RTO probe or a tail-loss probe, and units the receiver had no room for.
@@ -139,7 +139,9 @@ uint32_t Engine::mark_lost_by_order(Peer& p) {
   // then or later: O(1) per marked frame.
   uint32_t n = 0;
   uint32_t pos;
+  const uint64_t sent_by = lost_if_sent_by(now);
   while (p.tx.flight_oldest(&pos) && p.tx.frame(pos).number < p.rack_frame) {
+    if (p.tx.frame(pos).last_tx_ns > sent_by) break;  // may be on a slower path still
     const Seq s = p.tx.frame_first(pos);
     const uint32_t m = mark_lost(p, s, s + 1, kNever, kNever);
     if (m == 0) p.tx.flight_remove(pos);  // cannot be, but a walk that never ends is worse

@@ -121,10 +121,11 @@ bool Engine::take_sack(Peer& p, const Header& h, std::span<const uint8_t> frame,
 }
 
 uint32_t Engine::mark_holes(Peer& p, const Header& h, std::span<const uint8_t> frame,
-                            Seq sack_max) {
+                            Seq sack_max, uint64_t now) {
   // RACK (RFC 8985) over the holes below sack_max only: the units the SACK listed were just
   // marked, and what lies beyond it is unknown.
   const Seq ack = h.ack;
+  const uint64_t sent_by = lost_if_sent_by(now);
   uint32_t lost = 0;
   if (h.flags & frame_flag::kSackBitmap) {
     const Seq base = bitmap_base(ack);
@@ -133,7 +134,7 @@ uint32_t Engine::mark_holes(Peer& p, const Header& h, std::span<const uint8_t> f
       const uint64_t missing = ~decode_sack_word(frame, k) & ~p.tx.sacked_bits(lo) &
                                units_between(lo, ack, 0, sack_max - ack);
       for_each_run(missing, [&](uint32_t j, uint32_t len) {
-        lost += mark_lost(p, lo + j, lo + j + len, kNever, p.rack_frame);
+        lost += mark_lost(p, lo + j, lo + j + len, sent_by, p.rack_frame);
       });
     }
     return lost;
@@ -142,7 +143,7 @@ uint32_t Engine::mark_holes(Peer& p, const Header& h, std::span<const uint8_t> f
   for (uint32_t i = 0; i < h.sack_count; ++i) {
     Seq a, b;
     decode_sack(frame, i, &a, &b);
-    if (seq_gt(a, from)) lost += mark_lost(p, from, a, kNever, p.rack_frame);
+    if (seq_gt(a, from)) lost += mark_lost(p, from, a, sent_by, p.rack_frame);
     if (seq_gt(b, from)) from = b;
   }
   return lost;

@@ -21,7 +21,7 @@ inline constexpr rel::NodeId kNodeB = 2;
 /** What a node on two networks reported (its link set's Listener), kept for RESULT: written
  *  on the engine lcore into room set aside, read after the run. */
 struct NetEventLog final : rel::red::Listener {
-  static constexpr size_t kMax = 64;
+  static constexpr size_t kMax = 1024;
   std::array<rel::red::NetEvent, kMax> ev{};
   size_t n = 0;
   uint64_t dropped = 0;  ///< events past kMax

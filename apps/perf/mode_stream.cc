@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 #include <vector>
 
 #include "apps/perf/engine_end.h"
@@ -35,6 +36,10 @@ struct StreamReceiver final : rel::AppSink {
   app::Histogram delay_ns;
   EchoQueue* echo = nullptr;
   uint64_t poll_tsc = 0;  ///< when the poll delivering now began (a stream's first/last time)
+  // --arrivals: each message's arrival time and delay, in room reserved at set-up (a message
+  // beyond it is not recorded: no allocation while delivering).
+  std::vector<uint64_t> arrive_tsc;
+  std::vector<uint32_t> arrive_delay_ns;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
     if (variant == Variant::kEcho && echo->full()) return false;  // back-pressure via credits
@@ -44,7 +49,12 @@ struct StreamReceiver final : rel::AppSink {
     if (!check.accept(msg, now)) return true;
     if (variant == Variant::kRate) {
       uint64_t stamp = raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
-      if (stamp && stamp < now) delay_ns.record((now - stamp) * 1'000'000'000 / tsc_hz);
+      const uint64_t d = stamp && stamp < now ? (now - stamp) * 1'000'000'000 / tsc_hz : 0;
+      if (d != 0) delay_ns.record(d);
+      if (arrive_tsc.size() < arrive_tsc.capacity()) {
+        arrive_tsc.push_back(now);
+        arrive_delay_ns.push_back(static_cast<uint32_t>(std::min<uint64_t>(d, UINT32_MAX)));
+      }
     } else if (variant == Variant::kEcho) {
       echo->push(msg);
     }
@@ -156,8 +166,33 @@ int setup_variant(Context& ctx, Variant v) {
   st->rx_app.tsc_hz = st->tx_events.timer.tsc_hz = ctx.tsc_hz;
   st->rx_app.echo = &st->echo_q;
   if (v == Variant::kEcho) st->echo_q.init(4096, o.size);
+  if (v == Variant::kRate && !o.arrivals_csv.empty()) {
+    const size_t n = std::min<uint64_t>(o.msgs, 50'000'000);
+    st->rx_app.arrive_tsc.reserve(n);
+    st->rx_app.arrive_delay_ns.reserve(n);
+  }
   return open_engine_sides(ctx, {&st->tx, &st->tx_events, "stream-sender", sender_task, st},
                            {&st->rx, &st->rx_app, "stream-receiver", receiver_task, st});
+}
+
+// --arrivals FILE: "unix_us,delay_us" per message delivered, in delivery order (the TSC
+// mapped to wall-clock time at the end of the run).
+void write_arrivals(const Context& ctx, const StreamReceiver& r) {
+  if (ctx.opt.arrivals_csv.empty()) return;
+  FILE* f = std::fopen(ctx.opt.arrivals_csv.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "imago-perf: cannot write %s\n", ctx.opt.arrivals_csv.c_str());
+    return;
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const double now_us = static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  const uint64_t now_tsc = rte_rdtsc();
+  std::fprintf(f, "unix_us,delay_us\n");
+  for (size_t i = 0; i < r.arrive_tsc.size(); ++i)
+    std::fprintf(f, "%.1f,%.2f\n", now_us - static_cast<double>(now_tsc - r.arrive_tsc[i]) * 1e6 / static_cast<double>(ctx.tsc_hz),
+                 r.arrive_delay_ns[i] / 1e3);
+  std::fclose(f);
 }
 
 int stream_setup(Context& ctx) { return setup_variant(ctx, Variant::kStream); }
@@ -220,6 +255,7 @@ void stream_report(Context& ctx, app::Json& r) {
     if (st.tx.node) write_hist_csv(ctx.opt, st.tx_events.timer.rtt_ns);
   }
   if (st.variant == Variant::kRate && st.rx.node) write_hist_csv(ctx.opt, st.rx_app.delay_ns);
+  if (st.variant == Variant::kRate && st.rx.node) write_arrivals(ctx, st.rx_app);
 }
 
 }  // namespace

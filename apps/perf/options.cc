@@ -113,6 +113,10 @@ dp::OptionTable<Options> make_table() {
       {"hist-csv", "FILE", "ping-pong: write the round-trip histogram (ns buckets) as CSV",
        [](Options& o, const std::string& v) { return !v.empty() && (o.hist_csv = v, true); },
        [](const Options& o) { return o.hist_csv.empty() ? "-" : o.hist_csv; }},
+      {"arrivals", "FILE", "rate mode, receiver: write each message's arrival (unix_us) and one-way delay (delay_us) "
+                           "as CSV, one line per message in delivery order",
+       [](Options& o, const std::string& v) { return !v.empty() && (o.arrivals_csv = v, true); },
+       [](const Options& o) { return o.arrivals_csv.empty() ? "-" : o.arrivals_csv; }},
       {"stats-period", "SECONDS", "print a stats line this often (0: off)",
        [](Options& o, const std::string& v) { return dp::parse_num(v, o.stats_period_s) && o.stats_period_s >= 0; },
        [](const Options& o) { return dp::format_num(o.stats_period_s); }},

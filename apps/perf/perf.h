@@ -43,6 +43,7 @@ struct Options {
   unsigned idle_timeout_ms = 1000;
   uint64_t ping_timeout_us = 10'000;
   std::string hist_csv;       ///< write the round-trip histogram here (ping-pong modes)
+  std::string arrivals_csv;   ///< rate mode receiver: each message's arrival and delay here
   double stats_period_s = 0;
   dp::FaultConfig fault_tx;
   dp::FaultConfig fault_rx;

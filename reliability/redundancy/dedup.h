@@ -2,13 +2,16 @@
 /**
  * @file
  * Duplicate discard for one channel of a node on two networks (PRP's "keep the first"): the
- * sequence numbers seen in a sliding window of kBits. A copy seen before is a duplicate; one
- * older than the window is stale (it may be one too, so it is dropped as well: the engine
- * repairs whatever a wrong guess costs). A new epoch (the sender restarted) starts over.
+ * sequence numbers seen in a sliding window of kBits. A copy seen before is a duplicate and
+ * is dropped. One older than the window is stale: it may be a duplicate or not, so it goes to
+ * the engine, whose own exactly-once check decides (a wrong guess costs a copy, never a
+ * frame). A new epoch (the sender restarted) starts over.
  *
- * A copy far ahead of the window (a damaged or forged shim, or a long outage on both
- * networks) is passed on without moving the window, so that one bad number cannot make
- * every later frame look stale; kFarRun of them in a row (a real jump) start it over there.
+ * The window only saves the engine work: whatever moves it (a damaged or forged shim, a long
+ * outage on both networks) must not cost frames. A copy far ahead of the window is passed on
+ * without moving it, so one bad number cannot make every later frame stale; kFarRun of them
+ * in a row (a real jump) start it over there, and so do kStaleRun stale copies in a row (the
+ * window was moved past the sender: it follows the sender again).
  */
 #pragma once
 
@@ -21,6 +24,7 @@ class DedupWindow {
   static constexpr uint32_t kBits = 8192;
   static constexpr uint32_t kFar = 1u << 16;
   static constexpr uint32_t kFarRun = 4;
+  static constexpr uint32_t kStaleRun = 64;
   enum Verdict : uint8_t { kNew, kDuplicate, kStale };
 
   Verdict check(uint32_t epoch, uint32_t seq) {
@@ -28,6 +32,8 @@ class DedupWindow {
     const int32_t d = static_cast<int32_t>(seq - top_);
     if (d > static_cast<int32_t>(kFar)) return ++far_run_ >= kFarRun ? restart(epoch, seq) : kNew;
     far_run_ = 0;
+    if (d <= -static_cast<int32_t>(kBits)) return ++stale_run_ >= kStaleRun ? restart(epoch, seq) : kStale;
+    stale_run_ = 0;
     if (d > 0) {
       const uint32_t clear = static_cast<uint32_t>(d) < kBits ? static_cast<uint32_t>(d) : kBits;
       for (uint32_t i = 1; i <= clear; ++i) unset(top_ + i);
@@ -35,7 +41,6 @@ class DedupWindow {
       set(seq);
       return kNew;
     }
-    if (static_cast<uint32_t>(-d) >= kBits) return kStale;
     if (test(seq)) return kDuplicate;
     set(seq);
     return kNew;
@@ -43,7 +48,7 @@ class DedupWindow {
 
  private:
   Verdict restart(uint32_t epoch, uint32_t seq) {
-    started_ = true, epoch_ = epoch, top_ = seq, far_run_ = 0;
+    started_ = true, epoch_ = epoch, top_ = seq, far_run_ = 0, stale_run_ = 0;
     for (auto& w : bits_) w = 0;
     set(seq);
     return kNew;
@@ -56,6 +61,7 @@ class DedupWindow {
   uint32_t epoch_ = 0;
   uint32_t top_ = 0;  ///< highest seq seen
   uint32_t far_run_ = 0;
+  uint32_t stale_run_ = 0;
   uint64_t bits_[kBits / 64] = {};
 };
 

@@ -99,8 +99,10 @@ uint8_t LinkSet::nets_for(Peer& p, bool ack_only, uint8_t last) {
   if (usable != kAllNets) return usable;
   if (ack_only) return bit(p.rx_net);
   if (last == bit(0) || last == bit(1)) return last ^ kAllNets;  // a resend: the other one
+  // Runs of cfg_.pingpong_run frames per network: a PMD that makes a syscall per burst
+  // (net_af_packet) would otherwise cut every burst in two.
   const uint8_t n = p.flip;
-  p.flip ^= 1;
+  if (++p.run >= cfg_.pingpong_run) p.flip ^= 1, p.run = 0;
   return bit(n);
 }
 
@@ -309,7 +311,7 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
   DedupWindow& w = kind == ShimKind::kGroup ? p->groups : p->frames;
   switch (w.check(s.epoch.get(), s.seq.get())) {
     case DedupWindow::kDuplicate: ++c_[net].duplicates_dropped; return;
-    case DedupWindow::kStale: ++c_[net].stale_dropped; return;
+    case DedupWindow::kStale: ++c_[net].stale_passed; break;  // the engine judges it
     case DedupWindow::kNew: break;
   }
   ++c_[net].frames_received;

@@ -48,7 +48,19 @@ struct Config {
   HealthConfig health;
   uint64_t failback_ns = 0;  ///< active/standby: back to A once it is not down this long (0: never)
   uint32_t max_frame = 9216; ///< largest reliability frame the engine sends (without the shim)
+  uint32_t pingpong_run = 16;///< ping-pong: frames to a peer on one network before the other
 };
+
+/** Ping-pong sends a peer's frames over two paths, so they arrive reordered: RACK waits
+ *  this long before it calls a hole lost (rel::Config::reorder_window_ns), where the engine's
+ *  configuration leaves it 0. */
+inline constexpr uint64_t kPingPongReorderNs = 500'000;
+
+/** Fit an engine's configuration @p ec to a link set in mode @p c: a reordering window for
+ *  ping-pong. (Its frames must also leave room for the shim on the link: sizeof(Shim).) */
+inline void fit_engine(const Config& c, rel::Config* ec) {
+  if (c.mode == Mode::kPingPong && ec->reorder_window_ns == 0) ec->reorder_window_ns = kPingPongReorderNs;
+}
 
 /** Per network. */
 struct NetCounters {
@@ -61,7 +73,7 @@ struct NetCounters {
   uint64_t failovers = 0;         ///< times it went down toward a peer while the other was not
   uint64_t failbacks = 0;         ///< active/standby: times traffic came back to it
   uint64_t duplicates_dropped = 0;  ///< second copies received on it
-  uint64_t stale_dropped = 0;     ///< copies older than the duplicate window
+  uint64_t stale_passed = 0;      ///< copies older than the duplicate window, passed to the engine to judge
   uint64_t tx_refused = 0;        ///< its link refused a frame (back-pressure, or down)
   NetState state = NetState::kUp; ///< the worst over peers, now
 };
@@ -73,7 +85,7 @@ void for_each_counter(const NetCounters& c, Fn&& fn) {
   fn("heartbeats_sent", c.heartbeats_sent), fn("heartbeats_received", c.heartbeats_received);
   fn("heartbeats_lost", c.heartbeats_lost), fn("resent", c.resent);
   fn("failovers", c.failovers), fn("failbacks", c.failbacks);
-  fn("duplicates_dropped", c.duplicates_dropped), fn("stale_dropped", c.stale_dropped);
+  fn("duplicates_dropped", c.duplicates_dropped), fn("stale_passed", c.stale_passed);
   fn("tx_refused", c.tx_refused), fn("state", static_cast<uint64_t>(c.state));
 }
 
@@ -138,6 +150,7 @@ class LinkSet final : public FrameSink {
     NodeId id = 0;
     uint32_t seq = 0;          ///< its frame channel
     uint8_t flip = 0;          ///< ping-pong: the next network
+    uint32_t run = 0;          ///< ping-pong: frames sent on it in this run
     uint8_t active = 0;        ///< active/standby: the network in use
     uint8_t rx_net = 0;        ///< where its last data frame came in
     NetHealth health[kMaxNets];

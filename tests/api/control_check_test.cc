@@ -105,12 +105,15 @@ TEST(CtlCheckOpen, GroupRequestsNeedNoPeerAndKnownFlagsOnePerNodeAndGroup) {
   int node;
   EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND), *t.shm, t.serves, &node), 0);
   EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_RECV | IMAGO_GROUP_FROM_OLDEST), *t.shm, t.serves, &node), 0);
-  // Hostile: a peer as well, no direction, unknown bits, FROM_OLDEST alone, flags on a peer endpoint.
+  // Hostile: a peer as well, no direction, unknown bits, FROM_OLDEST alone, a peer endpoint's
+  // flags other than IMAGO_EP_NET_EVENTS.
   EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND, 2), *t.shm, t.serves, &node), -EINVAL);
   EXPECT_EQ(ctl_check_open(group_req(9, 0), *t.shm, t.serves, &node), -EINVAL);
   EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND | 0x100), *t.shm, t.serves, &node), -EINVAL);
   EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_SEND | IMAGO_GROUP_FROM_OLDEST), *t.shm, t.serves, &node), -EINVAL);
-  EXPECT_EQ(ctl_check_open(group_req(0, IMAGO_GROUP_SEND, 2), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(0, 0x2u, 2), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(0, IMAGO_EP_NET_EVENTS | 0x8u, 2), *t.shm, t.serves, &node), -EINVAL);
+  EXPECT_EQ(ctl_check_open(group_req(0, IMAGO_EP_NET_EVENTS, 2), *t.shm, t.serves, &node), 0);
   // One group endpoint per node and group; a peer endpoint named alike is no conflict.
   EndpointSlot& s = t.shm->slots[3];
   s.state.store(SlotState::kOpen);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "api/imago.h"
+#include "tests/api/rtc_stream.h"
 
 namespace {
 
@@ -28,26 +29,7 @@ TEST(RunToCompletion, TheApplicationThreadDrivesTheNodes) {
   ASSERT_EQ(imago_peer_ready(a), 1) << "after " << polls << " polls";
   // Do: 100000 numbered messages of 100 bytes a -> b, polling between bursts.
   constexpr uint32_t kMsgs = 100000;
-  uint32_t sent = 0, got = 0;
-  uint8_t buf[100] = {};
-  for (int round = 0; got < kMsgs && round < 10000000; ++round) {
-    for (int i = 0; i < 32 && sent < kMsgs; ++i) {
-      std::memcpy(buf, &sent, sizeof sent);
-      if (imago_send(a, buf, sizeof buf, 0) != 0) break;
-      ++sent;
-    }
-    imago_engine_poll(g_im);
-    imago_msg m[32];
-    int n = imago_recv_burst(b, m, 32);
-    ASSERT_GE(n, 0);
-    for (int i = 0; i < n; ++i, ++got) {
-      uint32_t seq;
-      ASSERT_EQ(m[i].len, sizeof buf);
-      std::memcpy(&seq, imago_msg_data(&m[i]), sizeof seq);
-      ASSERT_EQ(seq, got);  // once, in order
-    }
-    imago_release(b, m, static_cast<unsigned>(n));
-  }
+  const uint32_t got = imago::test::rtc_stream(g_im, a, b, kMsgs, 100);
   // Expect: all delivered; closing (which polls by itself) neither hangs nor fails.
   EXPECT_EQ(got, kMsgs);
   EXPECT_EQ(imago_close(a), 0);

@@ -114,7 +114,7 @@ int model_open(const Table& t, const CtlMsg& m, int* node_index) {
         return -EEXIST;
     return 0;
   }
-  if (m.group_flags != 0 || !t.serves.count({idx, m.peer})) return -EINVAL;
+  if ((m.group_flags & ~IMAGO_EP_NET_EVENTS) != 0 || !t.serves.count({idx, m.peer})) return -EINVAL;
   *node_index = idx;
   // An endpoint is (node, peer, wire tag of its name): two names with one tag would be one
   // endpoint to the engine, so the check refuses those as duplicates too.

@@ -49,7 +49,7 @@ TEST(DedupWindow, KeepsTheFirstCopyDropsTheSecondAndTheStale) {
   EXPECT_EQ(w.check(1, 11), DedupWindow::kNew) << "late but first";
   EXPECT_EQ(w.check(1, 11), DedupWindow::kDuplicate);
   EXPECT_EQ(w.check(1, 12 + DedupWindow::kBits), DedupWindow::kNew);
-  EXPECT_EQ(w.check(1, 12), DedupWindow::kStale);
+  EXPECT_EQ(w.check(1, 12), DedupWindow::kStale) << "older than the window: the engine judges it";
   EXPECT_EQ(w.check(2, 12), DedupWindow::kNew) << "a new epoch starts over";
   EXPECT_EQ(w.check(2, 12), DedupWindow::kDuplicate);
 }
@@ -64,6 +64,10 @@ TEST(DedupWindow, OneNumberFarAheadDoesNotMakeTheRestStale) {
   for (uint32_t s = 0; s < DedupWindow::kFarRun; ++s) w.check(5, 0x20000000u + s);
   EXPECT_EQ(w.check(5, 0x20000000u + DedupWindow::kFarRun - 1), DedupWindow::kDuplicate);
   EXPECT_EQ(w.check(5, 199), DedupWindow::kStale);
+  // Moved past the sender (a forged epoch or number): a run of stale copies brings it back.
+  for (uint32_t s = 200; s < 200 + DedupWindow::kStaleRun - 2; ++s) ASSERT_EQ(w.check(5, s), DedupWindow::kStale);
+  EXPECT_EQ(w.check(5, 300), DedupWindow::kNew) << "the window follows the sender again";
+  EXPECT_EQ(w.check(5, 300), DedupWindow::kDuplicate);
 }
 
 TEST(NetHealth, DownWhenSilentDeafOrFailingUpAfterHealing) {
@@ -124,9 +128,10 @@ struct Pair {
   Wire wa[2], wb[2];
   std::unique_ptr<LinkSet> s[2];
   uint64_t now = 0;
-  explicit Pair(Mode m, uint64_t failback = 0) {
+  explicit Pair(Mode m, uint64_t failback = 0, uint32_t run = 1) {
     Config c;
     c.mode = m;
+    c.pingpong_run = run;
     c.failback_ns = failback;
     c.health.heartbeat_ns = 1 * kMs;
     c.health.heal_ns = 5 * kMs;
@@ -233,6 +238,17 @@ TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
   ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kProbe));
   EXPECT_EQ(p.wa[0].frames(), 1u) << "the other one again";
   EXPECT_EQ(p.s[0]->counters(1).resent, 0u) << "a probe is no failure";
+}
+
+TEST(LinkSet, PingPongRunsKeepBurstsOnOneNetwork) {
+  Pair p(Mode::kPingPong, 0, 4);
+  p.run(3);
+  std::vector<int> nets;
+  for (int k = 0; k < 12; ++k) {
+    ASSERT_TRUE(p.send(0));
+    nets.push_back(p.wa[0].frames() == 1 ? 0 : (p.wb[0].frames(), 1));
+  }
+  EXPECT_EQ(nets, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0}));
 }
 
 TEST(LinkSet, PingPongStopsUsingANetworkThatGoesDown) {

@@ -32,6 +32,7 @@ inline Scenario make_redundant_scenario(uint64_t seed, uint64_t msgs, int* kind,
   sc.red.health.fail_window_ns = (10 + r.below(200)) * rel::kMs;
   sc.red.health.heal_ns = (1 + r.below(50)) * rel::kMs;
   sc.red.failback_ns = r.chance(0.5) ? 0 : (1 + r.below(100)) * rel::kMs;
+  sc.red.pingpong_run = r.chance(0.5) ? 1 : 1 + static_cast<uint32_t>(r.below(32));
   sc.nodes = 2 + static_cast<uint32_t>(r.below(3));
   sc.msgs = msgs;
   rel::Config& c = sc.cfg;

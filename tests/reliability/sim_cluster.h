@@ -177,7 +177,7 @@ class Cluster {
       t.frames_sent += c.frames_sent, t.frames_received += c.frames_received;
       t.heartbeats_lost += c.heartbeats_lost, t.resent += c.resent, t.failovers += c.failovers;
       t.failbacks += c.failbacks, t.duplicates_dropped += c.duplicates_dropped;
-      t.stale_dropped += c.stale_dropped;
+      t.stale_passed += c.stale_passed;
     }
     return t;
   }
@@ -334,6 +334,7 @@ class Cluster {
     n.epoch = epoch;
     rel::FrameSink* sink = &n;
     if (sc_.redundant) {
+      rel::red::fit_engine(sc_.red, &cfg);
       n.ports[0].n = &n, n.ports[0].net = &net_;
       n.ports[1].n = &n, n.ports[1].net = &net_b_;
       n.set = std::make_unique<rel::red::LinkSet>(sc_.red, i, static_cast<uint32_t>(mix(cfg.seed)),
