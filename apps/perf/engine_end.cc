@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "apps/perf/engine_end.h"
 
-#include <rte_cycles.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -85,16 +83,16 @@ void engine_counters_json(const EngineEnd& en, app::Json& r) {
     // Each change, how long before now (unix_now_us: this report's wall-clock time).
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
-    const uint64_t now_ns = en.link.now_ns(rte_rdtsc());
+    const uint64_t now_us = static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
     std::vector<app::Json> ev;
     for (size_t i = 0; i < en.net_events.n; ++i) {
       const rel::red::NetEvent& e = en.net_events.ev[i];
       static const char* kKinds[] = {"", "state", "failover", "failback"};
-      ev.emplace_back().num("ago_us", (now_ns - e.at_ns) / 1000).str("kind", kKinds[e.kind])
+      ev.emplace_back().num("ago_us", now_us - en.net_events.unix_us[i]).str("kind", kKinds[e.kind])
           .str("net", e.net == 0 ? "a" : "b").str("state", rel::red::net_state_name(e.state));
     }
     j.list("net_events", ev).num("net_events_dropped", en.net_events.dropped);
-    j.num("unix_now_us", static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000);
+    j.num("unix_now_us", now_us);
     dp::for_each_counter(en.link_b.counters(), [&](const char* k, uint64_t v) { j.num(std::string("link_b_") + k, v); });
   }
   r.obj(std::string("engine_") + en.node->name, j);

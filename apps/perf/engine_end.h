@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <ctime>
 #include <memory>
 
 #include "apps/perf/perf.h"
@@ -18,18 +19,21 @@ namespace imago::perf {
 inline constexpr rel::NodeId kNodeA = 1;
 inline constexpr rel::NodeId kNodeB = 2;
 
-/** What a node on two networks reported (its link set's Listener), kept for RESULT: written
- *  on the engine lcore into room set aside, read after the run. */
+/** What a node on two networks reported (its link set's Listener), kept for RESULT with the
+ *  wall-clock time of each (rare: a vDSO clock read is no cost): written on the engine lcore
+ *  into room set aside, read after the run. */
 struct NetEventLog final : rel::red::Listener {
   static constexpr size_t kMax = 1024;
   std::array<rel::red::NetEvent, kMax> ev{};
+  std::array<uint64_t, kMax> unix_us{};
   size_t n = 0;
   uint64_t dropped = 0;  ///< events past kMax
   void on_net_event(const rel::red::NetEvent& e) override {
-    if (n < kMax)
-      ev[n++] = e;
-    else
-      ++dropped;
+    if (n == kMax) return void(++dropped);
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unix_us[n] = static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+    ev[n++] = e;
   }
 };
 

@@ -36,9 +36,10 @@ struct StreamReceiver final : rel::AppSink {
   app::Histogram delay_ns;
   EchoQueue* echo = nullptr;
   uint64_t poll_tsc = 0;  ///< when the poll delivering now began (a stream's first/last time)
-  // --arrivals: each message's arrival time and delay, in room reserved at set-up (a message
-  // beyond it is not recorded: no allocation while delivering).
-  std::vector<uint64_t> arrive_tsc;
+  // --arrivals: each message's arrival (wall clock, read then: the TSC's rate as DPDK
+  // measured it drifts from it by parts per thousand) and delay, in room reserved at set-up
+  // (a message beyond it is not recorded: no allocation while delivering).
+  std::vector<uint64_t> arrive_unix_ns;
   std::vector<uint32_t> arrive_delay_ns;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
@@ -51,8 +52,10 @@ struct StreamReceiver final : rel::AppSink {
       uint64_t stamp = raw_stamp(msg.data(), static_cast<uint16_t>(msg.size()));
       const uint64_t d = stamp && stamp < now ? (now - stamp) * 1'000'000'000 / tsc_hz : 0;
       if (d != 0) delay_ns.record(d);
-      if (arrive_tsc.size() < arrive_tsc.capacity()) {
-        arrive_tsc.push_back(now);
+      if (arrive_unix_ns.size() < arrive_unix_ns.capacity()) {
+        timespec ts{};
+        clock_gettime(CLOCK_REALTIME, &ts);  // vDSO: no system call
+        arrive_unix_ns.push_back(static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec));
         arrive_delay_ns.push_back(static_cast<uint32_t>(std::min<uint64_t>(d, UINT32_MAX)));
       }
     } else if (variant == Variant::kEcho) {
@@ -168,15 +171,14 @@ int setup_variant(Context& ctx, Variant v) {
   if (v == Variant::kEcho) st->echo_q.init(4096, o.size);
   if (v == Variant::kRate && !o.arrivals_csv.empty()) {
     const size_t n = std::min<uint64_t>(o.msgs, 50'000'000);
-    st->rx_app.arrive_tsc.reserve(n);
+    st->rx_app.arrive_unix_ns.reserve(n);
     st->rx_app.arrive_delay_ns.reserve(n);
   }
   return open_engine_sides(ctx, {&st->tx, &st->tx_events, "stream-sender", sender_task, st},
                            {&st->rx, &st->rx_app, "stream-receiver", receiver_task, st});
 }
 
-// --arrivals FILE: "unix_us,delay_us" per message delivered, in delivery order (the TSC
-// mapped to wall-clock time at the end of the run).
+// --arrivals FILE: "unix_us,delay_us" per message delivered, in delivery order.
 void write_arrivals(const Context& ctx, const StreamReceiver& r) {
   if (ctx.opt.arrivals_csv.empty()) return;
   FILE* f = std::fopen(ctx.opt.arrivals_csv.c_str(), "w");
@@ -184,14 +186,9 @@ void write_arrivals(const Context& ctx, const StreamReceiver& r) {
     std::fprintf(stderr, "imago-perf: cannot write %s\n", ctx.opt.arrivals_csv.c_str());
     return;
   }
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  const double now_us = static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
-  const uint64_t now_tsc = rte_rdtsc();
   std::fprintf(f, "unix_us,delay_us\n");
-  for (size_t i = 0; i < r.arrive_tsc.size(); ++i)
-    std::fprintf(f, "%.1f,%.2f\n", now_us - static_cast<double>(now_tsc - r.arrive_tsc[i]) * 1e6 / static_cast<double>(ctx.tsc_hz),
-                 r.arrive_delay_ns[i] / 1e3);
+  for (size_t i = 0; i < r.arrive_unix_ns.size(); ++i)
+    std::fprintf(f, "%.1f,%.2f\n", static_cast<double>(r.arrive_unix_ns[i]) / 1e3, r.arrive_delay_ns[i] / 1e3);
   std::fclose(f);
 }
 
