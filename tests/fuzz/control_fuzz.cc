@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "api/control_check.h"
+#include "api/imago.h"
 #include "tests/fuzz/fuzz_common.h"
 
 namespace imago::fuzz {
