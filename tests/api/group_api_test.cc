@@ -265,11 +265,14 @@ TEST(Group, BothSidesOnOneEndpointAndAMemberJoiningLateFromTheOldest) {
 
 }  // namespace
 
+// Arguments after the test's own go to the library: the same suite runs on two networks
+// (meson's api_group_redundant: --redundancy ping-pong, with loss).
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   char prog[] = "group_api_test", pair[] = "--pair";
-  char* args[] = {prog, pair};
-  if (int rc = imago_attach_embedded(2, args, &g_im); rc != 0) {
+  std::vector<char*> args = {prog, pair};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  if (int rc = imago_attach_embedded(static_cast<int>(args.size()), args.data(), &g_im); rc != 0) {
     std::fprintf(stderr, "imago_attach_embedded: %d: the group API suite cannot run\n", rc);
     return 1;
   }
