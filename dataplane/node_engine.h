@@ -90,7 +90,6 @@ inline unsigned node_engine_poll(NodeEngine& e, uint64_t now_tsc) {
     work = e.link.poll(now_tsc);
   } else {  // both networks in, heartbeats and health, the engine's timers, both out
     const uint64_t now = e.link.now_ns(now_tsc);
-    e.set->set_now(now);
     work = e.link.receive(now_tsc) + e.link_b.receive(now_tsc);
     work += e.set->poll(now);
     e.engine->poll(now);

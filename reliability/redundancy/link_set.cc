@@ -34,7 +34,9 @@ bool parse_mode(const char* s, Mode* out) {
 
 LinkSet::LinkSet(const Config& c, NodeId self, uint32_t epoch, FrameSink* a, FrameSink* b)
     : cfg_(c), self_(self), epoch_(epoch), nets_{a, b}, scratch_(kShim + c.max_frame) {
+  // A configuration made by hand, not through the option rows, must not divide by zero.
   if (cfg_.health.heartbeat_miss < 2) cfg_.health.heartbeat_miss = 2;
+  if (cfg_.health.heartbeat_ns == 0) cfg_.health.heartbeat_ns = 1;
 }
 
 int LinkSet::add_peer(NodeId id, uint64_t now) {
@@ -106,14 +108,12 @@ uint8_t LinkSet::nets_for(Peer& p, bool ack_only, uint8_t last) {
   return bit(n);
 }
 
-// A group frame goes on the networks that reach any member (the same rules, set-wide).
+// A group frame goes on the networks usable toward any member (usable(), set-wide).
 uint8_t LinkSet::group_nets() {
-  uint8_t usable = 0;
-  for (const auto& p : peers_)
-    for (uint8_t n = 0; n < kMaxNets; ++n)
-      if (!p->health[n].down()) usable |= bit(n);
   if (cfg_.mode == Mode::kDuplicate) return kAllNets;
-  if (usable == 0) usable = kAllNets;
+  uint8_t usable = 0;
+  for (const auto& p : peers_) usable |= this->usable(*p);
+  if (usable != bit(0) && usable != bit(1)) usable = kAllNets;  // both, or no member yet
   if (usable != kAllNets) return usable;
   if (cfg_.mode == Mode::kActiveStandby) return bit(0);
   group_flip_ ^= 1;
@@ -165,11 +165,16 @@ uint8_t LinkSet::send_on(uint8_t mask, Fn&& fn) {
   return sent;
 }
 
+std::span<const uint8_t> LinkSet::wrap(ShimKind kind, uint8_t mask, uint8_t heard, uint32_t seq,
+                                       std::span<const uint8_t> frame) {
+  shim_write(scratch_.data(), kind, shim_net(mask), heard, self_, epoch_, seq);
+  std::memcpy(scratch_.data() + kShim, frame.data(), frame.size());
+  return {scratch_.data(), kShim + frame.size()};
+}
+
 bool LinkSet::send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame) {
   if (frame.size() > cfg_.max_frame) return true;  // the engine never makes one: dropped
-  shim_write(scratch_.data(), ShimKind::kFrame, shim_net(mask), heard_bits(p), self_, epoch_, ++p.seq);
-  std::memcpy(scratch_.data() + kShim, frame.data(), frame.size());
-  const std::span<const uint8_t> wire(scratch_.data(), kShim + frame.size());
+  const auto wire = wrap(ShimKind::kFrame, mask, heard_bits(p), ++p.seq, frame);
   return send_on(mask, [&](uint8_t n) { return nets_[n]->send_frame(p.id, wire); }) != 0;
 }
 
@@ -268,9 +273,7 @@ bool LinkSet::multicast() const { return nets_[0]->multicast() && nets_[1]->mult
 bool LinkSet::send_group(GroupId g, std::span<const uint8_t> frame) {
   if (frame.size() > cfg_.max_frame) return true;
   const uint8_t mask = group_nets();
-  shim_write(scratch_.data(), ShimKind::kGroup, shim_net(mask), 0, self_, epoch_, ++group_seq_);
-  std::memcpy(scratch_.data() + kShim, frame.data(), frame.size());
-  const std::span<const uint8_t> wire(scratch_.data(), kShim + frame.size());
+  const auto wire = wrap(ShimKind::kGroup, mask, 0, ++group_seq_, frame);
   return send_on(mask, [&](uint8_t n) { return nets_[n]->send_group(g, wire); }) != 0;
 }
 

@@ -177,6 +177,9 @@ class LinkSet final : public FrameSink {
   void event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s);
   uint32_t heartbeat(Peer& p, uint8_t net);
   void on_heartbeat(Peer& p, uint8_t net, uint32_t seq);
+  /** A shim and a copy of @p frame in scratch_. */
+  std::span<const uint8_t> wrap(ShimKind kind, uint8_t mask, uint8_t heard, uint32_t seq,
+                                std::span<const uint8_t> frame);
   bool send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame);
   template <typename Fn>
   uint8_t send_on(uint8_t mask, Fn&& fn);

@@ -114,6 +114,14 @@ struct Wire : FrameSink {
     out.emplace_back(peer, Bytes(f.begin(), f.end()));
     return true;
   }
+  size_t group_frames = 0;
+  bool multicast() const override { return true; }
+  bool send_group(GroupId, std::span<const uint8_t> f) override {
+    Shim s;
+    EXPECT_TRUE(shim_read(f, &s) && s.kind == static_cast<uint8_t>(ShimKind::kGroup));
+    ++group_frames;
+    return true;
+  }
   /** Frames (not heartbeats) sent, and forget everything. */
   size_t frames() {
     size_t n = 0;
@@ -238,6 +246,22 @@ TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
   ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kProbe));
   EXPECT_EQ(p.wa[0].frames(), 1u) << "the other one again";
   EXPECT_EQ(p.s[0]->counters(1).resent, 0u) << "a probe is no failure";
+}
+
+TEST(LinkSet, GroupFramesFollowTheNetworksUsableTowardTheMembers) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  const std::vector<uint8_t> f(60, 0);
+  ASSERT_TRUE(p.s[0]->multicast());
+  ASSERT_TRUE(p.s[0]->send_group(7, f));
+  EXPECT_EQ(p.wa[0].group_frames, 1u);
+  EXPECT_EQ(p.wb[0].group_frames, 0u);
+  p.run(5, true);  // A silent: down toward the only member
+  ASSERT_TRUE(p.s[0]->send_group(7, f));
+  EXPECT_EQ(p.wb[0].group_frames, 1u) << "B reaches the member";
+  Pair d(Mode::kDuplicate);
+  ASSERT_TRUE(d.s[0]->send_group(7, f));
+  EXPECT_EQ(d.wa[0].group_frames + d.wb[0].group_frames, 2u);
 }
 
 TEST(LinkSet, PingPongRunsKeepBurstsOnOneNetwork) {
