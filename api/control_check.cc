@@ -33,8 +33,10 @@ namespace {
 
 bool group_flags_ok(const CtlMsg& req) {
   const uint32_t f = req.group_flags;
-  return req.peer == 0 && (f & ~(IMAGO_GROUP_SEND | IMAGO_GROUP_RECV | IMAGO_GROUP_FROM_OLDEST)) == 0 &&
-         (f & (IMAGO_GROUP_SEND | IMAGO_GROUP_RECV)) != 0 && (!(f & IMAGO_GROUP_FROM_OLDEST) || (f & IMAGO_GROUP_RECV));
+  return req.peer == 0 &&
+         (f & ~(IMAGO_GROUP_SEND | IMAGO_GROUP_RECV | IMAGO_GROUP_FROM_OLDEST | IMAGO_GROUP_NACK)) == 0 &&
+         (f & (IMAGO_GROUP_SEND | IMAGO_GROUP_RECV)) != 0 && (!(f & IMAGO_GROUP_FROM_OLDEST) || (f & IMAGO_GROUP_RECV)) &&
+         (!(f & IMAGO_GROUP_NACK) || (f & IMAGO_GROUP_SEND));
 }
 
 }  // namespace

@@ -281,6 +281,7 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->group_msgs_sent = g.msgs_sent, st->group_data_frames = g.data_frames;
   st->group_unicast_copies = g.unicast_copies, st->group_repair_frames = g.repair_frames;
   st->group_expiries = g.expiries, st->group_msgs_received = g.msgs_received, st->group_nacks_sent = g.nacks_sent;
+  st->group_nack_freed = g.nack_freed, st->group_units_lost = g.units_lost;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;
   net_stats(*snap, st);
   return 0;

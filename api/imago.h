@@ -172,6 +172,11 @@ struct imago_node_stats {
 	uint64_t net_failovers[2];       /**< times it went down toward a peer while the other was not */
 	uint64_t net_failbacks;          /**< active-standby: times traffic came back to network A */
 	uint64_t net_duplicates_dropped; /**< second copies of frames dropped, both networks */
+	/* NACK-based group streams (IMAGO_GROUP_NACK): */
+	uint64_t group_nack_freed;    /**< frames this node's NACK streams freed unacknowledged
+	                                   (older than --group-nack-hold-ms, or no room) */
+	uint64_t group_units_lost;    /**< units of NACK streams this node receives that their
+	                                   sources had freed: reported as IMAGO_GROUP_LOST */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */
@@ -402,6 +407,12 @@ int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
 #define IMAGO_GROUP_RECV 0x2u        /**< this node joins the group: it receives every source's stream */
 #define IMAGO_GROUP_FROM_OLDEST 0x4u /**< with RECV: start each source's stream at the oldest
                                           message it still holds, not at its next one */
+#define IMAGO_GROUP_NACK 0x8u        /**< with SEND: a NACK-based stream (fixed-rate telemetry, say):
+                                          members report gaps only, never acknowledge; this node
+                                          keeps what it sent --group-nack-hold-ms [100], and at most
+                                          --group-window units, then frees it, ACKed or not, so no
+                                          member ever holds it back; a member that asks for what
+                                          was freed gets IMAGO_GROUP_LOST in its place */
 
 /** Group endpoint options. Zero fields take the default. */
 struct imago_group_opts {
@@ -419,6 +430,10 @@ enum imago_group_event_kind {
 	IMAGO_GROUP_STARTED = 4, /**< this node receives source's stream from position on */
 	IMAGO_GROUP_ENDED = 5,   /**< this node no longer receives source's stream; reason says why,
 	                              position is the first unit not delivered */
+	IMAGO_GROUP_LOST = 6,    /**< a NACK stream (IMAGO_GROUP_NACK): units [position, position +
+	                              count) of source's stream were freed by the source before this
+	                              node got them; every message with a unit there is not delivered,
+	                              and the stream goes on after them */
 };
 
 /** Why a stream ended here (struct imago_group_event.reason, for IMAGO_GROUP_ENDED). */
@@ -447,6 +462,8 @@ struct imago_group_event {
 	uint64_t member;   /**< whose membership changed (this node for STARTED and ENDED) */
 	uint32_t position; /**< a unit of the source's stream (see the kinds) */
 	uint32_t reason;   /**< enum imago_group_end_reason for ENDED, else 0 */
+	uint32_t count;    /**< LOST: how many units from position on; else 0 */
+	uint32_t reserved; /**< 0 */
 };
 
 /**
@@ -460,7 +477,10 @@ struct imago_group_event {
  * are the peers that joined (with a RECV endpoint) when or after it opened; a message goes to
  * the members of the view it was sent in. The slowest member paces the sender (-EAGAIN, as on
  * a peer endpoint); a member that holds the stream back longer than --group-expire-ms is
- * expired (IMAGO_GROUP_EXPIRED) and the others go on. imago_peer_ready() is 1.
+ * expired (IMAGO_GROUP_EXPIRED) and the others go on. imago_peer_ready() is 1. With
+ * IMAGO_GROUP_NACK nothing paces the sender but the link and --group-window (-EAGAIN only
+ * while frames wait for the link): what a member could not get repaired in time reaches it as
+ * IMAGO_GROUP_LOST, never silently skipped.
  * RECV: this node asks every peer to admit it to its stream of @p group, now and whenever a
  * peer comes up or opens the group; imago_recv_burst() gives each source's messages in that
  * source's order (descriptor src: the source), exactly once, and the events above. Sends on a
@@ -469,7 +489,8 @@ struct imago_group_event {
  * CLOSED) and leave; a member leaves every stream (ENDED, reason LEAVE).
  *
  * @param opts  NULL for the defaults.
- * @return 0; -EINVAL @p im not live, @p group 0, unknown flags or FROM_OLDEST without RECV,
+ * @return 0; -EINVAL @p im not live, @p group 0, unknown flags, FROM_OLDEST without RECV or
+ *         NACK without SEND,
  *         bad ring size, unknown local node; -EEXIST a group endpoint of @p group is open on
  *         that node already; -EBUSY this node's previous stream of @p group is still ending
  *         (its members leaving: retry shortly); -ENOSPC no free endpoint slot, or the node

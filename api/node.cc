@@ -148,7 +148,7 @@ void Node::activate_group(Active& a) {
   a.group_ok = true;  // the events of the join or open itself (peers admitted at once) come here
   int rc = recv ? e.group_join(s.group, (s.group_flags & IMAGO_GROUP_FROM_OLDEST) != 0, now_ns_) : 0;
   if (rc == 0 && send) {
-    rc = e.group_open(s.group, now_ns_);
+    rc = e.group_open(s.group, now_ns_, (s.group_flags & IMAGO_GROUP_NACK) != 0);
     if (rc == -EEXIST) rc = -EBUSY;  // its previous stream here is still ending
     if (rc < 0 && recv) e.group_leave(s.group, now_ns_);
   }
@@ -359,8 +359,19 @@ void Node::on_group_event(const rel::GroupEvent& e) {
   // This node's own stream's events go to its sender, the others' to its receiver.
   Active* a = find_group(e.group, e.src == spec_.id ? IMAGO_GROUP_SEND : IMAGO_GROUP_RECV);
   if (a == nullptr) return;  // the endpoint is closing: nobody to tell
-  const imago_group_event ev{e.kind, e.view, e.src, e.member, e.position, e.why};
+  const imago_group_event ev{e.kind, e.view, e.src, e.member, e.position, e.why, e.count, 0};
   stage_event(*a, e.src, &ev, sizeof ev);
+}
+
+bool Node::on_group_lost(const rel::GroupEvent& e) {
+  Active* a = find_group(e.group, IMAGO_GROUP_RECV);
+  if (a == nullptr) return true;  // the endpoint is closing: nobody to tell
+  if (!stage_room(*a)) {
+    a->slot->c.rx_ring_full.add();  // back-pressure, as for a message: offered again
+    return false;
+  }
+  on_group_event(e);
+  return true;
 }
 
 void Node::stage_event(Active& a, uint64_t src, const void* ev, uint32_t len) {

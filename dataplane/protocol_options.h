@@ -106,6 +106,10 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                    &rel::Config::group_multicast, false));
   t.push_back(time("group-expire-ms", "MS", "a group member that holds its source back this long is expired, 10..3600000",
                    &rel::Config::group_expire_ns, kMs, 10, 3'600'000));
+  t.push_back(time("group-nack-hold-ms", "MS",
+                   "a NACK-based group stream (IMAGO_GROUP_NACK) keeps a sent frame this long for repairs, "
+                   "then frees it unacknowledged, 1..3600000",
+                   &rel::Config::group_nack_hold_ns, kMs, 1, 3'600'000));
 }
 
 }  // namespace imago::dp

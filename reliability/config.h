@@ -85,6 +85,9 @@ struct Config {
   /** Send group frames once to the group where the sink can; false: one unicast copy to each
    *  member (as N unicast streams would: for networks without multicast, and comparisons). */
   bool group_multicast = true;
+  /** A NACK-based group stream (group_open(g, now, true)) frees a sent frame this long after it
+   *  went out, ACKed or not, and its oldest frames at once when the window is full. */
+  uint64_t group_nack_hold_ns = 100 * kMs;
 };
 
 /**

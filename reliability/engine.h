@@ -40,6 +40,7 @@ struct GroupEvent {
     kExpired = 3,  ///< member expired (silent too long, or its session ended); position as kLeft
     kStarted = 4,  ///< this node receives src's stream of the group from position on
     kEnded = 5,    ///< this node no longer receives it; position: the first unit not delivered
+    kLost = 6,     ///< a NACK stream's units [position, position + count) are gone: skipped here
   };
   /** Why a stream ended here (kEnded; kNone for the other kinds). */
   enum Why : uint8_t {
@@ -56,6 +57,7 @@ struct GroupEvent {
   uint32_t view;   ///< the source's view number after the change (kJoined, kLeft, kExpired)
   Seq position;
   Why why = kNone;
+  uint32_t count = 0;  ///< kLost: units lost from position on
 };
 
 /** Where the engine hands messages and peer events (the API rings, or a test). */
@@ -103,6 +105,13 @@ class AppSink {
   /** A group stream changed: a member joined, left or expired (in the stream's order, at
    *  each member and at the source), a stream started or ended here, data was lost. */
   virtual void on_group_event(const GroupEvent& /*e*/) {}
+  /** A NACK stream's units were lost (GroupEvent::kLost), reported in their place. @return
+   *  false when the application cannot take the report now (as deliver()): the stream waits
+   *  and it is offered again, so a loss is never skipped unreported. */
+  virtual bool on_group_lost(const GroupEvent& e) {
+    on_group_event(e);
+    return true;
+  }
 };
 
 /** send() flags. */
@@ -163,9 +172,12 @@ class Engine {
    * Groups (reliable multicast, docs/PROTOCOL.md 3.7); Config::group_sources and
    * group_streams set aside their buffers.
    * Become a source of group @p g (control path). Peers that asked to join it are admitted.
+   * @p nack: a NACK-based stream (docs/PROTOCOL.md 3.7.6): members report gaps only, and
+   * frames are freed group_nack_hold_ns after they went out, or oldest first when the window
+   * is full, ACKed or not; a member that asks for a freed unit is told it is lost (kLost).
    * @return 0, -EINVAL (g 0, or no group_sources), -EEXIST (open already), -ENOSPC (all in use).
    */
-  int group_open(GroupId g, uint64_t now_ns);
+  int group_open(GroupId g, uint64_t now_ns, bool nack = false);
   /**
    * Queue one message to every member of @p g's view. As send(): 0, -EAGAIN (the slowest
    * member's window is full), -EMSGSIZE (above group_max_message()), -EINVAL (not open).
@@ -193,6 +205,8 @@ class Engine {
     uint32_t members = 0;  ///< in the view now
     uint32_t view = 0;     ///< the view number
     uint32_t pending = 0;  ///< units queued or sent that not every member acknowledged yet
+                           ///< (a NACK stream: queued or sent and still held for repairs)
+    bool nack = false;     ///< a NACK-based stream
   };
   /** @return false when this node does not send to @p g (or is closing it). */
   bool group_tx_view(GroupId g, GroupTxView* out) const;
@@ -314,7 +328,11 @@ class Engine {
   void group_release(GroupTx& t);
   void group_flush(GroupTx& t, uint64_t now, bool all);
   void group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now);
-  void send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b);
+  void send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, uint8_t flags = 0);
+  void nack_release(GroupTx& t, uint64_t now, uint32_t units, uint64_t bytes);
+  void tell_lost(GroupTx& t, Peer& p, Seq from, uint32_t n);
+  void lose_units(GroupRx& r, Seq a, uint32_t n);
+  bool deliver_lost(GroupRx& r);
   void on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);

@@ -16,6 +16,7 @@ namespace {
 constexpr size_t kMaxInterests = 256;  // joins of groups not open yet, remembered
 constexpr size_t kMaxAsks = 2048;      // frames asked for per repair round (more: a round at once)
 constexpr uint32_t kLeaveTries = 8;
+constexpr uint8_t kTellTail = 8;  // a NACK stream's tail, told to each member (backing off)
 constexpr int32_t kFar = 1 << 30;  // beyond any window: a lie
 // GroupWant::asked, per peer: ask it; it is no source yet (it admits us when it opens the
 // group); its stream started here (and maybe ended: no second one unless it comes back).
@@ -70,7 +71,7 @@ GroupWant* Engine::find_want(GroupId g) {
   return nullptr;
 }
 
-int Engine::group_open(GroupId g, uint64_t now_ns) {
+int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   if (g == 0 || cfg_.group_sources == 0) return -EINVAL;
   if (find_tx(g) != nullptr) return -EEXIST;
   GroupTx* t = nullptr;
@@ -85,6 +86,7 @@ int Engine::group_open(GroupId g, uint64_t now_ns) {
   t->unsent_bytes = 0;
   t->fast_pending = 0;
   t->closing = false;
+  t->nack = nack;
   t->asks.clear();
   t->repair_due = kNever;
   // Peers that asked before the group was open here.
@@ -117,6 +119,7 @@ int Engine::group_send(GroupId g, std::span<const uint8_t> msg, uint32_t flags, 
   if (t == nullptr || t->closing) return -EINVAL;
   if (msg.size() > group_max_message()) return -EMSGSIZE;
   const auto units = static_cast<uint32_t>(msg.size() <= unit_cap_ ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);
+  if (t->nack) nack_release(*t, now_ns, units, msg.size());  // room from the oldest sent
   if (!t->tx.fits(units, msg.size())) return -EAGAIN;
   now_ = now_ns;
   const bool fast = flags & send_flag::kFastpath;
@@ -179,7 +182,7 @@ bool Engine::group_tx_view(GroupId g, GroupTxView* out) const {
   const GroupTx* t = find_tx(g);
   if (t == nullptr || t->closing) return false;
   // With no member, what was sent is released at once: only the queue is pending.
-  *out = {static_cast<uint32_t>(t->members.size()), t->view, t->tx.end() - t->tx.una()};
+  *out = {static_cast<uint32_t>(t->members.size()), t->view, t->tx.end() - t->tx.una(), t->nack};
   return true;
 }
 
@@ -214,7 +217,7 @@ bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
   event(GroupEvent::kJoined, cfg_.node_id, t.g, p.id, t.view, start);
   t.members.push_back(GroupMember{p.id, start, start, now, now, false});
   gc_.joins++;
-  send_ctl(p, group_op::kJoinOk, t.g, start, t.view);
+  send_ctl(p, group_op::kJoinOk, t.g, start, t.view, t.nack ? group_ctl_flag::kNack : 0);
   return true;
 }
 
@@ -272,9 +275,11 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
 void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now) {
   SendWindow& tx = t.tx;
   // Nothing a member of the view lacks is ever released (una is the lowest of their ACKs):
-  // a NACK from below una is an old one, overtaken by the member's own ACK.
+  // a NACK from below una is an old one, overtaken by the member's own ACK. Not so in a NACK
+  // stream: what it freed is gone, and the member is told so.
   if (seq_lt(from, tx.una())) {
     const uint32_t old = std::min(n, tx.una() - from);
+    if (t.nack) tell_lost(t, p, from, old);
     from += old, n -= old;
   }
   // The frames that hold [from, from + n) and were sent, each as it first went out: asked
@@ -306,7 +311,11 @@ void Engine::repair_round(GroupTx& t, uint64_t now) {
     // frame holding una is still there). Released since: nothing to send.
     const Seq probe = seq_lt(first, tx.una()) ? tx.una() : first;
     const uint32_t pos = tx.fpos(probe);
-    if (seq_lt(probe, tx.nxt()) && tx.frame(pos).first == first) {
+    if (t.nack && seq_lt(first, tx.una())) {  // freed since it was asked for: gone
+      for (size_t a = i; a < k; ++a)
+        if (Peer* p = find(t.asks[a].member); p != nullptr && (a == i || t.asks[a].member != t.asks[a - 1].member))
+          tell_lost(t, *p, first, std::min(tx.una() - first, cfg_.group_window));
+    } else if (seq_lt(probe, tx.nxt()) && tx.frame(pos).first == first) {
       const TxFrame& f = tx.frame(pos);
       const std::span<const uint8_t> bytes{tx.slot_of(pos) + f.start, f.len};
       // Several askers, or members that hold back their NACKs for one another's repairs:
@@ -328,19 +337,51 @@ void Engine::repair_round(GroupTx& t, uint64_t now) {
   t.repair_due = t.asks.empty() ? kNever : now + cfg_.tx_retry_ns;
 }
 
+// A NACK stream's frames are freed by age (group_nack_hold_ns) and, when @p units units of
+// @p bytes do not fit, oldest first: no member's ACK holds its source back.
+void Engine::nack_release(GroupTx& t, uint64_t now, uint32_t units, uint64_t bytes) {
+  SendWindow& tx = t.tx;
+  while (tx.has_outstanding()) {
+    const uint32_t pos = tx.fpos(tx.una());
+    const uint64_t sent = tx.frame(pos).first_tx_ns;
+    if (now - sent < cfg_.group_nack_hold_ns && (units == 0 || tx.fits(units, bytes))) {
+      group_deadline_ = std::min(group_deadline_, sent + cfg_.group_nack_hold_ns);
+      return;
+    }
+    tx.release_to(tx.frame_end(pos));
+    gc_.nack_freed++;
+  }
+}
+
+// A member asked for units [from, from + n) a NACK stream freed: they are lost to it.
+void Engine::tell_lost(GroupTx& t, Peer& p, Seq from, uint32_t n) {
+  send_ctl(p, group_op::kLost, t.g, from, n, group_ctl_flag::kNack);
+  gc_.lost_told++;
+}
+
 void Engine::poll_source(GroupTx& t, uint64_t now) {
   if (now >= t.repair_due) repair_round(t, now);
   group_deadline_ = std::min(group_deadline_, t.repair_due);
+  if (t.nack) nack_release(t, now, 0, 0);
   for (size_t i = 0; i < t.members.size();) {
     GroupMember& m = t.members[i];
     Peer* p = find(m.id);
-    const bool behind = !m.heard || m.ack != t.tx.nxt();
+    // A NACK stream's member acknowledges once: it is behind until it was told the tail
+    // kTellTail times (a STATUS lost would leave it unaware of a lost tail for good), or,
+    // once the stream closes, never (END, repeated, gives the tail).
+    const bool untold = !t.closing && (m.told != t.tx.nxt() || m.told_times < kTellTail);
+    const bool behind = !m.heard || (t.nack ? untold : m.ack != t.tx.nxt());
+    // The same tail told again after 1, 2, 4 ... intervals.
+    const uint64_t every = t.nack && m.told == t.tx.nxt() ? cfg_.group_status_ns << std::min(m.told_times, uint8_t{7})
+                                                          : cfg_.group_status_ns;
     // Held back since it last acknowledged, or since the first unit it lacks went out (a
-    // member that had everything is not late for what was sent after).
-    const uint64_t since = m.ack != t.tx.nxt()
+    // member that had everything is not late for what was sent after). Never in a NACK
+    // stream: its members hold nothing back (a dead one goes with its session).
+    const uint64_t since = t.nack ? now
+                           : m.ack != t.tx.nxt()
                                ? std::max(m.progress_ns, t.tx.frame(t.tx.fpos(m.ack)).first_tx_ns)
                                : m.progress_ns;
-    if (behind && now - since >= cfg_.group_expire_ns) {
+    if (behind && !t.nack && now - since >= cfg_.group_expire_ns) {
       if (p != nullptr) send_ctl(*p, group_op::kExpired, t.g, m.ack, 0);
       remove_member(t, i, GroupEvent::kExpired, now);
       continue;
@@ -348,21 +389,24 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     // A member that acknowledges as it goes needs no STATUS: only one whose ACK stood still
     // for an interval (it may have lost the tail) is told where the stream is.
     const uint64_t quiet_since = std::max(m.progress_ns, m.status_ns);
-    if (behind && now - quiet_since >= cfg_.group_status_ns) {
+    if (behind && now - quiet_since >= every) {
       // IBRMP's EOF over the reliable channel: a member that lost the tail learns it here.
       // Without a session now, the next interval tries again.
+      const uint8_t fl = t.nack ? group_ctl_flag::kNack : 0;
       if (p != nullptr && reachable(*p)) {
         if (!m.heard)
-          send_ctl(*p, group_op::kJoinOk, t.g, m.start, t.view);
+          send_ctl(*p, group_op::kJoinOk, t.g, m.start, t.view, fl);
         else
-          send_ctl(*p, group_op::kStatus, t.g, t.tx.nxt(), t.view);
+          send_ctl(*p, group_op::kStatus, t.g, t.tx.nxt(), t.view, fl);
         gc_.status_sent++;
+        m.told_times = m.told == t.tx.nxt() ? m.told_times + 1 : 1;
+        m.told = t.tx.nxt();
       }
       m.status_ns = now;
     }
     if (behind)
-      group_deadline_ = std::min({group_deadline_, std::max(m.progress_ns, m.status_ns) + cfg_.group_status_ns,
-                                  since + cfg_.group_expire_ns});
+      group_deadline_ = std::min({group_deadline_, std::max(m.progress_ns, m.status_ns) + every,
+                                  t.nack ? kNever : since + cfg_.group_expire_ns});
     if (!behind && t.closing) {
       if (now - t.closed_ns >= cfg_.group_expire_ns) {  // told, and never left
         remove_member(t, i, GroupEvent::kExpired, now);
@@ -409,7 +453,7 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
           interests_.push_back(want);
         send_ctl(p, group_op::kNotSource, g, 0, 0);
       } else if (member) {
-        send_ctl(p, group_op::kJoinOk, g, it->start, t->view);  // its JOIN_OK was lost
+        send_ctl(p, group_op::kJoinOk, g, it->start, t->view, t->nack ? group_ctl_flag::kNack : 0);  // lost
       } else {
         admit(*t, p, e.a.get() != 0, now);
       }
@@ -452,7 +496,7 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
 
 // --- the member's side ---
 
-void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b) {
+void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, uint8_t flags) {
   if (!reachable(p)) return;
   // ack: the session's cumulative ACK, as in an ACK frame (the proof of section 3.3.3; it
   // acknowledges nothing here).
@@ -461,6 +505,7 @@ void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b) {
   encode_header(h, buf);
   GroupCtl e{};
   e.op = op;
+  e.flags = flags;
   e.group.set(g);
   e.a.set(a);
   e.b.set(b);
@@ -483,6 +528,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       if (r != nullptr) {
         r->ack_deadline = now;  // answered already: our ACK tells the source
+        r->acked = false;       // (a NACK stream's one ACK was lost)
         return true;
       }
       if (w == nullptr || w->asked[pi] == kDone) {
@@ -510,6 +556,8 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->nack_now = free->blocked = free->probe_active = false;
       free->repair_rtt_ns = 0;
       free->new_gaps = false;
+      free->nack = e.flags & group_ctl_flag::kNack;
+      free->acked = free->skip_cont = false;
       w->asked[pi] = kDone;
       event(GroupEvent::kStarted, p.id, g, cfg_.node_id, e.b.get(), start);
       return true;
@@ -524,6 +572,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         return true;
       }
       if (e.a.get() - r->rx.nxt() > uint32_t{kFar}) return false;
+      r->nack = r->nack || (e.flags & group_ctl_flag::kNack);
       if (seq_gt(e.a.get(), r->rx.high()) && seq_gt(e.a.get(), r->tail)) note_gap(*r, r->rx.high(), e.a.get(), now);
       if (seq_gt(e.a.get(), r->tail)) r->tail = e.a.get();
       r->ack_deadline = now;
@@ -546,6 +595,12 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       if (r->state != GroupRx::State::kActive) return true;
       group_deliver(*r);
+      // A NACK stream's source does not know what we hold: a hole before its end is asked
+      // for (repaired, or told lost) and the stream ends at a later END.
+      if (r->nack && seq_lt(r->rx.dlv(), e.a.get()) && e.a.get() - r->rx.dlv() <= cfg_.group_window) {
+        if (seq_gt(e.a.get(), r->tail)) note_gap(*r, r->tail, e.a.get(), now), r->tail = e.a.get();
+        return true;
+      }
       event(GroupEvent::kEnded, r->src, r->g, cfg_.node_id, 0, r->rx.dlv(),
             r->rx.dlv() == e.a.get() ? GroupEvent::kClosed : GroupEvent::kDropped);
       r->state = GroupRx::State::kLeaving;
@@ -556,6 +611,15 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
     case group_op::kLeaveOk:
       if (r != nullptr && r->state == GroupRx::State::kLeaving) r->state = GroupRx::State::kFree;
       return true;
+    case group_op::kLost: {
+      if (r == nullptr || r->state != GroupRx::State::kActive) return true;
+      const Seq a = e.a.get();
+      const uint32_t n = e.b.get();
+      const int32_t d = seq_diff(r->rx.nxt(), a);
+      if (n > cfg_.group_window || d > kFar || d < -kFar) return false;
+      lose_units(*r, a, n);
+      return true;
+    }
     default:
       return false;
   }
@@ -631,7 +695,13 @@ void Engine::group_deliver(GroupRx& r) {
     if (rx.dlv() == rx.nxt()) return;
     const RxSlot& sl = rx.slot(rx.dlv());
     const std::span<const uint8_t> unit = rx.payload(rx.dlv());
-    if (sl.rec_flags & rec_flag::kView) {
+    if (sl.rec_flags & kLostUnit) {
+      if (!deliver_lost(r)) return void(r.blocked = true);
+      continue;
+    }
+    if (r.skip_cont && (sl.rec_flags & rec_flag::kCont)) {
+      // The rest of a message a lost unit was part of: dropped with it.
+    } else if (r.skip_cont = false; sl.rec_flags & rec_flag::kView) {
       GroupViewRecord v;
       std::memcpy(&v, unit.data(), sizeof v);
       if (v.kind >= GroupEvent::kJoined && v.kind <= GroupEvent::kExpired)
@@ -651,6 +721,33 @@ void Engine::group_deliver(GroupRx& r) {
   }
 }
 
+// The source of a NACK stream freed units [a, a + n): those still missing here are marked
+// lost, and delivery reports them in their place (deliver_lost()).
+void Engine::lose_units(GroupRx& r, Seq a, uint32_t n) {
+  RecvWindow& rx = r.rx;
+  Seq s = seq_lt(a, rx.nxt()) ? rx.nxt() : a;
+  for (const Seq end = a + n; seq_lt(s, end) && rx.fits(s); ++s)
+    if (!rx.present(s)) rx.store(s, kLostUnit, {}), gc_.units_lost++;
+  if (seq_gt(s, r.tail)) r.tail = s;
+  group_deliver(r);
+}
+
+// A run of lost units at the delivery point: one kLost event, and the message they were part
+// of dropped (what was rebuilt of it, and its fragments that follow).
+bool Engine::deliver_lost(GroupRx& r) {
+  RecvWindow& rx = r.rx;
+  Seq end = rx.dlv();
+  while (end != rx.nxt() && (rx.slot(end).rec_flags & kLostUnit)) ++end;
+  GroupEvent e{GroupEvent::kLost, r.src, r.g, cfg_.node_id, 0, rx.dlv()};
+  e.count = end - rx.dlv();
+  if (!app_->on_group_lost(e)) return false;
+  while (rx.dlv() != end) rx.pop();
+  r.reasm.reset();
+  r.skip_cont = true;
+  gc_.lost_events++;
+  return true;
+}
+
 void Engine::note_gap(GroupRx& r, Seq from, Seq to, uint64_t now) {
   if (!seq_lt(from, to)) return;
   // Asked at once, or after a random back-off: a repair another member asked for, sent to
@@ -659,6 +756,14 @@ void Engine::note_gap(GroupRx& r, Seq from, Seq to, uint64_t now) {
   if (!r.new_gaps || seq_lt(from, r.new_from)) r.new_from = from;
   r.new_gaps = r.nack_now = true;
 }
+
+// How much of hole [s, end) to ask for: what the receive window has room for (a NACK
+// stream's source may be any distance ahead; the rest is asked once there is room).
+namespace {
+uint32_t nack_span(const GroupRx& r, Seq s, Seq end) {
+  return std::min<uint32_t>(end - s, r.rx.dlv() + r.rx.slots() - s);
+}
+}  // namespace
 
 void Engine::nack_new_gaps(Peer& p, GroupRx& r, uint64_t now) {
   constexpr int kMaxNacks = 32;  // per poll; the rest are asked as they become the first hole
@@ -670,7 +775,7 @@ void Engine::nack_new_gaps(Peer& p, GroupRx& r, uint64_t now) {
     const bool held = rx.next_run(s, &a, &b);
     const Seq hole_end = held ? a : end;
     if (seq_lt(s, hole_end)) {
-      send_ctl(p, group_op::kNack, r.g, s, hole_end - s);
+      send_ctl(p, group_op::kNack, r.g, s, nack_span(r, s, hole_end));
       gc_.nacks_sent++;
       if (!r.probe_active) r.probe_seq = s, r.probe_ns = now, r.probe_active = r.probe_clean = true;
     }
@@ -719,7 +824,7 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
   if (gap && now - r.last_nack_ns >= r.nack_gap_ns) {
     Seq a, b;
     const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
-    send_ctl(*p, group_op::kNack, r.g, r.rx.nxt(), upto - r.rx.nxt());
+    send_ctl(*p, group_op::kNack, r.g, r.rx.nxt(), nack_span(r, r.rx.nxt(), upto));
     gc_.nacks_sent++;
     if (r.probe_active && r.probe_seq == r.rx.nxt()) r.probe_clean = false;  // asked again: ambiguous
     if (!r.probe_active) r.probe_seq = r.rx.nxt(), r.probe_ns = now, r.probe_active = r.probe_clean = true;
@@ -730,8 +835,11 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
   r.nack_now = r.new_gaps;
   if (gap) group_deadline_ = std::min(group_deadline_, r.last_nack_ns + r.nack_gap_ns);
   if (r.ack_deadline <= now) {
-    send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), 0);
-    gc_.acks_sent++;
+    if (!r.nack || !r.acked) {  // a NACK stream's member acknowledges its JOIN_OK only
+      send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), 0);
+      gc_.acks_sent++;
+      r.acked = true;
+    }
     r.ack_deadline = kNever;
   }
   group_deadline_ = std::min(group_deadline_, r.ack_deadline);

@@ -33,7 +33,12 @@ struct GroupMember {
   uint64_t progress_ns;  ///< when it last acknowledged new units, or joined
   uint64_t status_ns;    ///< when it was last sent a JOIN_OK or STATUS
   bool heard;            ///< it acknowledged since it joined (its JOIN_OK arrived)
+  Seq told = 0;          ///< a NACK stream: the tail its last STATUS gave
+  uint8_t told_times = 0;  ///< how many STATUS gave that tail
 };
+
+/** RxSlot::rec_flags of a unit its NACK stream's source said is gone (never on the wire). */
+inline constexpr uint8_t kLostUnit = 0x80;
 
 /** A frame a member asked for (NACK), waiting for the repair round. */
 struct RepairAsk {
@@ -52,6 +57,7 @@ struct GroupTx {
   uint32_t fast_pending = 0;
   std::vector<RepairAsk> asks;  ///< capacity kMaxAsks, set aside at create()
   uint64_t repair_due = ~uint64_t{0};
+  bool nack = false;     ///< NACK-based: frames freed by age and room, not by ACKs
   bool closing = false;  ///< group_close(): no more sends; freed once every member left
   uint64_t closed_ns = 0;
 };
@@ -85,6 +91,9 @@ struct GroupRx {
   Seq probe_seq = 0;
   bool probe_active = false, probe_clean = false;
   bool blocked = false;  ///< the application refused a message: retry on poll
+  bool nack = false;     ///< the source said the stream is NACK-based: one ACK, then none
+  bool acked = false;    ///< NACK stream: its one ACK went out
+  bool skip_cont = false;  ///< a unit was lost: the rest of its message is dropped too
 };
 
 /** A group this node joined: asked of every peer until each answered. */
@@ -112,6 +121,10 @@ struct GroupCounters {
   uint64_t dup_received = 0;
   uint64_t overflow = 0;        ///< units beyond the receive window (a source that ignores it)
   uint64_t streams_full = 0;    ///< JOIN_OKs refused: every receive stream in use
+  uint64_t nack_freed = 0;      ///< NACK streams: frames freed unacknowledged (age or room)
+  uint64_t lost_told = 0;       ///< NACK streams: LOST entries sent for freed units asked for
+  uint64_t units_lost = 0;      ///< NACK streams: units this node skipped, reported as lost
+  uint64_t lost_events = 0;     ///< NACK streams: LOST events given to the application
 };
 
 }  // namespace imago::rel

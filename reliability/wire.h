@@ -125,13 +125,22 @@ inline constexpr uint8_t kStatus = 7;     ///< source: my next seq is a, view b 
 inline constexpr uint8_t kExpired = 8;    ///< source: you were expired at a
 inline constexpr uint8_t kNotSource = 9;  ///< answer to kJoin: not a source of it (noted)
 inline constexpr uint8_t kEnd = 10;       ///< source: my stream ends at a (you hold it all): leave
-inline constexpr uint8_t kMax = 10;
+inline constexpr uint8_t kLost = 11;      ///< source (NACK stream): units [a, a + b) are gone: skip them
+inline constexpr uint8_t kMax = 11;
 }  // namespace group_op
+
+/** GroupCtl::flags. */
+namespace group_ctl_flag {
+/// The stream is NACK-based: its source frees frames without ACKs (Config::group_nack_hold_ns,
+/// group_window), its members send no ACKs after the first and skip what is gone (kLost).
+inline constexpr uint8_t kNack = 0x1;
+}  // namespace group_ctl_flag
 
 /** One entry of a kGroupCtl frame's body (which holds one or more). */
 struct __attribute__((packed)) GroupCtl {
-  uint8_t op;  ///< group_op
-  uint8_t pad[3];
+  uint8_t op;     ///< group_op
+  uint8_t flags;  ///< group_ctl_flag (kJoinOk, kStatus); 0 elsewhere
+  uint8_t pad[2];
   Be32 group;
   Be32 a;
   Be32 b;

@@ -33,7 +33,7 @@ struct ex_opts {
 	double timeout_s;
 	/* Options of one example only: the ones it names in `own` (ex_parse()). */
 	const char *own;
-	uint32_t group, members, from_oldest;
+	uint32_t group, members, from_oldest, nack;
 	double rate;
 	uint32_t idle_us;
 	/* After `--`: an imagod command line for an embedded attachment (argv[0] included). */
@@ -109,7 +109,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			o->node_argv[0] = argv[0];
 			break;
 		}
-		int theirs = strstr(" --group --members --from-oldest --rate --idle-us ", key) != NULL;
+		int theirs = strstr(" --group --members --from-oldest --nack --rate --idle-us ", key) != NULL;
 		if (theirs && (o->own == NULL || strstr(o->own, key) == NULL))
 			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
 		if (a[0] == '-' && strstr(valued, key) != NULL) {
@@ -128,6 +128,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (!strcmp(a, "--group")) o->group = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--members")) o->members = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
+		else if (!strcmp(a, "--nack")) o->nack = 1;
 		else if (!strcmp(a, "--rate")) o->rate = strtod(v, NULL);
 		else if (!strcmp(a, "--idle-us")) o->idle_us = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;

@@ -27,6 +27,9 @@ static const char help[] =
 	"  --members N         pub, all: send once N members joined (all: and expect N sources) [1]\n"
 	"  --rate R            pub: at most R messages per second [0: as fast as the group takes]\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
+	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
+	"                      waits for a member; what a member misses for good it is told (EVENT\n"
+	"                      lost, RESULT lost_reported), and only such a gap is not a failure\n"
 	"  --idle-us US        sleep US microseconds whenever a pass moved nothing (a core shared by\n"
 	"                      many nodes; with --run-to-completion the node waits too) [0: spin]\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
@@ -45,6 +48,8 @@ struct pub {
 
 struct source {
 	uint64_t id, first, next, delivered, bytes, lost, dup, bad, t0, t1;
+	uint64_t lost_reported, silent; /* NACK stream: units reported lost; gaps without a report */
+	int lost_since;                 /* a LOST event since the last message */
 	int started, ended, reason, got_end;
 	uint64_t *delay_ns; /* role all: per message, send to delivery (one clock: one host) */
 	uint64_t n_delay;
@@ -63,8 +68,8 @@ enum { kStampAt = EX_HDR, kStampMin = EX_HDR + 8 }; /* role all: send time after
 
 static const char *kind_name(uint32_t k)
 {
-	static const char *const names[] = {"?", "joined", "left", "expired", "started", "ended"};
-	return k < 6 ? names[k] : "?";
+	static const char *const names[] = {"?", "joined", "left", "expired", "started", "ended", "lost"};
+	return k < 7 ? names[k] : "?";
 }
 
 static const char *reason_name(uint32_t r)
@@ -75,9 +80,11 @@ static const char *reason_name(uint32_t r)
 
 static void print_event(const char *role, const struct imago_group_event *e)
 {
-	printf("EVENT %s %s source %llu member %llu view %u position %u%s%s\n", role, kind_name(e->kind),
+	printf("EVENT %s %s source %llu member %llu view %u position %u%s%s", role, kind_name(e->kind),
 	       (unsigned long long)e->source, (unsigned long long)e->member, e->view, e->position,
 	       e->reason ? " reason " : "", reason_name(e->reason));
+	if (e->kind == IMAGO_GROUP_LOST) printf(" count %u", e->count);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -139,6 +146,7 @@ static void sub_event(struct sub *s, const struct imago_group_event *e)
 	if (x == NULL) return;
 	if (e->kind == IMAGO_GROUP_STARTED) x->started++;
 	if (e->kind == IMAGO_GROUP_ENDED) x->ended = 1, x->reason = (int)e->reason;
+	if (e->kind == IMAGO_GROUP_LOST) x->lost_reported += e->count, x->lost_since = 1;
 }
 
 /* Check one message of source @p x: the first one sets where its stream started here. */
@@ -157,6 +165,7 @@ static void sub_message(struct source *x, const struct ex_opts *o, const uint8_t
 	}
 	if (seq == EX_END) {
 		x->got_end = 1;
+		if (x->next != o->count && !x->lost_since) x->silent++;
 		x->lost += o->count - x->next;
 		x->next = o->count;
 		return;
@@ -166,7 +175,9 @@ static void sub_message(struct source *x, const struct ex_opts *o, const uint8_t
 		x->dup++;
 		return;
 	}
-	x->lost += seq - x->next; /* a gap: never expected from imago */
+	x->lost += seq - x->next; /* a gap: never expected from imago, but after a LOST event */
+	if (seq != x->next && !x->lost_since) x->silent++;
+	x->lost_since = 0;
 	x->next = seq + 1;
 	x->delivered++, x->bytes += len;
 }
@@ -277,7 +288,7 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node, imago_t *im)
 {
 	struct imago_node_stats ns = node_stats(im, node);
-	uint64_t delivered = 0, bytes = 0, lost = 0, dup = 0, bad = 0;
+	uint64_t delivered = 0, bytes = 0, lost = 0, dup = 0, bad = 0, reported = 0, silent = 0;
 	printf("RESULT {\"mode\":\"group\",\"role\":\"sub\",\"node\":%llu,\"group\":%u,\"sources\":[", (unsigned long long)node,
 	       o->group);
 	for (unsigned i = 0; i < s->n_src; ++i) {
@@ -290,22 +301,26 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 		print_delay((struct source *)x);
 		printf("}");
 		delivered += x->delivered, bytes += x->bytes, lost += x->lost + missing, dup += x->dup, bad += x->bad;
+		reported += x->lost_reported;
+		silent += x->silent + (missing && !x->lost_since);
 	}
 	printf("],\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)delivered,
 	       (unsigned long long)bytes);
 	ex_print_rate(delivered, bytes, s->t1 - s->t0);
-	printf(",\"lost\":%llu,\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu,\"frames_rejected\":%llu,"
+	printf(",\"lost\":%llu,\"lost_reported\":%llu,\"lost_silently\":%llu", (unsigned long long)lost,
+	       (unsigned long long)reported, (unsigned long long)silent);
+	printf(",\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu,\"frames_rejected\":%llu,"
 	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu}\n",
-	       (unsigned long long)lost, (unsigned long long)dup, (unsigned long long)bad,
-	       (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,
+	       (unsigned long long)dup, (unsigned long long)bad, (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,
 	       (unsigned long long)ns.group_nacks_sent);
-	return lost || dup || bad || s->n_src == 0;
+	/* A NACK stream may lose what its source freed, never silently. */
+	return (o->nack ? silent != 0 : lost != 0) || dup || bad || s->n_src == 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct ex_opts o = {.count = 100000, .size_min = 64, .size_max = 64, .group = 7, .members = 1,
-			    .own = " --group --members --from-oldest --rate --idle-us "};
+			    .own = " --group --members --from-oldest --nack --rate --idle-us "};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
 	if (o.group == 0) return fprintf(stderr, "%s: --group must be 1..4294967295\n", argv[0]), 2;
@@ -326,11 +341,12 @@ int main(int argc, char **argv)
 	s.own = sub_node;
 	rc = 1;
 	uint32_t sub_flags = IMAGO_GROUP_RECV | (o.from_oldest ? IMAGO_GROUP_FROM_OLDEST : 0);
+	uint32_t pub_flags = IMAGO_GROUP_SEND | (o.nack ? IMAGO_GROUP_NACK : 0);
 	if (all) { /* one endpoint, both ways */
-		if (!(p.ep = s.ep = open_group(im, &o, pub_node, IMAGO_GROUP_SEND | sub_flags, argv[0]))) goto out;
+		if (!(p.ep = s.ep = open_group(im, &o, pub_node, pub_flags | sub_flags, argv[0]))) goto out;
 	} else {
 		if (do_sub && !(s.ep = open_group(im, &o, sub_node, sub_flags, argv[0]))) goto out;
-		if (do_pub && !(p.ep = open_group(im, &o, pub_node, IMAGO_GROUP_SEND, argv[0]))) goto out;
+		if (do_pub && !(p.ep = open_group(im, &o, pub_node, pub_flags, argv[0]))) goto out;
 	}
 	uint64_t last = ex_now_ns(), seen = 0;
 	int finished = 0, inline_engines = 1;

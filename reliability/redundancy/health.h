@@ -72,6 +72,9 @@ class NetHealth {
   bool heard_lately(const HealthConfig& c, uint64_t now) const {
     return now - last_rx_ <= c.heartbeat_miss * c.heartbeat_ns;
   }
+  /** @return true when the peer was heard lately and says it hears us: the network works
+   *  both ways now, whatever its failure count says. */
+  bool both_ways(const HealthConfig& c, uint64_t now) const { return heard_lately(c, now) && peer_hears_; }
   NetState state() const { return state_; }
   bool down() const { return state_ == NetState::kDown; }
   /** @return true when the network is down but healthy again, waiting out heal_ns. */

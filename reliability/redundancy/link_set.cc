@@ -80,17 +80,20 @@ uint8_t LinkSet::heard_bits(const Peer& p) const {
 }
 
 // The networks usable toward @p p: those not down; with both down, one that is healthy again
-// (its heal time only guards against flapping when there is another); else both, for the
-// mode to choose one of (never to send on both: that doubles the load when congestion is
-// what took them down).
+// (its heal time only guards against flapping when there is another); else one that works
+// both ways now (failures took it down: a lossy network, not a dead one); else both, for
+// the mode to choose one of (never to send on both: that doubles the load when congestion
+// is what took them down).
 uint8_t LinkSet::usable(const Peer& p) const {
-  uint8_t up = 0, healing = 0;
+  uint8_t up = 0, healing = 0, working = 0;
   for (uint8_t n = 0; n < kMaxNets; ++n) {
     if (!p.health[n].down()) up |= bit(n);
     if (p.health[n].healing()) healing |= bit(n);
+    if (p.health[n].both_ways(cfg_.health, now_)) working |= bit(n);
   }
   if (up != 0) return up;
-  return healing != 0 ? healing : kAllNets;
+  if (healing != 0) return healing;
+  return working != 0 ? working : kAllNets;
 }
 
 // Which networks a frame to @p p goes on.
@@ -108,13 +111,15 @@ uint8_t LinkSet::nets_for(Peer& p, bool ack_only, uint8_t last) {
   return bit(n);
 }
 
-// A group frame goes on the networks usable toward any member (usable(), set-wide).
+// A group frame goes on a network usable toward every peer (usable(): one down toward
+// all of them counts as usable, it says nothing); when none is, on both (some members are
+// reached on A only, others on B only). A network down toward one member and not the others
+// must not carry the stream for all: that member would live on repairs alone.
 uint8_t LinkSet::group_nets() {
   if (cfg_.mode == Mode::kDuplicate) return kAllNets;
-  uint8_t usable = 0;
-  for (const auto& p : peers_) usable |= this->usable(*p);
-  if (usable != bit(0) && usable != bit(1)) usable = kAllNets;  // both, or no member yet
-  if (usable != kAllNets) return usable;
+  uint8_t usable = kAllNets;
+  for (const auto& p : peers_) usable &= this->usable(*p);
+  if (usable != kAllNets) return usable == 0 ? kAllNets : usable;
   if (cfg_.mode == Mode::kActiveStandby) return bit(0);
   group_flip_ ^= 1;
   return bit(group_flip_);

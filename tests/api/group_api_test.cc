@@ -263,6 +263,79 @@ TEST(Group, BothSidesOnOneEndpointAndAMemberJoiningLateFromTheOldest) {
   EXPECT_EQ(imago_close(a), 0);
 }
 
+/** A NACK stream's member: messages of 100 bytes numbered from 0 in order, once, intact; a
+ *  number skipped only after a LOST event. @return the messages received. */
+uint32_t expect_no_silent_skip(const Got& got, uint32_t count) {
+  uint32_t next = 0, n = 0;
+  bool lost = false;
+  for (const Got::Item& i : got.items) {
+    if (i.event) {
+      if (i.ev.kind == IMAGO_GROUP_LOST) {
+        EXPECT_GT(i.ev.count, 0u);
+        EXPECT_EQ(i.ev.source, 1u);
+        lost = true;
+      }
+      continue;
+    }
+    uint32_t seq = ~0u;
+    if (i.bytes.size() == 100) std::memcpy(&seq, i.bytes.data(), 4);
+    EXPECT_TRUE(seq < count && i.bytes == message(seq, 100)) << "a corrupt message";
+    EXPECT_TRUE(seq == next || (seq > next && lost)) << "message " << seq << " where " << next << " was due";
+    if (seq >= next) next = seq + 1;
+    lost = false;
+    ++n;
+  }
+  EXPECT_TRUE(next == count || lost) << "the tail " << next << ".." << count << " neither delivered nor reported lost";
+  return n;
+}
+
+TEST(Group, ANackStreamNeverWaitsForAMemberAndReportsWhatItCouldNotRepair) {
+  constexpr uint32_t kG = 0x4E41, kN = 20000;
+  int rc;
+  EXPECT_EQ(open_group(kG, 1, IMAGO_GROUP_RECV | IMAGO_GROUP_NACK, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // NACK without SEND
+  imago_ep_t* rx = open_group(kG, 2, IMAGO_GROUP_RECV, &rc);
+  ASSERT_NE(rx, nullptr) << rc;
+  imago_ep_t* tx = open_group(kG, 1, IMAGO_GROUP_SEND | IMAGO_GROUP_NACK, &rc);
+  ASSERT_NE(tx, nullptr) << rc;
+  Got got;
+  ASSERT_TRUE(receive(rx, got, [](const Got& g) { return g.find(IMAGO_GROUP_STARTED) != nullptr; }));
+  // Do: the member reads nothing while kN messages go out (its ring holds 1024, its window
+  // --group-window 4096 units).
+  const auto until = Clock::now() + 10s;
+  for (uint32_t s = 0; s < kN && Clock::now() < until;) {
+    const std::vector<uint8_t> b = message(s, 100);
+    rc = imago_send(tx, b.data(), 100, 0);
+    ASSERT_TRUE(rc == 0 || rc == -EAGAIN) << rc;
+    if (rc == 0)
+      ++s;
+    else
+      std::this_thread::sleep_for(20us);
+  }
+  // Expect: the sender was never held back by it (an ACK stream would wait for it forever).
+  imago_ep_stats st{};
+  while (imago_stats(tx, &st) == 0 && st.msgs_sent < kN && Clock::now() < until) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(st.msgs_sent, kN) << "the sender was held back";
+  // Then it reads: what it got is in order; what its ring and window could not hold came
+  // to it as LOST, in place; nothing is skipped silently.
+  // (The last message, unless it too was freed before it was asked for: then 5 s pass.)
+  receive(rx, got, [](const Got& g) { return !g.items.empty() && g.items.back().bytes == message(kN - 1, 100); });
+  std::this_thread::sleep_for(100ms);  // anything after the tail would show here
+  while (drain_once(rx, got) > 0) {
+  }
+  const uint32_t n = expect_no_silent_skip(got, kN);
+  EXPECT_GE(n, 1024u);
+  EXPECT_LT(n, kN);
+  EXPECT_NE(got.find(IMAGO_GROUP_LOST), nullptr);
+  imago_node_stats n1{}, n2{};
+  ASSERT_EQ(imago_node_stats_get(g_im, 0, &n1), 0);
+  ASSERT_EQ(imago_node_stats_get(g_im, 1, &n2), 0);
+  EXPECT_GT(n1.group_nack_freed, 0u);
+  EXPECT_GE(n2.group_units_lost, kN - n);  // what the reports named (units: view records too)
+  EXPECT_EQ(imago_close(tx), 0);
+  EXPECT_EQ(imago_close(rx), 0);
+}
+
 }  // namespace
 
 // Arguments after the test's own go to the library: the same suite runs on two networks

@@ -507,7 +507,7 @@ void group_from_f(World& w, Reader& in) {
     return sel % 3 == 0 ? kGroupA : sel % 3 == 1 ? kGroupJoined : in.u32();
   };
   if ((k & 0x18) == 0x18 && w.a.e->group_close(kGroupA, w.now) == -ENOENT) {
-    const int rc = w.a.e->group_open(kGroupA, w.now);  // closed: open again (or still closing)
+    const int rc = w.a.e->group_open(kGroupA, w.now, k & 0x20);  // closed: open again (or still closing), ACK- or NACK-based
     FUZZ_CHECK(rc == 0 || rc == -EEXIST);
   }
   Bytes f(sizeof(rel::FrameHeader));
@@ -526,6 +526,7 @@ void group_from_f(World& w, Reader& in) {
       const uint8_t v = in.u8();
       e.a.set(v & 1 ? w.f_group_seq + static_cast<int8_t>(in.u8()) : in.u32());
       e.b.set(v & 2 ? in.u8() : in.u32());
+      e.flags = v & 4 ? rel::group_ctl_flag::kNack : 0;  // a NACK stream's JOIN_OK, STATUS, LOST
       if (e.op == rel::group_op::kJoinOk && e.group.get() == kGroupJoined) w.f_group_seq = e.a.get();
       const auto* b = reinterpret_cast<const uint8_t*>(&e);
       f.insert(f.end(), b, b + sizeof e);

@@ -70,6 +70,11 @@ struct GNode : FrameSink, AppSink {
     return true;
   }
   void on_group_event(const GroupEvent& ev) override { events.push_back(ev); }
+  bool on_group_lost(const GroupEvent& ev) override {  // refused as messages are
+    if (!accept) return false;
+    events.push_back(ev);
+    return true;
+  }
   size_t count(GroupEvent::Kind k, NodeId member = 0) const {
     size_t n = 0;
     for (const GroupEvent& ev : events) n += ev.kind == k && (member == 0 || ev.member == member);
@@ -149,10 +154,47 @@ class GroupPair : public ::testing::Test {
   uint64_t now = 1'000'000;
 };
 
+static constexpr GroupId kG = 0x10;
 inline std::vector<uint8_t> gmsg(size_t n, uint32_t i) {
   std::vector<uint8_t> b(n);
   for (size_t k = 0; k < n; ++k) b[k] = static_cast<uint8_t>(i * 31 + k * 7);
   return b;
 }
+
+/** Node 1 a source of group kG, the others its members. */
+class GroupStreamTest : public GroupPair {
+ protected:
+  /** Node 1 opens kG (a NACK stream with @p nack), nodes 2..n join it; sessions up, streams started. */
+  void start(size_t n, bool mcast = true, bool nack = false) {
+    make(n);
+    for (auto& nd : nodes) nd->mcast = mcast;
+    run_for(20 * kMs);  // handshakes
+    ASSERT_EQ(node(1).e->group_open(kG, now, nack), 0);
+    for (NodeId i = 2; i <= n; ++i) ASSERT_EQ(node(i).e->group_join(kG, false, now), 0);
+    run_for(40 * kMs);
+    NodeId m[16];
+    ASSERT_EQ(node(1).e->group_members(kG, m, 16), n - 1);
+  }
+  /** Send @p count messages of @p size from node 1, fast, pumping as the window allows. */
+  void send(uint32_t count, size_t size, uint32_t first = 0) {
+    for (uint32_t i = first; i < first + count;) {
+      const int rc = node(1).e->group_send(kG, gmsg(size, i), send_flag::kFastpath, now);
+      if (rc == 0) {
+        ++i;
+        continue;
+      }
+      ASSERT_EQ(rc, -EAGAIN);
+      tick(100 * kUs);
+    }
+  }
+  void expect_all(NodeId id, uint32_t count, size_t size, uint32_t first = 0) {
+    const GNode& n = node(id);
+    ASSERT_EQ(n.got.size(), count) << "node " << id;
+    for (uint32_t i = 0; i < count; ++i) {
+      EXPECT_EQ(n.got[i].src, 1u);
+      ASSERT_EQ(n.got[i].msg, gmsg(size, first + i)) << "node " << id << " message " << i;
+    }
+  }
+};
 
 }  // namespace imago::rel::test

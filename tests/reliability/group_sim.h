@@ -5,7 +5,9 @@
 // member that was not expired and did not leave delivers every message from its first one
 // on, exactly once, in order and intact; each expiry and each leave is reported once at the
 // source; the source's buffers stay bounded (memory constant, nothing allocated in the
-// engine's calls). Tests only: it allocates freely.
+// engine's calls). A NACK stream (GroupScenario::nack) may lose what its source freed: there
+// a member delivers in order, once and intact, and every message it skips (a gap, or the
+// tail) comes after a LOST event that reported it. Tests only: it allocates freely.
 #pragma once
 
 #include <cstdio>
@@ -14,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "reliability/redundancy/link_set.h"
 #include "tests/reliability/sim.h"
+#include "tests/reliability/redundant_sim.h"
 #include "tests/reliability/sim_cluster.h"
 
 namespace imago::sim {
@@ -34,6 +38,12 @@ struct GroupScenario {
   };
   std::vector<Change> changes;
   rel::Config cfg;
+  bool nack = false;  ///< a NACK-based stream (cfg.group_nack_hold_ns)
+  /** Two networks: every node's engine sends through a LinkSet in red.mode over network A
+   *  (mcast, unicast, drops) and network B (the same faults, drawn apart; drops_b). */
+  bool redundant = false;
+  rel::red::Config red;
+  std::vector<DropWindow> drops, drops_b;
 };
 
 class GroupCluster {
@@ -41,9 +51,14 @@ class GroupCluster {
   static constexpr rel::GroupId kG = 0x6B;
 
   GroupCluster(uint64_t seed, const GroupScenario& sc)
-      : sc_(sc), net_(seed, sc.members + 1), rng_(seed ^ 0x5EED), n_(sc.members + 1), nodes_(n_) {
-    net_.set_all(sc.unicast);
-    for (NodeId m = 1; m < n_; ++m) net_.link(0, m) = sc.mcast;
+      : sc_(sc), net_(seed, sc.members + 1), net_b_(mix(seed ^ 0xB), sc.members + 1), rng_(seed ^ 0x5EED),
+        n_(sc.members + 1), nodes_(n_) {
+    for (Network* net : {&net_, &net_b_}) {
+      net->set_all(sc.unicast);
+      for (NodeId m = 1; m < n_; ++m) net->link(0, m) = sc.mcast;
+    }
+    for (const auto& w : sc.drops) net_.add_drop(w);
+    for (const auto& w : sc.drops_b) net_b_.add_drop(w);
     for (NodeId i = 0; i < n_; ++i) start(i);
   }
 
@@ -52,7 +67,7 @@ class GroupCluster {
     step_until(50 * rel::kMs);  // handshakes
     {
       TrackAllocs on(false);
-      if (nodes_[0].e->group_open(kG, now_) != 0) return "group_open failed";
+      if (nodes_[0].e->group_open(kG, now_, sc_.nack) != 0) return "group_open failed";
     }
     size_t initial = 0;
     for (NodeId m = 1; m < n_; ++m)
@@ -101,14 +116,33 @@ class GroupCluster {
   }
 
   uint64_t delivered() const { return delivered_; }
+  /** @return frames the link sets failed over or counted as duplicates, over all nodes. */
+  uint64_t failovers() const {
+    uint64_t n = 0;
+    for (const Node& x : nodes_)
+      if (x.set) n += x.set->counters(0).failovers + x.set->counters(1).failovers;
+    return n;
+  }
+  uint64_t lost_units() const { return lost_units_; }
   uint64_t expiries() const { return expired_.size(); }
   const rel::GroupCounters& source_counters() const { return nodes_[0].e->group_counters(); }
 
  private:
+  struct Node;
+  /** One of a node's two networks as its link set sees it (GroupScenario::redundant). */
+  struct NetPort final : NetPortOf<Node> {
+    bool multicast() const override { return true; }
+    bool send_group(rel::GroupId g, std::span<const uint8_t> f) override { return n->fan_out(*net, g, f); }
+    void subscribe(rel::GroupId g, bool on) override { n->subscribe(g, on); }
+  };
+
   struct Node : rel::FrameSink, rel::AppSink {
     GroupCluster* c = nullptr;
     NodeId id = 0;
+    uint64_t time() const { return c->now_; }
     std::unique_ptr<rel::Engine> e;
+    NetPort ports[2];
+    std::unique_ptr<rel::red::LinkSet> set;  ///< GroupScenario::redundant: between e and ports
     bool up = false;
     bool joined = false;
     size_t memory = 0;
@@ -117,6 +151,8 @@ class GroupCluster {
     bool started = false;
     uint64_t first = 0, count = 0;
     bool ended = false;
+    uint64_t last = 0;         ///< NACK stream: one past the last message delivered
+    bool lost_since = false;   ///< NACK stream: a LOST event since that delivery
 
     ~Node() override { e.reset(); }
     bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
@@ -124,10 +160,12 @@ class GroupCluster {
       return c->net_.transmit(id, peer, f, c->now_);
     }
     bool multicast() const override { return true; }
-    bool send_group(rel::GroupId g, std::span<const uint8_t> f) override {
+    bool send_group(rel::GroupId g, std::span<const uint8_t> f) override { return fan_out(c->net_, g, f); }
+    /** A group frame to every node subscribed to @p g, on @p net. */
+    bool fan_out(Network& net, rel::GroupId g, std::span<const uint8_t> f) {
       TrackAllocs off(false);
       for (Node& n : c->nodes_)
-        if (n.id != id && n.subs.count(g) != 0) c->net_.transmit(id, n.id, f, c->now_);
+        if (n.id != id && n.subs.count(g) != 0) net.transmit(id, n.id, f, c->now_);
       return true;
     }
     void subscribe(rel::GroupId g, bool on) override {
@@ -174,13 +212,26 @@ class GroupCluster {
     cfg.node_id = i;
     cfg.epoch = 1;
     cfg.seed = 77 + i;
-    if (rel::Engine::create(cfg, &n, &n, &n.e) != 0) {
+    rel::FrameSink* sink = &n;
+    if (sc_.redundant) {
+      rel::red::fit_engine(sc_.red, &cfg);
+      n.ports[0].n = &n, n.ports[0].net = &net_;
+      n.ports[1].n = &n, n.ports[1].net = &net_b_;
+      n.set = std::make_unique<rel::red::LinkSet>(sc_.red, i, static_cast<uint32_t>(mix(cfg.seed)), &n.ports[0],
+                                                  &n.ports[1]);
+      sink = n.set.get();
+    }
+    if (rel::Engine::create(cfg, sink, &n, &n.e) != 0) {
       error_ = "Engine::create failed";
       return;
     }
+    if (n.set) n.set->attach(n.e.get());
     // The source and each member are peers; members need not know each other.
     for (NodeId j = 0; j < n_; ++j)
-      if (j != i && (i == 0 || j == 0)) n.e->add_peer(j, now_);
+      if (j != i && (i == 0 || j == 0)) {
+        n.e->add_peer(j, now_);
+        if (n.set) n.set->add_peer(j, now_);
+      }
     n.memory = n.e->memory_bytes();
     n.up = true;
   }
@@ -257,10 +308,24 @@ class GroupCluster {
     if (i >= sent_ || message(i) != std::vector<uint8_t>(m.begin(), m.end()))
       return void(error_ = "member " + std::to_string(n.id) + ": a corrupt message");
     if (!n.started) return void(error_ = "member " + std::to_string(n.id) + ": a message before its stream started");
-    if (n.count == 0 && n.first == ~uint64_t{0}) n.first = i;
+    if (n.count == 0 && n.first == ~uint64_t{0}) n.first = i, n.last = i;
+    if (sc_.nack) return on_nack_message(n, i);
     if (i != n.first + n.count)
       return void(error_ = "member " + std::to_string(n.id) + ": message " + std::to_string(i) + " where " +
                            std::to_string(n.first + n.count) + " was due");
+    ++n.count;
+    ++delivered_;
+  }
+
+  // A NACK stream's member: in order and once; a skip only after a LOST event.
+  void on_nack_message(Node& n, uint64_t i) {
+    const std::string who = "member " + std::to_string(n.id);
+    if (i < n.last) return void(error_ = who + ": message " + std::to_string(i) + " again or out of order");
+    if (i > n.last && !n.lost_since)
+      return void(error_ = who + ": messages " + std::to_string(n.last) + ".." + std::to_string(i - 1) +
+                           " skipped without a LOST event");
+    n.last = i + 1;
+    n.lost_since = false;
     ++n.count;
     ++delivered_;
   }
@@ -282,23 +347,38 @@ class GroupCluster {
       n.count = 0;
     }
     if (ev.kind == E::kEnded) n.ended = true;
+    if (ev.kind == E::kLost) {
+      if (!sc_.nack) error_ = "member " + std::to_string(n.id) + ": a LOST event on an ACK-based stream";
+      if (ev.count == 0) error_ = "member " + std::to_string(n.id) + ": a LOST event of nothing";
+      n.lost_since = true;
+      lost_units_ += ev.count;
+    }
   }
 
   void step(uint64_t until) {
-    uint64_t t = std::min(until, net_.next_time());
+    uint64_t t = std::min({until, net_.next_time(), net_b_.next_time()});
     for (const Node& n : nodes_)
-      if (n.up) t = std::min(t, n.e->next_deadline());
+      if (n.up) t = std::min({t, n.e->next_deadline(), n.set ? n.set->next_deadline() : t});
     for (const auto& ch : sc_.changes)
       if (ch.at > now_) t = std::min(t, ch.at);
     now_ = std::max(now_, t);
-    net_.deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
-      Node& n = nodes_[to];
-      if (!n.up) return;
-      TrackAllocs on(true);
-      n.e->on_frame(f, now_);
-    });
+    for (uint8_t k = 0; k < 2; ++k)
+      (k == 0 ? net_ : net_b_).deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
+        Node& n = nodes_[to];
+        if (!n.up) return;
+        TrackAllocs on(true);
+        if (n.set)
+          n.set->on_frame(k, f, now_);
+        else
+          n.e->on_frame(f, now_);
+      });
     for (Node& n : nodes_) {
       if (!n.up) continue;
+      if (n.set) {
+        TrackAllocs on(true);
+        n.set->set_now(now_);
+        if (n.set->next_deadline() <= now_) n.set->poll(now_);
+      }
       if (n.e->next_deadline() <= now_) {
         TrackAllocs on(true);
         n.e->poll(now_);
@@ -331,6 +411,11 @@ class GroupCluster {
       if (n.ended) return who + ": its stream ended without an expiry";
       // Joined before the first message: from message 0; late: from where it started on.
       const uint64_t from = n.count == 0 ? sent_ : n.first;
+      if (sc_.nack) {  // the tail delivered, or reported lost
+        if (n.count != 0 && n.last != sent_ && !n.lost_since)
+          return who + " delivered up to " + std::to_string(n.last) + " of " + std::to_string(sent_) + ", no LOST after";
+        continue;
+      }
       if (!late(m) && n.count != 0 && n.first != 0) return who + " started at message " + std::to_string(n.first);
       if (n.count != 0 && from + n.count != sent_)
         return who + " delivered " + std::to_string(n.count) + " from " + std::to_string(from) + " of " +
@@ -342,11 +427,12 @@ class GroupCluster {
 
   GroupScenario sc_;
   Network net_;
+  Network net_b_;  ///< network B (GroupScenario::redundant)
   Rng rng_;
   uint32_t n_;
   std::vector<Node> nodes_;
   uint64_t now_ = 1'000'000;
-  uint64_t sent_ = 0, delivered_ = 0, steps_ = 0;
+  uint64_t sent_ = 0, delivered_ = 0, steps_ = 0, lost_units_ = 0;
   std::set<NodeId> left_, crashed_, silent_, joined_;
   std::map<NodeId, int> expired_, left_seen_;
   std::vector<bool> applied_;
@@ -404,6 +490,27 @@ inline GroupScenario make_group_scenario(uint64_t seed) {
     ch.for_ns = r.chance(0.5) ? sc.cfg.group_expire_ns / 4 : 2 * sc.cfg.group_expire_ns;
     sc.changes.push_back(ch);
   }
+  return sc;
+}
+
+/**
+ * Seed @p seed's group scenario on two networks: a mode (active/standby, duplicate,
+ * ping-pong) and a schedule that keeps one network up throughout (both clean, A or B dies,
+ * A flaps, both lossy), so that nothing excuses an expiry of a member alive and heard.
+ */
+inline GroupScenario make_group_scenario_two_networks(uint64_t seed, int* kind, rel::red::Mode* mode) {
+  static constexpr int kOneUp[] = {0, 1, 2, 4, 5};  // redundant_sim.h's schedules
+  GroupScenario sc = make_group_scenario(seed);
+  Rng r(mix(seed) ^ 0x62E);
+  *kind = kOneUp[seed % std::size(kOneUp)];
+  *mode = static_cast<rel::red::Mode>(1 + (seed / std::size(kOneUp)) % 3);
+  sc.redundant = true;
+  draw_link_set(r, *mode, &sc.red);
+  draw_net_schedule(r, *kind, 60 * rel::kMs + r.below(200 * rel::kMs), &sc.drops, &sc.drops_b, {&sc.mcast, &sc.unicast});
+  // Both lossy: the scenario's own loss toward members, at most, on top of the drawn one.
+  sc.unicast.loss = std::min(sc.unicast.loss, 0.05);
+  sc.unicast.burst_enter = 0;  // bursts outlast quiet times (see make_group_scenario)
+  sc.mcast.burst_enter = 0;
   return sc;
 }
 

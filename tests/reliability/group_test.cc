@@ -14,33 +14,8 @@
 namespace imago::rel::test {
 namespace {
 
-constexpr GroupId kG = 0x10;
-
-class GroupTest : public GroupPair {
+class GroupTest : public GroupStreamTest {
  protected:
-  /** Node 1 opens kG, nodes 2..n join it; sessions up, streams started. */
-  void start(size_t n, bool mcast = true) {
-    make(n);
-    for (auto& nd : nodes) nd->mcast = mcast;
-    run_for(20 * kMs);  // handshakes
-    ASSERT_EQ(node(1).e->group_open(kG, now), 0);
-    for (NodeId i = 2; i <= n; ++i) ASSERT_EQ(node(i).e->group_join(kG, false, now), 0);
-    run_for(40 * kMs);
-    NodeId m[16];
-    ASSERT_EQ(node(1).e->group_members(kG, m, 16), n - 1);
-  }
-  /** Send @p count messages of @p size from node 1, fast, pumping as the window allows. */
-  void send(uint32_t count, size_t size, uint32_t first = 0) {
-    for (uint32_t i = first; i < first + count;) {
-      const int rc = node(1).e->group_send(kG, gmsg(size, i), send_flag::kFastpath, now);
-      if (rc == 0) {
-        ++i;
-        continue;
-      }
-      ASSERT_EQ(rc, -EAGAIN);
-      tick(100 * kUs);
-    }
-  }
   /** Lose every 10th group frame on its way to each of the @p members (a loss before the
    *  fan-out, which every member shares); its repairs pass. */
   void lose_every_tenth_frame_at_all(int members) {
@@ -52,14 +27,6 @@ class GroupTest : public GroupPair {
       if (fresh) ++*first_sends;
       return ++it->second <= members && (*first_sends % 10) == 0;  // its first copy to each member
     };
-  }
-  void expect_all(NodeId id, uint32_t count, size_t size, uint32_t first = 0) {
-    const GNode& n = node(id);
-    ASSERT_EQ(n.got.size(), count) << "node " << id;
-    for (uint32_t i = 0; i < count; ++i) {
-      EXPECT_EQ(n.got[i].src, 1u);
-      ASSERT_EQ(n.got[i].msg, gmsg(size, first + i)) << "node " << id << " message " << i;
-    }
   }
 };
 

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <vector>
 
 #include "tests/reliability/sim_cluster.h"
 
@@ -19,20 +21,68 @@ inline constexpr int kNetScheduleCount = 7;
 /** @return true when schedule @p kind keeps one network up all along (nothing may be lost). */
 inline bool one_network_always_up(int kind) { return kind != 3 && kind != 6; }
 
+/** Draw a link set's timers and policies, in @p mode. */
+inline void draw_link_set(Rng& r, rel::red::Mode mode, rel::red::Config* red) {
+  red->mode = mode;
+  red->health.heartbeat_ns = (200 + r.below(1800)) * 1000;  // 0.2 .. 2 ms
+  red->health.heartbeat_miss = 2 + static_cast<uint32_t>(r.below(4));
+  red->health.fail_threshold = 1 + static_cast<uint32_t>(r.below(5));
+  red->health.fail_window_ns = (10 + r.below(200)) * rel::kMs;
+  red->health.heal_ns = (1 + r.below(50)) * rel::kMs;
+  red->failback_ns = r.chance(0.5) ? 0 : (1 + r.below(100)) * rel::kMs;
+  red->pingpong_run = r.chance(0.5) ? 1 : 1 + static_cast<uint32_t>(r.below(32));
+}
+
+/**
+ * Draw what schedule @p kind does to the two networks from @p t0 on: the drop windows of
+ * network A (@p a) and B (@p b), and, when both are lossy, the faults @p lossy point to.
+ */
+inline void draw_net_schedule(Rng& r, int kind, uint64_t t0, std::vector<DropWindow>* a,
+                              std::vector<DropWindow>* b, std::initializer_list<LinkFaults*> lossy) {
+  constexpr uint64_t kForever = ~uint64_t{0} / 2;
+  // A network that dies drops everything silently, or (a link down) refuses every frame.
+  const bool refuse = r.chance(0.5);
+  auto whole = [refuse](uint64_t from, uint64_t to) { return DropWindow{from, to, 0, 0, false, true, refuse}; };
+  switch (kind) {
+    case 0: break;
+    case 1: a->push_back(whole(t0, kForever)); break;
+    case 2: b->push_back(whole(t0, kForever)); break;
+    case 3: {  // both down, then both back (sometimes after the peers were declared dead)
+      const uint64_t len = r.chance(0.1) ? 3 * rel::kSec : r.below(500 * rel::kMs);
+      a->push_back(whole(t0, t0 + len));
+      b->push_back(whole(t0 + r.below(5 * rel::kMs), t0 + len + r.below(50 * rel::kMs)));
+      break;
+    }
+    case 4: {  // A flaps: down and up every period
+      const uint64_t period = (2 + r.below(100)) * rel::kMs;
+      for (uint64_t t = t0; t < t0 + 2 * rel::kSec; t += 2 * period) a->push_back(whole(t, t + period));
+      break;
+    }
+    case 5:  // both lossy, independently, with every other fault
+      for (LinkFaults* f : lossy) {
+        f->loss = r.uniform() * 0.1;
+        f->burst_enter = r.uniform() * 0.005;
+        f->reorder = r.uniform() * 0.1;
+        f->dup = r.uniform() * 0.05;
+        f->corrupt = r.uniform() * 0.02;
+      }
+      break;
+    default: {  // A dies; later B dies as A comes back
+      const uint64_t t1 = t0 + (5 + r.below(100)) * rel::kMs;
+      a->push_back(whole(t0, t1));
+      b->push_back(whole(t1, kForever));
+      break;
+    }
+  }
+}
+
 inline Scenario make_redundant_scenario(uint64_t seed, uint64_t msgs, int* kind, rel::red::Mode* mode) {
   Rng r(mix(seed) ^ 0x2E7);
   Scenario sc;
   *kind = static_cast<int>(seed % kNetScheduleCount);
   *mode = static_cast<rel::red::Mode>(1 + (seed / kNetScheduleCount) % 3);
   sc.redundant = true;
-  sc.red.mode = *mode;
-  sc.red.health.heartbeat_ns = (200 + r.below(1800)) * 1000;  // 0.2 .. 2 ms
-  sc.red.health.heartbeat_miss = 2 + static_cast<uint32_t>(r.below(4));
-  sc.red.health.fail_threshold = 1 + static_cast<uint32_t>(r.below(5));
-  sc.red.health.fail_window_ns = (10 + r.below(200)) * rel::kMs;
-  sc.red.health.heal_ns = (1 + r.below(50)) * rel::kMs;
-  sc.red.failback_ns = r.chance(0.5) ? 0 : (1 + r.below(100)) * rel::kMs;
-  sc.red.pingpong_run = r.chance(0.5) ? 1 : 1 + static_cast<uint32_t>(r.below(32));
+  draw_link_set(r, *mode, &sc.red);
   sc.nodes = 2 + static_cast<uint32_t>(r.below(3));
   sc.msgs = msgs;
   rel::Config& c = sc.cfg;
@@ -45,42 +95,7 @@ inline Scenario make_redundant_scenario(uint64_t seed, uint64_t msgs, int* kind,
     f->jitter_ns = r.below(20'000);
   }
   const uint64_t t0 = 1 * rel::kMs + r.below(20 * rel::kMs);
-  constexpr uint64_t kForever = ~uint64_t{0} / 2;
-  // A network that dies drops everything silently, or (a link down) refuses every frame.
-  const bool refuse = r.chance(0.5);
-  auto whole = [refuse](uint64_t from, uint64_t to) { return DropWindow{from, to, 0, 0, false, true, refuse}; };
-  switch (*kind) {
-    case 0: break;
-    case 1: sc.drops.push_back(whole(t0, kForever)); break;
-    case 2: sc.drops_b.push_back(whole(t0, kForever)); break;
-    case 3: {  // both down, then both back (sometimes after the peers were declared dead)
-      const uint64_t len = r.chance(0.1) ? 3 * rel::kSec : r.below(500 * rel::kMs);
-      sc.drops.push_back(whole(t0, t0 + len));
-      sc.drops_b.push_back(whole(t0 + r.below(5 * rel::kMs), t0 + len + r.below(50 * rel::kMs)));
-      break;
-    }
-    case 4: {  // A flaps: down and up every period
-      const uint64_t period = (2 + r.below(100)) * rel::kMs;
-      for (uint64_t t = t0; t < t0 + 2 * rel::kSec; t += 2 * period)
-        sc.drops.push_back(whole(t, t + period));
-      break;
-    }
-    case 5:  // both lossy, independently, with every other fault
-      for (LinkFaults* f : {&sc.faults, &sc.faults_b}) {
-        f->loss = r.uniform() * 0.1;
-        f->burst_enter = r.uniform() * 0.005;
-        f->reorder = r.uniform() * 0.1;
-        f->dup = r.uniform() * 0.05;
-        f->corrupt = r.uniform() * 0.02;
-      }
-      break;
-    default: {  // A dies; later B dies as A comes back
-      const uint64_t t1 = t0 + (5 + r.below(100)) * rel::kMs;
-      sc.drops.push_back(whole(t0, t1));
-      sc.drops_b.push_back(whole(t1, kForever));
-      break;
-    }
-  }
+  draw_net_schedule(r, *kind, t0, &sc.drops, &sc.drops_b, {&sc.faults, &sc.faults_b});
   c.crc = true;
   sc.hold_frames = Rng(mix(seed) ^ 0x401D).chance(0.5);
   return sc;

@@ -34,6 +34,18 @@ class TrackAllocs {
   bool prev_;
 };
 
+/** One of a simulated node's two networks as its link set sees it: frames go onto @p net at
+ *  the node's time (NodeT: id and time()). */
+template <typename NodeT>
+struct NetPortOf : rel::FrameSink {
+  NodeT* n = nullptr;
+  Network* net = nullptr;
+  bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
+    TrackAllocs off(false);
+    return net->transmit(n->id, peer, f, n->time());
+  }
+};
+
 struct Scenario {
   uint32_t nodes = 2;
   uint64_t msgs = 5000;  ///< total over all streams
@@ -219,13 +231,7 @@ class Cluster {
 
   struct Node;
   /** One of a node's two networks as its link set sees it (Scenario::redundant). */
-  struct NetPort final : rel::FrameSink {
-    Node* n = nullptr;
-    Network* net = nullptr;
-    bool send_frame(NodeId peer, std::span<const uint8_t> f) override {
-      TrackAllocs off(false);
-      return net->transmit(n->id, peer, f, n->c->now_);
-    }
+  struct NetPort final : NetPortOf<Node> {
     void* hold_frame() override { return n->hold_frame(); }
     void release_frame(void* h) override { n->release_frame(h); }
   };
@@ -233,6 +239,7 @@ class Cluster {
   struct Node : rel::FrameSink, rel::AppSink {
     Cluster* c = nullptr;
     NodeId id = 0;
+    uint64_t time() const { return c->now_; }
     uint32_t epoch = 0;
     uint32_t starts = 0;  ///< incarnations so far (seeds each one apart, whatever its epoch)
     uint64_t seed = 0;

@@ -215,6 +215,58 @@ TEST(SimProperty, GroupMembersDeliverEveryMessageOnceInOrderOrAreExpired) {
               (unsigned long long)delivered, (unsigned long long)expired, (unsigned long long)repairs, s);
 }
 
+/** NACK-based group streams (docs/PROTOCOL.md 3.7.6) in the same scenarios: members deliver
+ *  in order, once, intact; whatever a member skips was reported by a LOST event first (the
+ *  source's buffer of 2 to 200 ms, so that some gaps outlive it); memory constant. */
+TEST(SimProperty, NackStreamsNeverSkipSilently) {
+  uint64_t delivered = 0, lost = 0, freed = 0;
+  double s = 0;
+  const uint64_t ran = for_each_seed(
+      [&](uint64_t seed) -> std::string {
+        GroupScenario sc = make_group_scenario(seed);
+        sc.nack = true;
+        sc.cfg.group_nack_hold_ns = (2 + Rng(mix(seed) ^ 0x4AC).below(199)) * rel::kMs;
+        GroupCluster cl(seed, sc);
+        const std::string err = cl.run();
+        delivered += cl.delivered();
+        lost += cl.lost_units();
+        freed += cl.source_counters().nack_freed;
+        if (err.empty()) return err;
+        return "NACK group seed " + std::to_string(seed) + " (" + std::to_string(sc.members) + " members) failed: " + err;
+      },
+      &s);
+  std::printf("NACK stream sim shard %llu/%llu: %llu seeds, %llu messages delivered, %llu units reported "
+              "lost, %llu frames freed unacknowledged, %.1f s\n",
+              (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
+              (unsigned long long)delivered, (unsigned long long)lost, (unsigned long long)freed, s);
+}
+
+/** Groups on two networks, every mode, one network up throughout: the group property holds
+ *  (every member not expired delivers every message once, in order; nothing expires a member
+ *  that is alive and heard) whichever network dies, flaps or loses. */
+TEST(SimProperty, GroupStreamsOnTwoNetworks) {
+  uint64_t delivered = 0, failovers = 0;
+  double s = 0;
+  const uint64_t ran = for_each_seed(
+      [&](uint64_t seed) -> std::string {
+        int kind;
+        rel::red::Mode mode;
+        const GroupScenario sc = make_group_scenario_two_networks(seed, &kind, &mode);
+        GroupCluster cl(seed, sc);
+        const std::string err = cl.run();
+        delivered += cl.delivered();
+        failovers += cl.failovers();
+        if (err.empty()) return err;
+        return "group seed " + std::to_string(seed) + " on two networks (" + rel::red::mode_name(mode) + ", " +
+               kNetSchedules[kind] + ", " + std::to_string(sc.members) + " members) failed: " + err;
+      },
+      &s);
+  std::printf("group sim on two networks, shard %llu/%llu: %llu seeds, %llu messages delivered, %llu "
+              "fail-overs, %.1f s\n",
+              (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
+              (unsigned long long)delivered, (unsigned long long)failovers, s);
+}
+
 /** Two networks (reliability/redundancy/), every mode: Cluster's property, and while one
  *  network stays up nothing is excused: no message lost, no peer declared dead. */
 TEST(SimProperty, TwoNetworksLoseNothingWhileOneIsUp) {

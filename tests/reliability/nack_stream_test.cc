@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// NACK-based group streams (docs/PROTOCOL.md 3.7.6): members report gaps only; the source
+// frees frames by age and room without ACKs, never waits for a member, and a gap older than
+// its buffer reaches the member's application as a LOST event in its place, never skipped
+// silently.
+#include <gtest/gtest.h>
+
+#include "tests/reliability/group_harness.h"
+#include "tests/reliability/harness.h"
+
+namespace imago::rel::test {
+namespace {
+
+constexpr uint64_t kHold = 5 * kMs;
+
+class NackStreamTest : public GroupStreamTest {
+ protected:
+  NackStreamTest() {
+    tune = [](Config& c) { c.group_nack_hold_ns = kHold; };
+  }
+  /** @return the units node @p id was told are lost, over all its LOST events. */
+  uint64_t lost_units(NodeId id) const {
+    uint64_t n = 0;
+    for (const GroupEvent& e : w.nodes[id]->events) n += e.kind == GroupEvent::kLost ? e.count : 0;
+    return n;
+  }
+  /** Every message node @p id got is one of gmsg(size, 0 .. count), in increasing order. */
+  void expect_in_order(NodeId id, uint32_t count, size_t size) const {
+    uint32_t next = 0;
+    for (const GNode::Got& g : w.nodes[id]->got) {
+      while (next < count && g.msg != gmsg(size, next)) ++next;
+      ASSERT_LT(next, count) << "node " << id << ": a message out of order, twice or corrupt";
+      ++next;
+    }
+  }
+  /** Cut node @p id off: the group frames to it and everything it sends (its NACKs). */
+  void cut_off(NodeId id) {
+    w.drop = [id](const GWire::Frame& f) { return (f.group && f.to == id) || (!f.group && f.from == id); };
+  }
+  void heal() {
+    w.drop = [](const GWire::Frame&) { return false; };
+  }
+  Seq started_at(NodeId id) const {
+    for (const GroupEvent& e : w.nodes[id]->events)
+      if (e.kind == GroupEvent::kStarted) return e.position;
+    ADD_FAILURE() << "node " << id << " never started";
+    return 0;
+  }
+};
+
+TEST_F(NackStreamTest, WithoutLossEveryMessageArrivesAndMembersAcknowledgeOnlyTheirJoin) {
+  start(3, true, true);
+  send(500, 100);
+  send(10, 5000, 500);
+  run_for(20 * kMs);
+  for (NodeId i = 2; i <= 3; ++i) {
+    ASSERT_EQ(node(i).got.size(), 510u);
+    EXPECT_EQ(node(i).e->group_counters().acks_sent, 1u) << "node " << i;
+    EXPECT_EQ(node(i).count(GroupEvent::kLost), 0u);
+  }
+  const GroupCounters& c = node(1).e->group_counters();
+  EXPECT_GT(c.nack_freed, 0u) << "frames are freed by age, without ACKs";
+  EXPECT_EQ(c.repair_frames, 0u);
+  Engine::GroupTxView v;
+  ASSERT_TRUE(node(1).e->group_tx_view(kG, &v));
+  EXPECT_TRUE(v.nack);
+  EXPECT_EQ(v.pending, 0u) << "older than the hold time: all freed";
+}
+
+TEST_F(NackStreamTest, ALossWithinTheBufferIsRepairedOnTheMembersNack) {
+  start(3, true, true);
+  int n = 0;
+  w.drop = [&](const GWire::Frame& f) { return f.group && f.to == 3 && (++n % 5) == 0; };
+  // Paced: a burst of more than the window frees its oldest frames before a NACK comes.
+  for (uint32_t i = 0; i < 300; ++i) {
+    send(1, 200, i);
+    tick(20 * kUs);
+  }
+  run_for(20 * kMs);
+  expect_all(2, 300, 200);
+  expect_all(3, 300, 200);
+  EXPECT_GT(node(3).e->group_counters().nacks_sent, 0u);
+  EXPECT_GT(node(1).e->group_counters().repair_frames, 0u);
+  EXPECT_EQ(node(3).count(GroupEvent::kLost), 0u);
+}
+
+TEST_F(NackStreamTest, AGapOlderThanTheBufferIsReportedLostInItsPlace) {
+  start(3, true, true);
+  const Seq at = started_at(2);
+  send(100, 100);
+  settle();
+  // Do: node 2 is cut off while messages 100..149 go out, for four hold times: the source
+  // frees them; then the link heals and 150..199 follow.
+  cut_off(2);
+  send(50, 100, 100);
+  run_for(4 * kHold);
+  heal();
+  send(50, 100, 150);
+  run_for(30 * kMs);
+  // Expect: node 2 delivered 0..99 and 150..199 in order, and one LOST event, in place,
+  // for the 50 units between; node 3 everything.
+  const GNode& m = node(2);
+  ASSERT_EQ(m.got.size(), 150u);
+  for (uint32_t i = 0; i < 150; ++i) ASSERT_EQ(m.got[i].msg, gmsg(100, i < 100 ? i : i + 50)) << i;
+  ASSERT_EQ(m.count(GroupEvent::kLost), 1u);
+  for (const GroupEvent& e : m.events)
+    if (e.kind == GroupEvent::kLost) {
+      EXPECT_EQ(e.position, at + m.count(GroupEvent::kJoined) + 100);  // after the view records
+      EXPECT_EQ(e.count, 50u);
+    }
+  EXPECT_EQ(m.e->group_counters().units_lost, 50u);
+  EXPECT_GT(node(1).e->group_counters().lost_told, 0u);
+  expect_all(3, 200, 100);
+  EXPECT_EQ(m.e->total_counters().rejects(), 0u);
+}
+
+TEST_F(NackStreamTest, TheSourceNeverWaitsForAMemberThatDoesNotTake) {
+  start(3, true, true);
+  // Do: node 3's application takes nothing while 2,000 messages (8 windows) go out.
+  node(3).accept = false;
+  int again = 0;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    const int rc = node(1).e->group_send(kG, gmsg(64, i), send_flag::kFastpath, now);
+    again += rc == -EAGAIN;
+    ASSERT_TRUE(rc == 0 || rc == -EAGAIN);
+    if (rc != 0) --i;
+    tick(20 * kUs);
+  }
+  node(3).accept = true;
+  run_for(50 * kMs);
+  // Expect: the source was never held back; node 2 got all; node 3 got what its window held,
+  // and every message it did not get was reported lost (the reports, refused as messages
+  // were while it took nothing, offered again): nothing is skipped silently.
+  EXPECT_EQ(again, 0);
+  expect_all(2, 2000, 64);
+  EXPECT_GT(lost_units(3), 0u);
+  EXPECT_EQ(node(3).got.size() + lost_units(3), 2000u);
+  expect_in_order(3, 2000, 64);
+  EXPECT_EQ(node(3).e->total_counters().rejects(), 0u);
+}
+
+TEST_F(NackStreamTest, AMessageThatLostOneFragmentIsDroppedWholeAndTheRestGoOn) {
+  start(2, true, true);
+  send(10, 5000);
+  settle();
+  // Do: one group frame of message 10 (a fragment in the middle) never arrives, and node 2's
+  // NACKs are lost until it is freed.
+  int n = 0;
+  w.drop = [&](const GWire::Frame& f) { return (f.group && f.to == 2 && ++n == 2) || (!f.group && f.from == 2); };
+  send(10, 5000, 10);
+  run_for(4 * kHold);
+  heal();
+  run_for(20 * kMs);
+  // Expect: 19 messages, 10 missing; one LOST event of one unit; no fragment counted as bad.
+  const GNode& m = node(2);
+  ASSERT_EQ(m.got.size(), 19u);
+  for (uint32_t i = 0; i < 19; ++i) ASSERT_EQ(m.got[i].msg, gmsg(5000, i < 10 ? i : i + 1)) << i;
+  EXPECT_EQ(m.count(GroupEvent::kLost), 1u);
+  EXPECT_EQ(lost_units(2), 1u);
+  EXPECT_EQ(m.e->total_counters().rejects(), 0u);
+}
+
+TEST_F(NackStreamTest, AClosedStreamEndsOnlyOnceTheMemberHeldOrWasToldOfItsTail) {
+  start(2, true, true);
+  send(20, 100);
+  settle();
+  // Do: the last frame is lost by multicast, then the source closes at once.
+  w.drop = [](const GWire::Frame& f) { return f.group; };
+  send(1, 100, 20);
+  settle();
+  heal();
+  ASSERT_EQ(node(1).e->group_close(kG, now), 0);
+  run_for(30 * kMs);
+  // Expect: the END found a hole; it was asked for and repaired; then the stream ended CLOSED.
+  expect_all(2, 21, 100);
+  ASSERT_EQ(node(2).count(GroupEvent::kEnded), 1u);
+  for (const GroupEvent& e : node(2).events)
+    if (e.kind == GroupEvent::kEnded) {
+      EXPECT_EQ(e.why, GroupEvent::kClosed);
+    }
+}
+
+TEST_F(NackStreamTest, ForgedLostEntriesAreDroppedAndCounted) {
+  start(2, true, true);
+  // A control frame of the source's session to node 2 (a STATUS), kept to forge from.
+  std::vector<uint8_t> ctl;
+  w.drop = [&](const GWire::Frame& f) {
+    if (f.from == 1 && f.to == 2 && !f.group && f.bytes.size() == 64 && f.bytes[1] == 6) ctl = f.bytes;
+    return false;
+  };
+  send(10, 100);
+  run_for(5 * kMs);
+  heal();
+  ASSERT_EQ(ctl.size(), 64u);
+  // Do: LOST entries with a count above the window, far outside the stream, and one of units
+  // node 2 holds already.
+  const auto bad = [&] { return node(2).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; };
+  const uint64_t before = bad();
+  const Seq at = started_at(2);
+  for (auto [a, n] : {std::pair<uint32_t, uint32_t>{at, 1u << 30}, {at + (1u << 31), 4}, {at, 5}}) {
+    std::vector<uint8_t> f = ctl;
+    f[48] = group_op::kLost;
+    for (int k = 0; k < 4; ++k) f[56 + k] = static_cast<uint8_t>(a >> (24 - 8 * k)), f[60 + k] = static_cast<uint8_t>(n >> (24 - 8 * k));
+    std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});  // the CRC, made again
+    finish_frame(f.data(), f.size(), true);
+    node(2).e->on_frame(f, now);
+  }
+  // Expect: the first two counted as bad, the old one harmless; nothing lost, the stream goes on.
+  EXPECT_EQ(bad(), before + 2);
+  EXPECT_EQ(node(2).count(GroupEvent::kLost), 0u);
+  send(10, 100, 10);
+  run_for(5 * kMs);
+  expect_all(2, 20, 100);
+}
+
+}  // namespace
+}  // namespace imago::rel::test
