@@ -448,8 +448,11 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
   if (ep == nullptr || st == nullptr) return -EINVAL;
   const EndpointSlot& s = *ep->slot;
   const EngineSideCounters& c = s.c;
+  // msgs_sent first: what the engine published before it (group_pending) is then as new.
+  const uint64_t sent = c.msgs_sent.get();
+  std::atomic_thread_fence(std::memory_order_acquire);
   *st = imago_ep_stats{
-      c.msgs_sent.get(),    c.bytes_sent.get(), c.msgs_received.get(), c.bytes_received.get(),
+      sent,                 c.bytes_sent.get(), c.msgs_received.get(), c.bytes_received.get(),
       c.tx_inline.get(),    c.tx_pool.get(),    c.tx_zero_copy.get(),  c.rx_inline.get(),
       c.rx_pool.get(),      c.rx_mbuf.get(),    s.tx_ring_full.get(),  c.rx_ring_full.get(),
       c.rx_no_buffer.get(), c.tx_invalid.get(), rte_ring_count(ep->tx), rte_ring_count(ep->rx),

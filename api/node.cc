@@ -80,11 +80,7 @@ unsigned Node::poll(uint64_t now_tsc) {
   if (announce_n_ > 0) send_announces(now_ns_);
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) {
-    const unsigned taken = drain_tx(active_[i], now_ns_);
-    // A sender's pending units grow with what it just took: published now, so that nobody
-    // reads everything taken with a pending count from before (a close then loses nothing).
-    if (taken != 0 && active_[i].slot->group != 0) publish_group(*active_[i].slot);
-    work += taken;
+    work += drain_tx(active_[i], now_ns_);
   }
   const uint64_t board_due = ne_.pub.next_tsc;
   work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish
@@ -205,6 +201,7 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
     a.stash_pos = 0;
   }
   unsigned done = 0;
+  uint64_t bytes = 0;
   uint8_t scratch[kTagBytes + IMAGO_MSG_INLINE_MAX];
   for (; a.stash_pos < a.stash_n; ++a.stash_pos) {
     imago_msg& d = a.stash[a.stash_pos];
@@ -226,8 +223,7 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       if (ne_.engine->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
       record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
     }
-    s.c.msgs_sent.add();
-    s.c.bytes_sent.add(d.len);
+    bytes += d.len;
     (d.tier == IMAGO_TIER_INLINE                ? s.c.tx_inline
      : (d.flags & IMAGO_MSG_F_ZERO_COPY) != 0 ? s.c.tx_zero_copy
                                                 : s.c.tx_pool)
@@ -235,6 +231,13 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
     release_sent(side(s), d);
     ++done;
   }
+  // A sender's pending units grow with what it just took: published before msgs_sent counts
+  // it, so that nobody reads everything taken with a pending count from before (a close, or
+  // a publisher that ends once nothing is pending, then loses nothing).
+  if (done != 0 && s.group != 0) publish_group(s);
+  std::atomic_thread_fence(std::memory_order_release);
+  s.c.msgs_sent.add(done);
+  s.c.bytes_sent.add(bytes);
   return done;
 }
 

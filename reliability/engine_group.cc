@@ -279,7 +279,9 @@ void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t no
   // stream: what it freed is gone, and the member is told so.
   if (seq_lt(from, tx.una())) {
     const uint32_t old = std::min(n, tx.una() - from);
-    if (t.nack) tell_lost(t, p, from, old);
+    // Everything freed from there on, not just what was asked: a member that lost many holes
+    // (cut off for a while) learns of them all in one round trip, not one hole per NACK.
+    if (t.nack) tell_lost(t, p, from, std::min(tx.una() - from, cfg_.group_window));
     from += old, n -= old;
   }
   // The frames that hold [from, from + n) and were sent, each as it first went out: asked
@@ -730,6 +732,9 @@ void Engine::lose_units(GroupRx& r, Seq a, uint32_t n) {
     if (!rx.present(s)) rx.store(s, kLostUnit, {}), gc_.units_lost++;
   if (seq_gt(s, r.tail)) r.tail = s;
   group_deliver(r);
+  // The holes after these (and what the window had no room for) are asked at once: the
+  // source answers, and they are older than any timer would say.
+  note_gap(r, rx.nxt(), r.tail, now_);
 }
 
 // A run of lost units at the delivery point: one kLost event, and the message they were part

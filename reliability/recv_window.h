@@ -71,6 +71,7 @@ class RecvWindow {
    * @return false when none is held there, else [*start, *end).
    */
   bool next_run(Seq from, Seq* start, Seq* end) const {
+    if (!seq_lt(from, high_)) return false;  // nothing held from there (and no 2^32-bit scan)
     const Seq a = from + present_.find(from, high_ - from, true);
     if (a == high_) return false;
     *start = a;

@@ -29,7 +29,8 @@ static const char help[] =
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
 	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
 	"                      waits for a member; what a member misses for good it is told (EVENT\n"
-	"                      lost, RESULT lost_reported), and only such a gap is not a failure\n"
+	"                      lost, RESULT lost_reported). A subscriber fails on any gap no such\n"
+	"                      event reported (lost_silently), whatever the stream's kind\n"
 	"  --idle-us US        sleep US microseconds whenever a pass moved nothing (a core shared by\n"
 	"                      many nodes; with --run-to-completion the node waits too) [0: spin]\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
@@ -313,8 +314,9 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu}\n",
 	       (unsigned long long)dup, (unsigned long long)bad, (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,
 	       (unsigned long long)ns.group_nacks_sent);
-	/* A NACK stream may lose what its source freed, never silently. */
-	return (o->nack ? silent != 0 : lost != 0) || dup || bad || s->n_src == 0;
+	/* Every gap must have come after a LOST event (only a NACK stream has them, when its
+	 * source freed what this node still lacked): a silent one is a failure. */
+	return silent != 0 || dup || bad || s->n_src == 0;
 }
 
 int main(int argc, char **argv)

@@ -61,14 +61,42 @@ class TestSuiteGroup(TestSuite):
                 pytest.skip(f"{_program(name)} is not built")
 
     # ---------------------------------------------------------------- testbed
-    def _bridge(self, topology: Topology, members: int) -> list[Interface]:
-        """Nodes n1 (the source) .. n<members + 1> on one bridge; their ports, in node order."""
+    def _bridge(self, topology: Topology, members: int, nets: int = 1) -> list[Interface]:
+        """Nodes n1 (the source) .. n<members + 1> on one bridge; their ports, in node order.
+        With @p nets 2, a second bridge joins them too (network B): self.ports_b, in node order."""
         nodes = [topology.add_node(f"n{i}") for i in range(1, members + 2)]
-        br = topology.add_bridge(nodes, ipv4={n.name: f"10.199.31.{i}/24" for i, n in enumerate(nodes, 1)})
-        # Unknown multicast is flooded either way; no snooping keeps it so whatever IGMP says.
-        host.run_cmd(["ip", "netns", "exec", br.switch.netns, "sh", "-c",
-                      f"echo 0 > /sys/class/net/{br.name}/bridge/multicast_snooping"], check=False)
-        return [br.port(n) for n in nodes]
+        bridges = [topology.add_bridge(nodes, ipv4={n.name: f"10.199.{31 + k}.{i}/24" for i, n in enumerate(nodes, 1)})
+                   for k in range(nets)]
+        for br in bridges:
+            # Unknown multicast is flooded either way; no snooping keeps it so whatever IGMP says.
+            host.run_cmd(["ip", "netns", "exec", br.switch.netns, "sh", "-c",
+                          f"echo 0 > /sys/class/net/{br.name}/bridge/multicast_snooping"], check=False)
+        self.bridges = bridges
+        self.ports_b = [bridges[-1].port(n) for n in nodes] if nets == 2 else []
+        return [bridges[0].port(n) for n in nodes]
+
+    def _redundant(self, node_id: int, peers: list[int], mode: str) -> list[str]:
+        """Node options of node @p node_id on both bridges (_bridge(nets=2)) in @p mode."""
+        return ["--iface-b", self.ports_b[node_id - 1].name, "--redundancy", mode,
+                *[a for pid in peers for a in ("--peer-b", f"{pid}@{self.ports_b[pid - 1].mac}")]]
+
+    @staticmethod
+    def _set_link(br, up: bool) -> None:
+        """Every switch port of bridge @p br up or down (each member loses carrier)."""
+        for end in br.ports.values():
+            host.ip("link", "set", "dev", end.peer.name, "up" if up else "down", netns=end.peer.netns)
+
+    def _nft_drop_from(self, member: Interface, rule: list[str]) -> list[str]:
+        """nftables on the bridge side of @p member's port: @p rule on what it sends. @return
+        the nft command prefix (to list or delete the table)."""
+        sw_port = member.peer
+        chain = f"in_{sw_port.name.replace('-', '_')}"
+        nft = ["ip", "netns", "exec", sw_port.netns, "nft"]
+        host.run_cmd(nft + ["add", "table", "netdev", "imago_dts"])
+        host.run_cmd(nft + ["add", "chain", "netdev", "imago_dts", chain,
+                            f'{{ type filter hook ingress device "{sw_port.name}" priority 0; }}'])
+        host.run_cmd(nft + ["add", "rule", "netdev", "imago_dts", chain, *rule, "counter", "drop"])
+        return nft
 
     def _start(self, port: Interface, node_id: int, peers: list[tuple[int, Interface]], role: str,
                count: int, *, extra: list[str] = (), node_opts: list[str] = ()) -> object:
@@ -151,14 +179,7 @@ class TestSuiteGroup(TestSuite):
         if shutil.which("nft") is None:
             pytest.skip("nft (Debian nftables) is not installed")
         for member in ports[1:3]:
-            sw_port = member.peer
-            chain = f"in_{sw_port.name.replace('-', '_')}"
-            nft = ["ip", "netns", "exec", sw_port.netns, "nft"]
-            host.run_cmd(nft + ["add", "table", "netdev", "imago_dts"])
-            host.run_cmd(nft + ["add", "chain", "netdev", "imago_dts", chain,
-                                f'{{ type filter hook ingress device "{sw_port.name}" priority 0; }}'])
-            host.run_cmd(nft + ["add", "rule", "netdev", "imago_dts", chain, "numgen", "random", "mod", "100",
-                                "<", "5", "counter", "drop"])
+            self._nft_drop_from(member, ["numgen", "random", "mod", "100", "<", "5"])
         _, results = self._run(ports, 5_000, loss=0.02)
         for r in results:
             self._verify_member(r, 5_000)
@@ -246,6 +267,73 @@ class TestSuiteGroup(TestSuite):
                 d = x["delay_us"]
                 self.verify(0 < d["p50"] <= d["p99"] <= d["max"], f"delay {d}")
                 self.verify(x["msgs_per_s"] > 0, f"rate {x}")
+
+    @pytest.mark.parametrize("mode", ["active-standby", "duplicate", "ping-pong"])
+    def test_two_networks_members_keep_the_stream_when_one_dies(self, topology: Topology, mode: str) -> None:
+        """Source and 2 members on two bridges (network A and B, imagod --redundancy MODE); a
+        paced stream of 15,000 messages (3 s); 1 s in, every switch port of network A goes down.
+
+        Expect: both members deliver every message once, in order, intact; nobody is expired.
+        """
+        ports = self._bridge(topology, 2, nets=2)
+        count = 15_000
+        subs = [self._start(ports[i - 1], i, [(1, ports[0])], "sub", count, node_opts=self._redundant(i, [1], mode))
+                for i in (2, 3)]
+        pub = self._start(ports[0], 1, [(2, ports[1]), (3, ports[2])], "pub", count,
+                          extra=["--members", "2", "--rate", "5000"], node_opts=self._redundant(1, [2, 3], mode))
+        pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(1.0)
+        self._set_link(self.bridges[0], False)
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        src = _result(pub)
+        print(f"{mode} source RESULT", json.dumps(src))
+        self.verify(src["msgs_sent"] == count and src["expired"] == 0, f"source: {src}")
+        for s in subs:
+            self.verify(s.wait(RUN_LIMIT_S) == 0, f"{s.name}; last lines:\n{s.tail()}")
+            res = _result(s)
+            print(f"{mode} member RESULT", json.dumps(res))
+            self._verify_member(res, count)
+
+    def test_a_nack_stream_reports_what_a_member_could_not_get_repaired(self, topology: Topology) -> None:
+        """A NACK-based stream (imago-group pub --nack, --group-nack-hold-ms 50) of 15,000
+        messages (3 s, paced) to 2 members; member 3 loses 5 % of what it receives, and for
+        1 s nftables drops everything it sends (its NACKs): what it lost then is freed before
+        it can ask.
+
+        Expect: the source is never held back (it ends, nobody expired); member 2 delivers
+        everything; member 3 delivers in order, once, intact, reports the rest as LOST
+        (lost_reported > 0) and skips nothing silently (its exit status, lost_silently 0).
+        """
+        if shutil.which("nft") is None:
+            pytest.skip("nft (Debian nftables) is not installed")
+        ports = self._bridge(topology, 2)
+        count = 15_000
+        good = self._start(ports[1], 2, [(1, ports[0])], "sub", count)
+        lossy = self._start(ports[2], 3, [(1, ports[0])], "sub", count, node_opts=["--fault-rx", "loss=0.05,seed=9"])
+        pub = self._start(ports[0], 1, [(2, ports[1]), (3, ports[2])], "pub", count,
+                          extra=["--members", "2", "--rate", "5000", "--nack"],
+                          node_opts=["--group-nack-hold-ms", "50"])
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while sum("EVENT pub joined" in l for l in pub.lines("stdout")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)
+        nft = self._nft_drop_from(ports[2], [])
+        time.sleep(1.0)
+        out = host.run_cmd(nft + ["list", "table", "netdev", "imago_dts"]).stdout
+        host.run_cmd(nft + ["delete", "table", "netdev", "imago_dts"])
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        src = _result(pub)
+        print("source RESULT", json.dumps(src))
+        self.verify(src["msgs_sent"] == count and src["expired"] == 0, f"source: {src}")
+        self.verify(good.wait(RUN_LIMIT_S) == 0, f"member 2; last lines:\n{good.tail()}")
+        self._verify_member(_result(good), count)
+        rc = lossy.wait(RUN_LIMIT_S)
+        res = _result(lossy)
+        print("member 3 RESULT", json.dumps(res))
+        self.verify(rc == 0 and res["lost_silently"] == 0, f"member 3 exited {rc}: {res}")
+        self.verify(res["lost_reported"] > 0 and res["lost"] > 0, f"member 3 lost nothing: {res}")
+        self.verify(res["duplicated"] == 0 and res["corrupted"] == 0, f"member 3: {res}")
+        self.verify("counter packets 0 " not in out, f"the nftables rule dropped nothing: {out}")
 
     # ---------------------------------------------------------------- file transfer
     def _cp(self, port: Interface, node_id: int, peers: list[tuple[int, Interface]], args: list[str],

@@ -97,12 +97,12 @@ uint8_t LinkSet::usable(const Peer& p) const {
 }
 
 // Which networks a frame to @p p goes on.
-uint8_t LinkSet::nets_for(Peer& p, bool ack_only, uint8_t last) {
+uint8_t LinkSet::nets_for(Peer& p, bool answer, uint8_t last) {
   if (cfg_.mode == Mode::kDuplicate) return kAllNets;
   const uint8_t usable = this->usable(p);
   if (cfg_.mode == Mode::kActiveStandby) return usable & bit(p.active) ? bit(p.active) : usable;
   if (usable != kAllNets) return usable;
-  if (ack_only) return bit(p.rx_net);
+  if (answer) return bit(p.rx_net);
   if (last == bit(0) || last == bit(1)) return last ^ kAllNets;  // a resend: the other one
   // Runs of cfg_.pingpong_run frames per network: a PMD that makes a syscall per burst
   // (net_af_packet) would otherwise cut every burst in two.
@@ -186,8 +186,12 @@ bool LinkSet::send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame) {
 bool LinkSet::send_frame(NodeId peer, std::span<const uint8_t> frame) {
   Peer* p = find(peer);
   if (p == nullptr) return true;  // add_peer() first: as a link with no address for it
-  const bool ack_only = frame.size() > 1 && frame[1] == static_cast<uint8_t>(FrameType::kAck);
-  return send_copy(*p, nets_for(*p, ack_only, 0), frame);
+  // An answer (an ACK; group control: a member's NACK or ACK, a source's STATUS or LOST)
+  // goes back where the peer's data last came in: when one network loses, the opposite of
+  // the one the missed frames went on (NASA KSC's NACK rule).
+  const bool answer = frame.size() > 1 && (frame[1] == static_cast<uint8_t>(FrameType::kAck) ||
+                                           frame[1] == static_cast<uint8_t>(FrameType::kGroupCtl));
+  return send_copy(*p, nets_for(*p, answer, 0), frame);
 }
 
 FrameRoom LinkSet::frame_room() const {
@@ -324,7 +328,9 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
   }
   ++c_[net].frames_received;
   const std::span<const uint8_t> inner = frame.subspan(kShim);
-  if (inner.size() > 1 && inner[1] == static_cast<uint8_t>(FrameType::kData)) p->rx_net = net;
+  if (inner.size() > 1 && (inner[1] == static_cast<uint8_t>(FrameType::kData) ||
+                            inner[1] == static_cast<uint8_t>(FrameType::kGroupData)))
+    p->rx_net = net;
   rx_net_ = net;
   if (engine_ != nullptr) engine_->on_frame(inner, now);
 }

@@ -152,7 +152,7 @@ class LinkSet final : public FrameSink {
     uint8_t flip = 0;          ///< ping-pong: the next network
     uint32_t run = 0;          ///< ping-pong: frames sent on it in this run
     uint8_t active = 0;        ///< active/standby: the network in use
-    uint8_t rx_net = 0;        ///< where its last data frame came in
+    uint8_t rx_net = 0;        ///< where its last data (or group data) frame came in
     NetHealth health[kMaxNets];
     uint32_t hb_tx[kMaxNets] = {};
     uint32_t hb_rx[kMaxNets] = {};
@@ -171,7 +171,7 @@ class LinkSet final : public FrameSink {
   const Peer* find(NodeId id) const;
   uint8_t heard_bits(const Peer& p) const;
   uint8_t usable(const Peer& p) const;
-  uint8_t nets_for(Peer& p, bool ack_only, uint8_t last);
+  uint8_t nets_for(Peer& p, bool answer, uint8_t last);
   uint8_t group_nets();
   void evaluate(Peer& p, uint64_t now);
   void event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s);

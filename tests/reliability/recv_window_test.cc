@@ -12,6 +12,24 @@ namespace {
 
 std::vector<uint8_t> bytes(size_t n, uint8_t v) { return std::vector<uint8_t>(n, v); }
 
+TEST(RecvWindowTest, NextRunFindsHeldRunsAndNothingFromBeyondTheHighest) {
+  RecvWindow r;
+  r.init(8, 16);
+  r.reset(0xFFFFFFFEu);  // across the wrap
+  r.store(0, 0, bytes(3, 1));  // past the wrap
+  r.store(2, 0, bytes(3, 1));
+  Seq a, b;
+  ASSERT_TRUE(r.next_run(0xFFFFFFFEu, &a, &b));
+  EXPECT_EQ(a, 0u);
+  EXPECT_EQ(b, 1u);
+  ASSERT_TRUE(r.next_run(1, &a, &b));
+  EXPECT_EQ(a, 2u);
+  EXPECT_EQ(b, 3u);
+  // From the highest held on, or beyond it (a tail a source announced): nothing, at once.
+  EXPECT_FALSE(r.next_run(3, &a, &b));
+  EXPECT_FALSE(r.next_run(1000, &a, &b));
+}
+
 TEST(RecvWindowTest, AdvancesCumulativeAckOverFilledGaps) {
   RecvWindow r;
   r.init(8, 16);

@@ -115,11 +115,13 @@ struct Wire : FrameSink {
     return true;
   }
   size_t group_frames = 0;
+  std::vector<Bytes> groups;  ///< the group frames, as sent
   bool multicast() const override { return true; }
   bool send_group(GroupId, std::span<const uint8_t> f) override {
     Shim s;
     EXPECT_TRUE(shim_read(f, &s) && s.kind == static_cast<uint8_t>(ShimKind::kGroup));
     ++group_frames;
+    groups.emplace_back(f.begin(), f.end());
     return true;
   }
   /** Frames (not heartbeats) sent, and forget everything. */
@@ -262,6 +264,26 @@ TEST(LinkSet, GroupFramesFollowTheNetworksUsableTowardTheMembers) {
   Pair d(Mode::kDuplicate);
   ASSERT_TRUE(d.s[0]->send_group(7, f));
   EXPECT_EQ(d.wa[0].group_frames + d.wb[0].group_frames, 2u);
+}
+
+TEST(LinkSet, PingPongGroupControlGoesBackWhereTheStreamArrives) {
+  Pair p(Mode::kPingPong);
+  p.run(3);
+  // Node 1's group frames alternate; those on A are lost: node 2 got its last one on B, and
+  // its NACK (group control) goes back on B, away from the network that lost them.
+  Bytes f(60, 0);
+  f[0] = kWireVersion, f[1] = static_cast<uint8_t>(FrameType::kGroupData);
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE(p.s[0]->send_group(7, f));
+  ASSERT_EQ(p.wa[0].groups.size(), 2u);
+  ASSERT_EQ(p.wb[0].groups.size(), 2u);
+  for (const Bytes& g : p.wb[0].groups) p.s[1]->on_frame(1, g, p.now);
+  ASSERT_TRUE(p.send(1, FrameType::kGroupCtl));
+  EXPECT_EQ(p.wb[1].frames(), 1u);
+  EXPECT_EQ(p.wa[1].frames(), 0u);
+  // A group frame that arrives on A last: the next answer goes on A.
+  p.s[1]->on_frame(0, p.wa[0].groups.back(), p.now);
+  ASSERT_TRUE(p.send(1, FrameType::kGroupCtl));
+  EXPECT_EQ(p.wa[1].frames(), 1u);
 }
 
 TEST(LinkSet, PingPongRunsKeepBurstsOnOneNetwork) {
