@@ -412,7 +412,9 @@ int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
                                           keeps what it sent --group-nack-hold-ms [100], and at most
                                           --group-window units, then frees it, ACKed or not, so no
                                           member ever holds it back; a member that asks for what
-                                          was freed gets IMAGO_GROUP_LOST in its place */
+                                          was freed gets IMAGO_GROUP_LOST in its place. Peer
+                                          endpoints (imago_open()) are ACK-based: a NACK stream
+                                          to one peer is a group only that peer joins */
 
 /** Group endpoint options. Zero fields take the default. */
 struct imago_group_opts {
