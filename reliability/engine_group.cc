@@ -618,7 +618,8 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       const Seq a = e.a.get();
       const uint32_t n = e.b.get();
       const int32_t d = seq_diff(r->rx.nxt(), a);
-      if (n > cfg_.group_window || d > kFar || d < -kFar) return false;
+      // Only a NACK stream frees what a member lacks: a LOST on an ACK stream is a lie.
+      if (!r->nack || n > cfg_.group_window || d > kFar || d < -kFar) return false;
       lose_units(*r, a, n);
       return true;
     }

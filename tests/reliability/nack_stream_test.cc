@@ -40,6 +40,30 @@ class NackStreamTest : public GroupStreamTest {
   void heal() {
     w.drop = [](const GWire::Frame&) { return false; };
   }
+  /** Start a stream (NACK-based with @p nack) to node 2 and keep a control frame of the
+   *  source's session to it (a STATUS) to forge LOST entries from. */
+  void start_keeping_ctl(bool nack) {
+    start(2, true, nack);
+    w.drop = [this](const GWire::Frame& f) {
+      if (f.from == 1 && f.to == 2 && !f.group && f.bytes.size() == 64 && f.bytes[1] == 6) ctl = f.bytes;
+      return false;
+    };
+    send(10, 100);
+    run_for(5 * kMs);
+    heal();
+    ASSERT_EQ(ctl.size(), 64u);
+  }
+  /** Give node 2 a LOST [a, a + n) in the source's name. */
+  void forge_lost(uint32_t a, uint32_t n) {
+    std::vector<uint8_t> f = ctl;
+    f[48] = group_op::kLost;
+    for (int k = 0; k < 4; ++k) f[56 + k] = static_cast<uint8_t>(a >> (24 - 8 * k)), f[60 + k] = static_cast<uint8_t>(n >> (24 - 8 * k));
+    std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});  // the CRC, made again
+    finish_frame(f.data(), f.size(), true);
+    node(2).e->on_frame(f, now);
+  }
+  uint64_t bad_ctl() { return node(2).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; }
+  std::vector<uint8_t> ctl;
   Seq started_at(NodeId id) const {
     for (const GroupEvent& e : w.nodes[id]->events)
       if (e.kind == GroupEvent::kStarted) return e.position;
@@ -181,36 +205,33 @@ TEST_F(NackStreamTest, AClosedStreamEndsOnlyOnceTheMemberHeldOrWasToldOfItsTail)
 }
 
 TEST_F(NackStreamTest, ForgedLostEntriesAreDroppedAndCounted) {
-  start(2, true, true);
-  // A control frame of the source's session to node 2 (a STATUS), kept to forge from.
-  std::vector<uint8_t> ctl;
-  w.drop = [&](const GWire::Frame& f) {
-    if (f.from == 1 && f.to == 2 && !f.group && f.bytes.size() == 64 && f.bytes[1] == 6) ctl = f.bytes;
-    return false;
-  };
-  send(10, 100);
-  run_for(5 * kMs);
-  heal();
-  ASSERT_EQ(ctl.size(), 64u);
+  start_keeping_ctl(true);
   // Do: LOST entries with a count above the window, far outside the stream, and one of units
   // node 2 holds already.
-  const auto bad = [&] { return node(2).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; };
-  const uint64_t before = bad();
+  const uint64_t before = bad_ctl();
   const Seq at = started_at(2);
-  for (auto [a, n] : {std::pair<uint32_t, uint32_t>{at, 1u << 30}, {at + (1u << 31), 4}, {at, 5}}) {
-    std::vector<uint8_t> f = ctl;
-    f[48] = group_op::kLost;
-    for (int k = 0; k < 4; ++k) f[56 + k] = static_cast<uint8_t>(a >> (24 - 8 * k)), f[60 + k] = static_cast<uint8_t>(n >> (24 - 8 * k));
-    std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});  // the CRC, made again
-    finish_frame(f.data(), f.size(), true);
-    node(2).e->on_frame(f, now);
-  }
+  forge_lost(at, 1u << 30);
+  forge_lost(at + (1u << 31), 4);
+  forge_lost(at, 5);
   // Expect: the first two counted as bad, the old one harmless; nothing lost, the stream goes on.
-  EXPECT_EQ(bad(), before + 2);
+  EXPECT_EQ(bad_ctl(), before + 2);
   EXPECT_EQ(node(2).count(GroupEvent::kLost), 0u);
   send(10, 100, 10);
   run_for(5 * kMs);
   expect_all(2, 20, 100);
+}
+
+TEST_F(NackStreamTest, ALostEntryOnAnAckStreamIsDroppedAndCounted) {
+  start_keeping_ctl(false);
+  // Do: a LOST for units node 2 has not got yet, on a stream whose source frees nothing
+  // unacknowledged. Expect: counted as bad; the units still arrive, none reported lost.
+  const uint64_t before = bad_ctl();
+  forge_lost(started_at(2) + 12, 8);
+  EXPECT_EQ(bad_ctl(), before + 1);
+  send(20, 100, 10);
+  run_for(5 * kMs);
+  expect_all(2, 30, 100);
+  EXPECT_EQ(node(2).count(GroupEvent::kLost), 0u);
 }
 
 }  // namespace
