@@ -42,7 +42,10 @@ void add_redundancy_rows(OptionTable<T>& t, RedundancyOptions T::*m) {
                "two networks (network B: --iface-b, or the second port): active-standby (traffic on A, B takes over "
                "when A fails), duplicate (every frame on both, the first copy kept), ping-pong (frames alternate); "
                "off: one network",
-               [m](T& o, const std::string& v) { return rel::red::parse_mode(v.c_str(), &(o.*m).cfg.mode) && ((o.*m).on = true); },
+               [m](T& o, const std::string& v) {
+                 if (v == "off") return (o.*m).on = false, true;  // what show() prints for one network
+                 return rel::red::parse_mode(v.c_str(), &(o.*m).cfg.mode) && ((o.*m).on = true);
+               },
                [m](const T& o) { return (o.*m).on ? std::string(rel::red::mode_name((o.*m).cfg.mode)) : std::string("off"); }});
   t.push_back(time("heartbeat-us", "US", "a heartbeat on each network to each peer this often, 50..1000000",
                    [](rel::red::Config& c) { return &c.health.heartbeat_ns; }, kUs, 50, 1'000'000));

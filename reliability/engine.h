@@ -138,6 +138,7 @@ struct PeerView {
 };
 
 struct Peer;       // engine-private per-peer state (peer.h)
+struct RackTimes;  // rack.h
 struct TxFrame;    // engine-private: one frame of the send window (send_window.h)
 struct FrameMeta;  // engine-private: what a frame being built carries (engine_tx.cc)
 
@@ -278,11 +279,6 @@ class Engine {
   void detect_losses(Peer& p, const Header& h, std::span<const uint8_t> frame, Seq sack_max,
                      bool sack_complete, uint64_t now);
   uint32_t mark_lost_by_order(Peer& p, uint64_t now);
-  /** @return the latest send time of a frame RACK may call lost now (reorder_window_ns). */
-  uint64_t lost_if_sent_by(uint64_t now) const {
-    const uint64_t w = cfg_.reorder_window_ns;
-    return w == 0 ? ~uint64_t{0} : now > w ? now - w : 0;
-  }
   void on_records(Peer& p, const Header& h, std::span<const uint8_t> body, uint64_t now);
   void on_unit(Peer& p, Seq s, uint8_t flags, std::span<const uint8_t> payload, uint64_t now);
   void try_deliver(Peer& p);
@@ -292,7 +288,9 @@ class Engine {
   bool deliver_rebuilt(Peer& p);
   void drop_reassembly(Peer& p);
   void release_held(Peer& p);
-  uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame);
+  /** Queue for a repair the frames in flight over [from, to): those sent by @p sent_by, or
+   *  with @p rack, those RACK calls lost. @return how many. */
+  uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, const RackTimes* rack = nullptr);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);
 
@@ -372,6 +370,7 @@ class Engine {
   uint32_t ack_req_spacing_;  ///< units between ACK requests in ACK-required state
   uint64_t rebuild_above_;    ///< app_->rebuild_above(), asked once
   uint64_t now_ = 0;
+  uint8_t paths_used_ = 1;  ///< bit n: a data frame went on path n (FrameSink::sent_path())
   std::vector<std::unique_ptr<Peer>> peers_;
   std::unordered_map<NodeId, uint32_t> index_;
   Peer* last_found_ = nullptr;  ///< find()'s one-entry cache

@@ -5,6 +5,7 @@
 
 #include "reliability/engine.h"
 #include "reliability/peer.h"
+#include "reliability/rack.h"
 
 namespace imago::rel {
 
@@ -77,7 +78,7 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
   // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
   // at worst a few spurious repairs when an original was reordered past its repair.
-  if (!last_sacked) p.rack_frame = std::max(p.rack_frame, last.number);
+  if (!last_sacked) rack_delivered(p, last);
   tx.release_to(ack);
   if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
   p.c.valid_acks++;
@@ -104,14 +105,14 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
     // receiver's ACK delay and would hold repairs back for ~10 ms). A repeated NACK for the
     // same ACK within an SRTT is the echo of the last go-back, not a new loss.
     const uint64_t guard = p.rto.has_sample() ? p.rto.min_rtt() : cfg_.nack_interval_ns;
-    lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0, kNever);
+    lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0);
     if (lost > 0) p.goback_seq = ack, p.goback_ns = now;
   }
   if (sack_complete) lost += mark_lost_by_order(p, now);
   if (lost > 0) p.c.pkts_lost++;
 }
 
-uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t before_frame) {
+uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, const RackTimes* rack) {
   // A frame's units all went out in the same transmissions, and a repair carries every one
   // of them: the walk goes a frame at a time.
   SendWindow& tx = p.tx;
@@ -119,7 +120,7 @@ uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, uint64_t
   for (Seq s = from; s != to;) {
     const uint32_t pos = tx.fpos(s);
     const TxFrame& f = tx.frame(pos);
-    if (f.in_flight && f.last_tx_ns <= sent_by && f.number < before_frame) {
+    if (f.in_flight && (rack != nullptr ? rack_lost(p, f, *rack) : f.last_tx_ns <= sent_by)) {
       tx.set_retx(pos);
       ++n;
       const Seq first = tx.frame_first(pos);
@@ -135,17 +136,26 @@ uint32_t Engine::mark_lost_by_order(Peer& p, uint64_t now) {
   // RACK without the SACK bound: the peer holds nothing beyond its SACK ranges, so every
   // frame in flight that was sent before one that got through is lost. This repairs a lost
   // tail after an RTO probe or a tail-loss probe, and units the receiver had no room for.
-  // The in-flight list is in transmission order, so the walk stops at the first frame sent
-  // then or later: O(1) per marked frame.
+  // The in-flight list is in transmission order, and so is each path's part of it: a path's
+  // walk ends at its first frame RACK does not call lost, and the walk at the first frame
+  // sent after the newest delivered, or once every path's has ended.
   uint32_t n = 0;
-  uint32_t pos;
-  const uint64_t sent_by = lost_if_sent_by(now);
-  while (p.tx.flight_oldest(&pos) && p.tx.frame(pos).number < p.rack_frame) {
-    if (p.tx.frame(pos).last_tx_ns > sent_by) break;  // may be on a slower path still
-    const Seq s = p.tx.frame_first(pos);
-    const uint32_t m = mark_lost(p, s, s + 1, kNever, kNever);
-    if (m == 0) p.tx.flight_remove(pos);  // cannot be, but a walk that never ends is worse
-    n += m;
+  uint32_t pos, next;
+  const RackTimes t = rack_times(p, cfg_.reorder_window_ns, now);
+  uint8_t ended = 0;
+  for (bool more = p.tx.flight_oldest(&pos); more && ended != paths_used_;) {
+    const TxFrame& f = p.tx.frame(pos);
+    if (f.number >= p.rack_frame) break;
+    more = p.tx.flight_newer(pos, &next);  // before marking takes it out
+    const auto path = static_cast<uint8_t>(1u << f.path);
+    if (!(ended & path) && !rack_lost(p, f, t)) ended |= path;
+    if (!(ended & path)) {
+      const Seq s = p.tx.frame_first(pos);
+      const uint32_t m = mark_lost(p, s, s + 1, kNever);
+      if (m == 0) p.tx.flight_remove(pos);  // cannot be, but a walk that never ends is worse
+      n += m;
+    }
+    pos = next;
   }
   return n;
 }

@@ -6,6 +6,7 @@
 
 #include "reliability/engine.h"
 #include "reliability/peer.h"
+#include "reliability/rack.h"
 
 namespace imago::rel {
 
@@ -81,7 +82,7 @@ void Engine::mark_sacked(Peer& p, Seq from, Seq to, uint64_t* sample_tx) {
     const TxFrame& f = tx.frame(pos);
     const Seq end = tx.frame_end(pos);
     const Seq stop = end - s < to - s ? end : to;
-    p.rack_frame = std::max(p.rack_frame, f.number);
+    rack_delivered(p, f);
     if (sample_ok(p, f, s)) *sample_tx = std::max(*sample_tx, f.first_tx_ns);
     for (; s != stop; ++s) tx.set_sacked(s);
     if (tx.frame_delivered(pos)) {
@@ -125,7 +126,7 @@ uint32_t Engine::mark_holes(Peer& p, const Header& h, std::span<const uint8_t> f
   // RACK (RFC 8985) over the holes below sack_max only: the units the SACK listed were just
   // marked, and what lies beyond it is unknown.
   const Seq ack = h.ack;
-  const uint64_t sent_by = lost_if_sent_by(now);
+  const RackTimes t = rack_times(p, cfg_.reorder_window_ns, now);
   uint32_t lost = 0;
   if (h.flags & frame_flag::kSackBitmap) {
     const Seq base = bitmap_base(ack);
@@ -134,7 +135,7 @@ uint32_t Engine::mark_holes(Peer& p, const Header& h, std::span<const uint8_t> f
       const uint64_t missing = ~decode_sack_word(frame, k) & ~p.tx.sacked_bits(lo) &
                                units_between(lo, ack, 0, sack_max - ack);
       for_each_run(missing, [&](uint32_t j, uint32_t len) {
-        lost += mark_lost(p, lo + j, lo + j + len, sent_by, p.rack_frame);
+        lost += mark_lost(p, lo + j, lo + j + len, 0, &t);
       });
     }
     return lost;
@@ -143,7 +144,7 @@ uint32_t Engine::mark_holes(Peer& p, const Header& h, std::span<const uint8_t> f
   for (uint32_t i = 0; i < h.sack_count; ++i) {
     Seq a, b;
     decode_sack(frame, i, &a, &b);
-    if (seq_gt(a, from)) lost += mark_lost(p, from, a, sent_by, p.rack_frame);
+    if (seq_gt(a, from)) lost += mark_lost(p, from, a, 0, &t);
     if (seq_gt(b, from)) from = b;
   }
   return lost;

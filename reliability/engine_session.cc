@@ -162,6 +162,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.rto_deadline = p.ack_deadline = p.ack_req_deadline = p.tlp_deadline = kNever;
   p.unsent_bytes = 0;
   p.rack_frame = p.goback_ns = 0;
+  for (uint64_t& r : p.rack_path) r = 0;
   p.retx_cursor = p.unreported_from = p.unreported_to = p.s.my_isn;
   p.fast_pending = 0;
   p.ack_required = p.probe_now = p.ack_now = p.nack_now = false;

@@ -60,7 +60,7 @@ void Engine::on_rto(Peer& p, uint64_t now) {
     // an expiry is often spurious (a descheduled receiver). The ACK the probe brings back
     // marks the rest (RACK in detect_losses): SACKed units never, units transmitted before
     // the probe and still missing then, a lost tail included.
-    mark_lost(p, tx.una(), tx.una() + 1, now, kNever);
+    mark_lost(p, tx.una(), tx.una() + 1, now);
     p.tlp_deadline = kNever;
     p.rto.backoff();
     p.probe_now = true;  // ask for an ACK with the repair, so the next one is not a guess
@@ -100,7 +100,7 @@ void Engine::on_tail_probe(Peer& p) {
     if (!p.tx.flight_oldest(&pos)) return;
     probe = p.tx.frame_first(pos);
   }
-  if (!p.credit_out.allows(probe) || mark_lost(p, probe, probe + 1, kNever, kNever) == 0) return;
+  if (!p.credit_out.allows(probe) || mark_lost(p, probe, probe + 1, kNever) == 0) return;
   p.tx.frame(p.tx.fpos(probe)).probe = true;  // the sink is told it is a guess
   p.c.tail_probes++;
   p.probe_now = true;

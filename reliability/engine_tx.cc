@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Transmit path: held frames out (repairs first, each as it first went out), piggy-backing
 // ACK/SACK/NACK/credit on every frame, and the sender-requested ACK water marks.
+#include <algorithm>
 #include <cstring>
 
 #include "reliability/engine.h"
@@ -96,8 +97,14 @@ bool Engine::send_held(Peer& p, uint32_t pos, bool again) {
   uint8_t* slot = tx.slot_of(pos);
   std::span<uint8_t> bytes{slot + f.start, f.len};
   const uint8_t why = !again ? send_why::kFirst : f.probe ? send_why::kProbe : send_why::kLost;
-  return tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, why)
-                          : frames_->send_frame(p.id, bytes);
+  const bool took = tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, why)
+                                     : frames_->send_frame(p.id, bytes);
+  if (took) {
+    const uint8_t path = std::min<uint8_t>(frames_->sent_path(), kMaxPaths - 1);
+    tx.frame(pos).path = path;
+    paths_used_ |= static_cast<uint8_t>(1u << path);
+  }
+  return took;
 }
 
 int Engine::resend_lost(Peer& p, uint64_t now) {

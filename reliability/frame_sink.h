@@ -30,6 +30,9 @@ inline constexpr uint8_t kLost = 1;   ///< again: the peer's ACKs or a timeout s
 inline constexpr uint8_t kProbe = 2;  ///< again: a tail-loss probe, a guess (nothing heard for a while)
 }  // namespace send_why
 
+/** Paths a sink may send a peer's frames over (FrameSink::sent_path()). */
+inline constexpr uint8_t kMaxPaths = 2;
+
 /** What a sink wants around every held frame of a send window. */
 struct FrameRoom {
   uint32_t priv = 0;  ///< bytes at the start of each slot for the sink's own use (zeroed once)
@@ -67,6 +70,14 @@ class FrameSink {
     (void)slot, (void)again;
     return send_frame(peer, frame);
   }
+  /**
+   * @return the path the data frame send_held() (or send_frame()) just took went on, below
+   * kMaxPaths. Frames on one path arrive in the order they were sent; frames on two paths
+   * overtake each other by as much as the paths' queues differ. So loss detection (RACK)
+   * calls a frame lost when a later one got through on its own path, and on another path
+   * only once an RTO has passed. A sink with one path (the default) returns 0.
+   */
+  virtual uint8_t sent_path() const { return 0; }
   /** @return true while a frame sent from @p slot is still in use by the sink or beyond it
    *  (a PMD's queue, a receiver on the same host). Called from the engine's lcore. */
   virtual bool slot_busy(const uint8_t* /*slot*/) const { return false; }

@@ -10,6 +10,7 @@
 
 #include "reliability/counters.h"
 #include "reliability/credit.h"
+#include "reliability/frame_sink.h"
 #include "reliability/reassembly.h"
 #include "reliability/recv_window.h"
 #include "reliability/rto.h"
@@ -34,6 +35,7 @@ struct Peer {
   uint64_t unsent_bytes = 0;           ///< record bytes queued in [nxt, end)
   uint64_t frames_out = 0;             ///< frames with records sent (numbers TxFrame::number)
   uint64_t rack_frame = 0;             ///< newest frame a unit known delivered was sent in
+  uint64_t rack_path[kMaxPaths] = {};  ///< the same, per path (TxFrame::path)
   uint64_t tlp_deadline = kNever;      ///< tail-loss probe (one per flight; RTO stays armed)
   uint64_t goback_ns = 0;  ///< last go-back (NACK without SACK) and the ACK it went back to
   Seq goback_seq = 0;

@@ -68,6 +68,7 @@ struct TxFrame {
   bool retx;             ///< queued for retransmission
   bool in_flight;        ///< sent, not yet delivered, not queued for a repair
   bool probe = false;    ///< queued by a tail-loss probe (a guess, not a loss seen)
+  uint8_t path = 0;      ///< the path its last transmission took (FrameSink::sent_path())
 };
 
 class SendWindow {
@@ -288,6 +289,12 @@ class SendWindow {
   bool flight_oldest(uint32_t* pos) const {
     *pos = oldest_;
     return flight_n_ != 0;
+  }
+
+  /** @return false when in-flight frame @p pos is the newest, else the one sent after it. */
+  bool flight_newer(uint32_t pos, uint32_t* next) const {
+    *next = frames_[pos].newer;
+    return pos != newest_;
   }
 
   /** @return how many whole messages end in [una, end) (each counts once, by its last unit). */

@@ -177,10 +177,17 @@ std::span<const uint8_t> LinkSet::wrap(ShimKind kind, uint8_t mask, uint8_t hear
   return {scratch_.data(), kShim + frame.size()};
 }
 
+// Frames to a peer take one path in active/standby (the other network only after a fail-over,
+// when RACK had better compare frames across the two) and in duplicate mode (the first copy
+// to arrive counts); in ping-pong each network is a path of its own (FrameSink::sent_path()).
+void LinkSet::took(uint8_t sent) { sent_path_ = cfg_.mode == Mode::kPingPong && sent == bit(1) ? 1 : 0; }
+
 bool LinkSet::send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame) {
   if (frame.size() > cfg_.max_frame) return true;  // the engine never makes one: dropped
   const auto wire = wrap(ShimKind::kFrame, mask, heard_bits(p), ++p.seq, frame);
-  return send_on(mask, [&](uint8_t n) { return nets_[n]->send_frame(p.id, wire); }) != 0;
+  const uint8_t sent = send_on(mask, [&](uint8_t n) { return nets_[n]->send_frame(p.id, wire); });
+  took(sent);
+  return sent != 0;
 }
 
 bool LinkSet::send_frame(NodeId peer, std::span<const uint8_t> frame) {
@@ -263,6 +270,7 @@ bool LinkSet::send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, ui
     return took;
   });
   if (sent != 0) own->last = sent;
+  took(sent);
   return sent != 0;
 }
 

@@ -51,9 +51,11 @@ struct Config {
   uint32_t pingpong_run = 16;///< ping-pong: frames to a peer on one network before the other
 };
 
-/** Ping-pong sends a peer's frames over two paths, so they arrive reordered: RACK waits
- *  this long before it calls a hole lost (rel::Config::reorder_window_ns), where the engine's
- *  configuration leaves it 0. */
+/** Ping-pong sends a peer's frames over two paths. Each is a path of its own to RACK
+ *  (sent_path(), rack.h), so frames of one network overtaking the other's cost nothing; within
+ *  a network RACK still waits this long before it calls a hole lost
+ *  (rel::Config::reorder_window_ns, which the engine's configuration leaves 0), against a
+ *  network that reorders by itself. */
 inline constexpr uint64_t kPingPongReorderNs = 500'000;
 
 /** Fit an engine's configuration @p ec to a link set in mode @p c: a reordering window for
@@ -139,6 +141,7 @@ class LinkSet final : public FrameSink {
   void frame_memory_free(uint8_t* mem) override;
   bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) override;
   bool slot_busy(const uint8_t* slot) const override;
+  uint8_t sent_path() const override { return sent_path_; }
   void* hold_frame() override;
   void release_frame(void* held) override;
   bool multicast() const override;
@@ -175,6 +178,7 @@ class LinkSet final : public FrameSink {
   uint8_t group_nets();
   void evaluate(Peer& p, uint64_t now);
   void event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s);
+  void took(uint8_t sent);
   uint32_t heartbeat(Peer& p, uint8_t net);
   void on_heartbeat(Peer& p, uint8_t net, uint32_t seq);
   /** A shim and a copy of @p frame in scratch_. */
@@ -198,6 +202,7 @@ class LinkSet final : public FrameSink {
   uint32_t group_seq_ = 0;
   uint8_t group_flip_ = 0;
   uint8_t rx_net_ = 0;     ///< the network of the frame being received (hold_frame())
+  uint8_t sent_path_ = 0;  ///< sent_path(): ping-pong, the network the last frame took
   bool polled_ = false;    ///< poll() ran once (health starts then)
   bool inner_memory_ = false;  ///< held slots are the networks' memory: send_held() on them
   struct OwnMemory {

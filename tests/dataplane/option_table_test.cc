@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "dataplane/protocol_options.h"
+#include "dataplane/redundancy_options.h"
 
 namespace imago::dp {
 namespace {
@@ -13,6 +14,7 @@ struct Opts {
   uint32_t n = 7;
   bool flag = false;
   ProtocolOptions protocol;
+  RedundancyOptions redundancy;
 };
 
 OptionTable<Opts> table() {
@@ -22,6 +24,7 @@ OptionTable<Opts> table() {
       {"flag", nullptr, "a flag", [](Opts& o, const std::string&) { return o.flag = true; }},
   };
   add_protocol_rows(t, &Opts::protocol);
+  add_redundancy_rows(t, &Opts::redundancy);
   return t;
 }
 
@@ -136,6 +139,26 @@ TEST(ProtocolOptions, AnRtoAtOrBelowTheAckDelayIsRefused) {
   ASSERT_EQ(parse({"--rto-max-ms", "5"}, fresh, &err), 0);
   EXPECT_EQ(check_protocol(fresh.protocol, &err), -EINVAL);  // below the preset's first RTO, 10 ms
   EXPECT_EQ(parse({"--mtu", "575"}, o, &err), -EINVAL);
+}
+
+
+TEST(RedundancyOptions, EveryModeAndOffAsTheHelpSays) {
+  Opts o;
+  std::string err;
+  // Do: each mode, then "off" (what the table shows for one network). Expect: each taken, and
+  // shown back as given; anything else refused.
+  for (const char* mode : {"active-standby", "duplicate", "ping-pong"}) {
+    ASSERT_EQ(parse({"--redundancy", mode}, o, &err), 0) << mode << ": " << err;
+    EXPECT_TRUE(o.redundancy.on);
+    EXPECT_STREQ(rel::red::mode_name(o.redundancy.cfg.mode), mode);
+  }
+  ASSERT_EQ(parse({"--redundancy", "off"}, o, &err), 0) << err;
+  EXPECT_FALSE(o.redundancy.on);
+  const OptionTable<Opts> t = table();
+  const OptionRow<Opts>* row = find_option(t, "redundancy");
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->show(o), "off");
+  EXPECT_EQ(parse({"--redundancy", "both"}, o, &err), -EINVAL);
 }
 
 }  // namespace
