@@ -5,12 +5,11 @@
 // property drive it.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <utility>
 #include <map>
 #include <memory>
 #include <string>
@@ -182,13 +181,78 @@ struct CircuitRunStats {
 };
 
 /**
+ * Holds every node's ends to the rule: an origin hears up then down, or down, once, for a
+ * circuit it opened; a destination hears up then down; each names the right peer. Feed it
+ * each open() (opened()) and call sync() after running: it reads the events since.
+ */
+class EndChecker {
+ public:
+  struct End {
+    bool up = false;
+    bool origin = false;
+    NodeId peer = 0;
+  };
+  using Key = std::pair<NodeId, CircuitId>;
+
+  void opened(NodeId n, CircuitId id, NodeId dst) { ends_[{n, id}] = End{false, true, dst}; }
+  /** An origin closed @p id: it hears nothing more of it. */
+  void closed(NodeId n, CircuitId id) { ends_.erase({n, id}); }
+  /** Apply the events each node's log got since the last call. @return "" or what broke. */
+  std::string sync(CircuitSim& s, const std::vector<NodeId>& nodes, CircuitRunStats* st);
+  const std::map<Key, End>& ends() const { return ends_; }
+  /** Origins whose circuit went down of a dead hop since the last call, and their peers. */
+  std::vector<std::pair<NodeId, NodeId>> take_dead_hops() { return std::exchange(dead_hops_, {}); }
+
+ private:
+  std::string apply(NodeId n, const EndLog::Event& e, CircuitRunStats* st);
+  std::map<Key, End> ends_;
+  std::map<NodeId, size_t> seen_;
+  std::vector<std::pair<NodeId, NodeId>> dead_hops_;
+};
+
+inline std::string EndChecker::apply(NodeId n, const EndLog::Event& e, CircuitRunStats* st) {
+  const Key k{n, e.id};
+  auto it = ends_.find(k);
+  const std::string at = " at node " + std::to_string(n) + " circuit " + std::to_string(e.id);
+  if (e.up) {
+    if (e.origin) {
+      if (it == ends_.end() || !it->second.origin || it->second.up) return "an up for no open" + at;
+      if (e.peer != it->second.peer) return "up to the wrong peer" + at;
+      it->second.up = true;
+      ++st->up;
+      return "";
+    }
+    if (it != ends_.end()) return "accepted twice" + at;
+    ends_[k] = End{true, false, e.peer};
+    return "";
+  }
+  if (it == ends_.end()) return "a down for nothing open" + at;
+  if (e.peer != it->second.peer) return "down from the wrong peer" + at;
+  if (it->second.origin && !it->second.up) ++st->failed;
+  if (e.why == CircReason::kHopDead) ++st->down_hop;
+  if (e.why == CircReason::kIdle) ++st->down_idle;
+  if (it->second.origin && e.why == CircReason::kHopDead) dead_hops_.emplace_back(n, e.peer);
+  ends_.erase(it);
+  return "";
+}
+
+inline std::string EndChecker::sync(CircuitSim& s, const std::vector<NodeId>& nodes, CircuitRunStats* st) {
+  for (NodeId n : nodes) {
+    const auto& ev = s.node(n).log.events;
+    for (size_t& i = seen_[n]; i < ev.size(); ++i)
+      if (std::string err = apply(n, ev[i], st); !err.empty()) return err;
+  }
+  return "";
+}
+
+/**
  * One seed of the circuit property: on a 64-node ring or fat tree (or a line of 16), links
  * losing up to 10 % of frames; 40 circuits between random nodes; up to 3 links die; circuits
  * that went down are opened again (a ring finds the other way); circuits up at their origin
  * carry traffic both ways (a walk through the forwarding tables every 20 ms, as an engine's
- * frames would); at the end every origin closes. Property: each end hears up then down,
- * or down, once and in that order; a circuit up at its origin reaches its destination's end
- * and back; and in the end every table at every node is empty.
+ * frames would); at the end every origin closes. Property: EndChecker's; a circuit up at its
+ * origin reaches its destination's end and back; and in the end every table at every node
+ * is empty.
  */
 class CircuitRun {
  public:
@@ -197,27 +261,15 @@ class CircuitRun {
   std::string run(CircuitRunStats* st);
 
  private:
-  struct End {
-    bool up = false;
-    bool origin = false;
-    NodeId peer = 0;
-  };
-  using Key = std::pair<NodeId, CircuitId>;
-
   Topology pick_topology();
-  void open_random(CircuitSim& s, uint32_t n);
-  std::string sync(CircuitSim& s);
-  std::string apply(NodeId n, const EndLog::Event& e);
+  void open(CircuitSim& s, NodeId a, NodeId b);
   std::string traffic(CircuitSim& s, bool check);
   std::string phase(CircuitSim& s, uint64_t ns, bool check_walks);
 
   uint64_t seed_;
   Rng r_;
   std::vector<NodeId> nodes_;
-  std::map<Key, End> ends_;
-  std::map<NodeId, size_t> seen_;  ///< events of each node's log already applied
-  std::vector<NodeId> reopen_;     ///< origins whose circuit died of a dead hop, and its dst
-  std::vector<NodeId> reopen_dst_;
+  EndChecker ends_;
   CircuitRunStats* st_ = nullptr;
 };
 
@@ -229,64 +281,25 @@ inline Topology CircuitRun::pick_topology() {
   }
 }
 
-inline void CircuitRun::open_random(CircuitSim& s, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) {
-    const NodeId a = nodes_[r_.below(nodes_.size())], b = nodes_[r_.below(nodes_.size())];
-    if (a == b) continue;
-    CircuitId id;
-    if (s.cn(a).open(b, s.now(), &id) != 0) continue;  // unreachable after a link died
-    ends_[{a, id}] = End{false, true, b};
-    ++st_->opened;
-  }
-}
-
-inline std::string CircuitRun::apply(NodeId n, const EndLog::Event& e) {
-  const Key k{n, e.id};
-  auto it = ends_.find(k);
-  const std::string at = " at node " + std::to_string(n) + " circuit " + std::to_string(e.id);
-  if (e.up) {
-    if (e.origin) {
-      if (it == ends_.end() || !it->second.origin || it->second.up) return "an up for no open" + at;
-      if (e.peer != it->second.peer) return "up to the wrong peer" + at;
-      it->second.up = true;
-      ++st_->up;
-      return "";
-    }
-    if (it != ends_.end()) return "accepted twice" + at;
-    ends_[k] = End{true, false, e.peer};
-    return "";
-  }
-  if (it == ends_.end()) return "a down for nothing open" + at;
-  if (e.peer != it->second.peer) return "down from the wrong peer" + at;
-  if (it->second.origin && !it->second.up) ++st_->failed;
-  if (e.why == CircReason::kHopDead) ++st_->down_hop;
-  if (e.why == CircReason::kIdle) ++st_->down_idle;
-  if (it->second.origin && e.why == CircReason::kHopDead) reopen_.push_back(n), reopen_dst_.push_back(e.peer);
-  ends_.erase(it);
-  return "";
-}
-
-inline std::string CircuitRun::sync(CircuitSim& s) {
-  for (NodeId n : nodes_) {
-    const auto& ev = s.node(n).log.events;
-    for (size_t& i = seen_[n]; i < ev.size(); ++i)
-      if (std::string err = apply(n, ev[i]); !err.empty()) return err;
-  }
-  return "";
+inline void CircuitRun::open(CircuitSim& s, NodeId a, NodeId b) {
+  CircuitId id;
+  if (a == b || s.cn(a).open(b, s.now(), &id) != 0) return;  // unreachable after a link died
+  ends_.opened(a, id, b);
+  ++st_->opened;
 }
 
 // Frames both ways over every circuit up at its origin. With @p check, each must arrive at
 // its destination's end, which names the origin as its peer.
 inline std::string CircuitRun::traffic(CircuitSim& s, bool check) {
-  for (const auto& [k, e] : ends_) {
+  for (const auto& [k, e] : ends_.ends()) {
     if (!e.origin || !e.up) continue;
     NodeId at;
     CircuitId far;
     ++st_->walks;
     std::string err = s.walk(k.first, k.second, &at, &far);
     if (err.empty()) {
-      auto f = ends_.find({at, far});
-      if (at != e.peer || f == ends_.end() || f->second.peer != k.first) err = "arrived at the wrong end";
+      auto f = ends_.ends().find({at, far});
+      if (at != e.peer || f == ends_.ends().end() || f->second.peer != k.first) err = "arrived at the wrong end";
       else if (NodeId back; (err = s.walk(at, far, &back, &far)).empty() && back != k.first) err = "came back elsewhere";
     }
     if (check && !err.empty())
@@ -298,7 +311,7 @@ inline std::string CircuitRun::traffic(CircuitSim& s, bool check) {
 inline std::string CircuitRun::phase(CircuitSim& s, uint64_t ns, bool check_walks) {
   for (uint64_t t = 0; t < ns; t += 20 * kMs) {
     s.run(20 * kMs);
-    if (std::string err = sync(s); !err.empty()) return err;
+    if (std::string err = ends_.sync(s, nodes_, st_); !err.empty()) return err;
     if (std::string err = traffic(s, false); !err.empty()) return err;
   }
   return check_walks ? traffic(s, true) : "";
@@ -315,29 +328,28 @@ inline std::string CircuitRun::run(CircuitRunStats* st) {
   nodes_ = s.topology().nodes();
   const uint64_t settle = c.setup_retry_ns * (c.setup_tries + 2);
   // Open, let every set-up settle: the circuits up at their origins work both ways.
-  open_random(s, 40);
+  for (int i = 0; i < 40; ++i) open(s, nodes_[r_.below(nodes_.size())], nodes_[r_.below(nodes_.size())]);
   if (std::string err = phase(s, settle, true); !err.empty()) return err;
   // Kill up to 3 links; what crossed them goes down at both ends (or idles out when a
   // TEARDOWN was lost); what went down of a dead hop is opened again.
   const uint64_t kills = r_.below(4);
   for (uint64_t i = 0; i < kills; ++i) s.kill_link(r_.below(s.topology().links().size()));
   if (std::string err = phase(s, c.idle_ns + 2 * settle, false); !err.empty()) return err;
-  for (size_t i = 0; i < reopen_.size(); ++i) {
-    CircuitId id;
-    if (s.cn(reopen_[i]).open(reopen_dst_[i], s.now(), &id) != 0) continue;
-    ends_[{reopen_[i], id}] = End{false, true, reopen_dst_[i]};
-    ++st_->opened, ++st_->reopened;
+  for (const auto& [a, b] : ends_.take_dead_hops()) {
+    const uint64_t before = st_->opened;
+    open(s, a, b);
+    st_->reopened += st_->opened - before;
   }
-  reopen_.clear(), reopen_dst_.clear();
   if (std::string err = phase(s, settle, true); !err.empty()) return err;
   // Close from every origin; after the idle time nothing may be left anywhere.
-  for (const auto& [k, e] : ends_)
-    if (e.origin) s.cn(k.first).close(k.second, s.now());
-  for (auto it = ends_.begin(); it != ends_.end();) it = it->second.origin ? ends_.erase(it) : std::next(it);
+  std::vector<EndChecker::Key> origins;
+  for (const auto& [k, e] : ends_.ends())
+    if (e.origin) origins.push_back(k);
+  for (const auto& k : origins) s.cn(k.first).close(k.second, s.now()), ends_.closed(k.first, k.second);
   if (std::string err = phase(s, c.idle_ns + settle, false); !err.empty()) return err;
   for (NodeId n : nodes_)
     if (s.cn(n).in_use() != 0) return "node " + std::to_string(n) + " still holds " + std::to_string(s.cn(n).in_use());
-  if (!ends_.empty()) return std::to_string(ends_.size()) + " ends never heard their circuit go";
+  if (!ends_.ends().empty()) return std::to_string(ends_.ends().size()) + " ends never heard their circuit go";
   return "";
 }
 
