@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "reliability/order/causal.h"
+#include "reliability/order/total.h"
 #include "reliability/rng.h"
 
 namespace imago::rel::order::test {
@@ -137,6 +139,198 @@ class CausalRun {
   Rng r_;
   std::vector<NodeId> ids_;
   std::vector<Member> m_;
+};
+
+/**
+ * One seed of the total-order property: 3 to 7 members send 20 to 60 messages each over
+ * FIFO channels of 1 to 500 us, windows of 2 to 16; up to two members crash at random times
+ * (the sequencer too): each member's streams to the others end at a random point, and every
+ * member left learns the new view 0.1 to 3 ms later, in the same order. Property: the members
+ * left deliver the very same sequence, each source's messages once and in its order; a
+ * crashed member delivered a prefix of it (uniform); and every message of a member left is
+ * in it.
+ */
+class TotalRun {
+ public:
+  explicit TotalRun(uint64_t seed) : r_(seed * 0x9E3779B97F4A7C15ull + 11) {}
+
+  /** Delay sums over messages of members that never crashed, at the other members: from the
+   *  send to the arrival (what single-source FIFO delivers at) and to the delivery. */
+  struct Delays {
+    double arrive_ns = 0, deliver_ns = 0;
+    uint64_t n = 0;
+  };
+
+  std::string run(uint64_t* delivered, uint64_t* epochs, Delays* d = nullptr) {
+    const uint32_t n = 3 + static_cast<uint32_t>(r_.below(5));
+    std::vector<NodeId> ids;
+    for (uint32_t i = 0; i < n; ++i) ids.push_back(static_cast<NodeId>(5 + 3 * i + r_.below(3)));
+    const uint32_t window = 2 + static_cast<uint32_t>(r_.below(15));
+    m_.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      Member& x = m_[i];
+      x.id = ids[i], x.out.run = this, x.out.me = i;
+      x.quota = 20 + static_cast<uint32_t>(r_.below(41));
+      x.chans.resize(n), x.unicast.resize(n);
+      x.rx.assign(n, 0), x.arrived_at.resize(n);
+      if (x.to.init(ids, ids[i], window, &x.out) != 0) return "init failed";
+    }
+    const uint32_t crashes = static_cast<uint32_t>(r_.below(3));
+    for (uint32_t k = 0; k < crashes; ++k) crash_at_.push_back(r_.below(20'000'000));
+    std::sort(crash_at_.begin(), crash_at_.end());
+    for (now_ = 0; now_ < 5'000'000'000ull; now_ += 10'000) {
+      step();
+      if (quiet()) break;
+    }
+    for (const Member& x : m_) *epochs += x.to.counters().epochs, *delivered += x.got.size();
+    if (d != nullptr && crashes == 0) *d = delays_;
+    return check();
+  }
+
+ private:
+  struct Item {
+    bool data;
+    TotalCtl c;
+  };
+  struct Out final : TotalOrder::Out {
+    TotalRun* run = nullptr;
+    uint32_t me = 0;
+    void to_all(const TotalCtl& c) override {
+      for (uint32_t j = 0; j < run->m_.size(); ++j)
+        if (j != me) run->push(me, j, Item{false, c});
+    }
+    void to_one(NodeId dst, const TotalCtl& c) override {
+      const uint32_t j = run->index_of(dst);
+      run->m_[j].unicast[me].push(run->now_, 1'000 + run->r_.below(500'000), Item{false, c});
+    }
+  };
+  struct Member {
+    NodeId id = 0;
+    TotalOrder to;
+    Out out;
+    bool dead = false;
+    uint32_t quota = 0, sent = 0;
+    std::vector<Chan<Item>> chans;    ///< each member's group stream to this one
+    std::vector<Chan<Item>> unicast;  ///< each member's control to this one alone
+    std::vector<uint64_t> rx;       ///< messages taken from each member (the next one's s - 1)
+    std::vector<uint64_t> sent_at;  ///< when each of ours was sent
+    std::vector<std::vector<uint64_t>> arrived_at;  ///< per member: when each of its arrived
+    std::vector<std::pair<uint32_t, uint64_t>> got;  ///< (source index, its s), as delivered
+    std::deque<std::pair<uint64_t, std::vector<NodeId>>> views;  ///< (due, view) not yet applied
+  };
+
+  uint32_t index_of(NodeId id) const {
+    for (uint32_t i = 0; i < m_.size(); ++i)
+      if (m_[i].id == id) return i;
+    return 0;
+  }
+  void push(uint32_t from, uint32_t to, Item it) { m_[to].chans[from].push(now_, 1'000 + r_.below(500'000), std::move(it)); }
+
+  void crash(uint32_t i) {
+    m_[i].dead = true;
+    for (Member& y : m_) {  // its streams end somewhere: each receiver keeps a prefix
+      for (auto* ch : {&y.chans[i], &y.unicast[i]}) ch->q.resize(static_cast<size_t>(r_.below(ch->q.size() + 1)));
+    }
+    std::vector<NodeId> view;
+    for (const Member& y : m_)
+      if (!y.dead) view.push_back(y.id);
+    for (Member& y : m_)
+      if (!y.dead) y.views.emplace_back(now_ + 100'000 + r_.below(2'900'000), view);
+  }
+
+  void step() {
+    while (!crash_at_.empty() && crash_at_.front() <= now_) {
+      crash_at_.erase(crash_at_.begin());
+      std::vector<uint32_t> alive;
+      for (uint32_t i = 0; i < m_.size(); ++i)
+        if (!m_[i].dead) alive.push_back(i);
+      if (alive.size() > 1) crash(alive[r_.below(alive.size())]);
+    }
+    for (uint32_t i = 0; i < m_.size(); ++i) {
+      Member& x = m_[i];
+      if (x.dead) continue;
+      while (!x.views.empty() && x.views.front().first <= now_) {
+        x.to.view(x.views.front().second);
+        x.views.pop_front();
+      }
+      if (x.sent < x.quota && r_.chance(0.05) && x.to.sent(x.sent + 1)) {
+        ++x.sent;
+        x.sent_at.push_back(now_);
+        for (uint32_t j = 0; j < m_.size(); ++j)
+          if (j != i) push(i, j, Item{true, {}});
+      }
+      for (uint32_t f = 0; f < m_.size(); ++f) receive(x, x.chans[f], f), receive(x, x.unicast[f], f);
+      x.to.drain([&](NodeId src, uint64_t s) {
+        const uint32_t k = index_of(src);
+        x.got.emplace_back(k, s);
+        if (k == i) return;
+        delays_.deliver_ns += static_cast<double>(now_ - m_[k].sent_at[s - 1]);
+        delays_.arrive_ns += static_cast<double>(x.arrived_at[k][s - 1] - m_[k].sent_at[s - 1]);
+        ++delays_.n;
+      });
+    }
+  }
+
+  void receive(Member& x, Chan<Item>& ch, uint32_t f) {
+    while (ch.ready(now_)) {
+      const Item& it = ch.q.front().m;
+      if (it.data) {
+        if (!x.to.on_data(m_[f].id, x.rx[f] + 1)) return;  // cannot be (flow control): checked below
+        ++x.rx[f];
+        x.arrived_at[f].push_back(now_);
+      } else {
+        x.to.on_ctl(m_[f].id, it.c);
+      }
+      ch.q.pop_front();
+    }
+  }
+
+  bool quiet() const {
+    for (const Member& x : m_) {
+      if (x.dead) continue;
+      if (x.sent < x.quota || !x.views.empty()) return false;
+      for (const auto* chs : {&x.chans, &x.unicast})
+        for (const auto& ch : *chs)
+          if (!ch.q.empty()) return false;
+    }
+    return crash_at_.empty() && reference() != nullptr && complete(*reference());
+  }
+  const Member* reference() const {
+    for (const Member& x : m_)
+      if (!x.dead) return &x;
+    return nullptr;
+  }
+  /** @return true when @p x delivered every message of every member left. */
+  bool complete(const Member& x) const {
+    std::vector<uint64_t> per(m_.size(), 0);
+    for (const auto& [src, s] : x.got) per[src] = std::max(per[src], s);
+    for (uint32_t i = 0; i < m_.size(); ++i)
+      if (!m_[i].dead && per[i] != m_[i].quota) return false;
+    return true;
+  }
+
+  std::string check() const {
+    const Member* ref = reference();
+    if (ref == nullptr) return "";
+    if (!complete(*ref)) return "stalled: a member left did not get every message of the members left";
+    for (const Member& x : m_) {
+      if (x.to.counters().bad != 0) return "node " + std::to_string(x.id) + " counted a bad record or message";
+      std::vector<uint64_t> next(m_.size(), 1);
+      for (const auto& [src, s] : x.got)
+        if (s != next[src]++) return "node " + std::to_string(x.id) + " broke a source's order";
+      const bool prefix = x.dead && x.got.size() <= ref->got.size();
+      if (!x.dead && x.got != ref->got) return "node " + std::to_string(x.id) + " delivered another sequence";
+      if (x.dead && !(prefix && std::equal(x.got.begin(), x.got.end(), ref->got.begin())))
+        return "crashed node " + std::to_string(x.id) + " delivered what the others did not";
+    }
+    return "";
+  }
+
+  Rng r_;
+  std::vector<Member> m_;
+  std::vector<uint64_t> crash_at_;
+  Delays delays_;
+  uint64_t now_ = 0;
 };
 
 }  // namespace imago::rel::order::test

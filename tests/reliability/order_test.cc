@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "reliability/order/causal.h"
+#include "reliability/order/total.h"
 
 namespace imago::rel::order {
 namespace {
@@ -88,6 +89,79 @@ TEST(CausalOrder, AViewMustBeWhole) {
   EXPECT_EQ(c.init(std::vector<NodeId>{1, 2, 2}, 1, 4), -EINVAL);
   EXPECT_EQ(c.init(std::vector<NodeId>{1, 2}, 1, 0), -EINVAL);
   EXPECT_EQ(c.init(std::vector<NodeId>(kMaxMembers + 1, 0), 0, 4), -EINVAL);
+}
+
+
+/** Records a member sent, to route by hand. */
+struct Sent final : TotalOrder::Out {
+  std::vector<TotalCtl> all;
+  std::vector<std::pair<NodeId, TotalCtl>> one;
+  void to_all(const TotalCtl& c) override { all.push_back(c); }
+  void to_one(NodeId dst, const TotalCtl& c) override { one.emplace_back(dst, c); }
+};
+
+TEST(TotalOrder, TheSequencerNumbersAMemberDeliversOnceStable) {
+  const std::vector<NodeId> m{1, 2};
+  Sent o1, o2;
+  TotalOrder seq, mem;
+  ASSERT_EQ(seq.init(m, 1, 4, &o1), 0);
+  ASSERT_EQ(mem.init(m, 2, 4, &o2), 0);
+  EXPECT_TRUE(seq.sequencer());
+  // Do: 2 sends; the sequencer gets it and numbers it.
+  ASSERT_TRUE(mem.sent(20));
+  ASSERT_TRUE(seq.on_data(2, 20));
+  ASSERT_EQ(o1.all.size(), 1u);
+  EXPECT_EQ(o1.all[0].kind, TotalCtl::kOrder);
+  EXPECT_EQ(o1.all[0].g, 1u);
+  // Expect: not delivered anywhere before it is stable (2 has not said it holds it).
+  std::vector<uint64_t> got;
+  auto take = [&](NodeId, uint64_t h) { got.push_back(h); };
+  EXPECT_EQ(seq.drain(take), 0u);
+  mem.on_ctl(1, o1.all[0]);
+  ASSERT_EQ(o2.one.size(), 1u);  // HOLD 1, to the sequencer
+  seq.on_ctl(2, o2.one[0].second);
+  ASSERT_EQ(o1.all.back().kind, TotalCtl::kStable);
+  EXPECT_EQ(seq.drain(take), 1u);
+  mem.on_ctl(1, o1.all.back());
+  EXPECT_EQ(mem.drain(take), 1u);
+  EXPECT_EQ(got, (std::vector<uint64_t>{20, 20}));
+}
+
+TEST(TotalOrder, RecordsFromTheWrongMemberOrEpochAndLiesChangeNothing) {
+  const std::vector<NodeId> m{1, 2, 3};
+  Sent o1, o3;
+  TotalOrder seq, mem;
+  ASSERT_EQ(seq.init(m, 1, 4, &o1), 0);
+  ASSERT_EQ(mem.init(m, 3, 4, &o3), 0);
+  // Do: ORDER and STABLE from a member that is not the sequencer, and from another epoch.
+  mem.on_ctl(2, TotalCtl{TotalCtl::kOrder, 0, 1, 2, 1});
+  mem.on_ctl(1, TotalCtl{TotalCtl::kOrder, 7, 1, 2, 1});
+  mem.on_ctl(2, TotalCtl{TotalCtl::kStable, 0, 1, 2, 0});
+  ASSERT_TRUE(mem.on_data(2, 5));
+  // Expect: nothing numbered, nothing delivered, no HOLD sent.
+  EXPECT_EQ(mem.drain([](NodeId, uint64_t) {}), 0u);
+  EXPECT_TRUE(o3.one.empty());
+  // Do: an ORDER out of sequence, a HOLD of what was never numbered, data in our own name.
+  mem.on_ctl(1, TotalCtl{TotalCtl::kOrder, 0, 5, 2, 1});
+  seq.on_ctl(3, TotalCtl{TotalCtl::kHold, 0, 9, 3, 0});
+  EXPECT_TRUE(mem.on_data(3, 1));
+  // Expect: each counted as bad.
+  EXPECT_EQ(mem.counters().bad, 2u);
+  EXPECT_EQ(seq.counters().bad, 1u);
+}
+
+TEST(TotalOrder, ASourceSendsAtMostAWindowAhead) {
+  const std::vector<NodeId> m{1, 2};
+  Sent o;
+  TotalOrder mem;
+  ASSERT_EQ(mem.init(m, 2, 3, &o), 0);
+  // Do: send 4 with nothing delivered. Expect: the fourth refused (flow control).
+  for (uint64_t i = 0; i < 3; ++i) EXPECT_TRUE(mem.sent(i));
+  EXPECT_FALSE(mem.sent(3));
+  EXPECT_EQ(mem.counters().refused, 1u);
+  TotalOrder bad;
+  EXPECT_EQ(bad.init(m, 2, 0, &o), -EINVAL);
+  EXPECT_EQ(bad.init(m, 2, 3, nullptr), -EINVAL);
 }
 
 }  // namespace

@@ -308,6 +308,29 @@ TEST(SimProperty, CausalOrderNeverDeliversBeforeTheCausalPast) {
               (unsigned long long)delivered, (unsigned long long)refused, s);
 }
 
+/** Total order (reliability/order/total.h): 3 to 7 members, up to two crashes (the sequencer
+ *  too). Members left deliver one sequence, a crashed one a prefix of it (order_sim.h,
+ *  TotalRun). */
+TEST(SimProperty, TotalOrderIsOneSequenceAtEveryMemberThroughCrashes) {
+  uint64_t delivered = 0, epochs = 0;
+  rel::order::test::TotalRun::Delays sum;
+  double s = 0;
+  const uint64_t ran = for_each_seed(
+      [&](uint64_t seed) -> std::string {
+        rel::order::test::TotalRun::Delays d;
+        const std::string err = rel::order::test::TotalRun(seed).run(&delivered, &epochs, &d);
+        sum.arrive_ns += d.arrive_ns, sum.deliver_ns += d.deliver_ns, sum.n += d.n;
+        return err.empty() ? err : "total-order seed " + std::to_string(seed) + " failed: " + err;
+      },
+      &s);
+  std::printf("total-order sim shard %llu/%llu: %llu seeds, %llu deliveries, %llu epochs installed; without "
+              "crashes a message waits %.0f us to arrive (FIFO) and %.0f us to be delivered in total order, "
+              "%.2fx; %.1f s\n",
+              (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
+              (unsigned long long)delivered, (unsigned long long)epochs, sum.arrive_ns / 1e3 / (sum.n ? sum.n : 1),
+              sum.deliver_ns / 1e3 / (sum.n ? sum.n : 1), sum.deliver_ns / (sum.arrive_ns > 0 ? sum.arrive_ns : 1), s);
+}
+
 /** Two networks (reliability/redundancy/), every mode: Cluster's property, and while one
  *  network stays up nothing is excused: no message lost, no peer declared dead. */
 TEST(SimProperty, TwoNetworksLoseNothingWhileOneIsUp) {
