@@ -22,6 +22,8 @@ int EngineLink::init(FaultyPort& port, rte_mempool* pool, const EncapConfig& enc
   encap_ = encap;
   burst_ = burst;
   clock_ = TscClock(rte_get_tsc_hz());
+  tx_backoff_min_ = std::max<uint64_t>(1, rte_get_tsc_hz() / 1'000'000);  // 1 us
+  tx_backoff_max_ = rte_get_tsc_hz() / 1'000;                             // 1 ms
   peers_.reserve(AllowList::kMaxPeers);
   allow_ = AllowList(encap.kind);
   return 0;
@@ -223,9 +225,16 @@ bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> f
 
 unsigned EngineLink::flush(uint64_t now_tsc) {
   unsigned sent = port_->flush(now_tsc);  // delayed frames of the fault layer first
-  if (pending_n_ == 0) return sent;
+  if (pending_n_ == 0 || now_tsc < tx_retry_tsc_) return sent;
   uint16_t k = port_->tx_burst(pending_, pending_n_, now_tsc);
   counters_.frames_out += k;
+  if (k == 0) {
+    tx_backoff_ = tx_backoff_ == 0 ? tx_backoff_min_ : std::min(2 * tx_backoff_, tx_backoff_max_);
+    tx_retry_tsc_ = now_tsc + tx_backoff_;
+    ++counters_.tx_backoffs;
+  } else {
+    tx_backoff_ = 0, tx_retry_tsc_ = 0;
+  }
   if (k < pending_n_) std::memmove(pending_, pending_ + k, (pending_n_ - k) * sizeof(rte_mbuf*));
   pending_n_ = static_cast<uint16_t>(pending_n_ - k);
   return sent + k;

@@ -45,6 +45,7 @@ struct EngineLinkCounters {
   uint64_t frames_in = 0;        ///< reliability frames handed to the engine
   uint64_t frames_out = 0;       ///< frames taken by the port (or its fault layer)
   uint64_t tx_backpressure = 0;  ///< send_frame() refused: the port and the pending burst full
+  uint64_t tx_backoffs = 0;      ///< the port took nothing of a burst: retried only after a back-off
   uint64_t alloc_failed = 0;     ///< no mbuf for a frame (refused too: the engine retries)
   uint64_t not_ours = 0;         ///< decoded frames of another link type
   uint64_t unknown_peer = 0;     ///< frames the engine asked to send to a peer with no address
@@ -63,6 +64,7 @@ struct EngineLinkCounters {
 template <typename Fn>
 void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
   fn("frames_in", c.frames_in), fn("frames_out", c.frames_out), fn("tx_backpressure", c.tx_backpressure);
+  fn("tx_backoffs", c.tx_backoffs);
   fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
   fn("not_allowed", c.not_allowed), fn("spoofed", c.spoofed);
   fn("held_out", c.held_out), fn("held_in", c.held_in), fn("hold_refused", c.hold_refused);
@@ -166,6 +168,13 @@ class EngineLink final : public rel::FrameSink {
   AllowList allow_;
   rte_mbuf* pending_[kMaxBurst];
   uint16_t pending_n_ = 0;
+  // A port that took nothing of the pending burst is tried again after a back-off that
+  // doubles (tx_backoff_min_ .. tx_backoff_max_ cycles) until it takes something: a port
+  // whose link is down refuses forever, and net_af_packet spends a system call on every
+  // refusal, which at every poll of the lcore cost a fifth of its rate.
+  uint64_t tx_retry_tsc_ = 0;
+  uint64_t tx_backoff_ = 0;
+  uint64_t tx_backoff_min_ = 0, tx_backoff_max_ = 0;
   rte_mbuf* current_ = nullptr;
   uint32_t holds_ = 0;     ///< references taken by hold_frame() and not released
   uint32_t hold_cap_ = 0;  ///< a quarter of the pool
