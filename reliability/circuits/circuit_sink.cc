@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "reliability/circuits/circuit_sink.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+namespace imago::rel::circ {
+
+CircuitSink::CircuitSink(const Config& c, NodeId self, const RoutingTable* routes, uint64_t seed,
+                         CircuitPorts* ports, CircuitListener* listener)
+    : cfg_(c), self_(self), ports_(ports), listener_(listener),
+      node_(c.circuits, self, routes, seed, ports, this), scratch_(sizeof(CircuitHeader) + c.max_frame) {}
+
+CircuitSink::Peer* CircuitSink::find(NodeId id) {
+  for (Peer& p : peers_)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+int CircuitSink::add_peer(NodeId peer, uint64_t now) {
+  if (find(peer) != nullptr) return -EEXIST;
+  peers_.push_back(Peer{peer, self_ < peer});
+  now_ = now;
+  if (peers_.back().opener) try_open(peers_.back(), now);
+  return 0;
+}
+
+void CircuitSink::try_open(Peer& p, uint64_t now) {
+  CircuitId id;
+  if (node_.open(p.id, now, &id) == 0) {
+    p.open = true, p.circuit = id;
+    return;
+  }
+  // No route (yet) or no room: try again later, less and less often.
+  p.backoff = std::min(p.backoff == 0 ? cfg_.reopen_ns : 2 * p.backoff, 64 * cfg_.reopen_ns);
+  p.reopen_at = now + p.backoff;
+}
+
+bool CircuitSink::up(NodeId peer) const {
+  for (const Peer& p : peers_)
+    if (p.id == peer) return p.up;
+  return false;
+}
+
+void CircuitSink::on_circuit_up(CircuitId id, NodeId peer, bool origin) {
+  Peer* p = find(peer);
+  if (p == nullptr || p->opener != origin) {  // no peer of ours, or opened by the wrong end
+    if (!origin) node_.close(id, now_);
+    return;
+  }
+  if (origin && id != p->circuit) return;
+  // The opener keeps one circuit at a time: a new one it opened makes the one we had stale
+  // (its TEARDOWN may have been lost).
+  if (!origin && p->up && p->circuit != id) node_.close(p->circuit, now_);
+  p->up = true, p->circuit = id, p->backoff = 0;
+  if (listener_ != nullptr) listener_->on_circuit_up(id, peer, origin);
+}
+
+void CircuitSink::on_circuit_down(CircuitId id, NodeId peer, CircReason why) {
+  Peer* p = find(peer);
+  if (p == nullptr || p->circuit != id || !(p->up || p->open)) return;
+  p->up = false, p->open = false;
+  if (p->opener) {
+    p->backoff = std::min(p->backoff == 0 ? cfg_.reopen_ns : 2 * p->backoff, 64 * cfg_.reopen_ns);
+    p->reopen_at = now_ + p->backoff;
+  }
+  if (listener_ != nullptr) listener_->on_circuit_down(id, peer, why);
+}
+
+void CircuitSink::poll(uint64_t now) {
+  now_ = now;
+  node_.poll(now);
+  for (Peer& p : peers_) {
+    if (!p.opener || p.open || now < p.reopen_at) continue;
+    ++c_.reopened;
+    try_open(p, now);
+  }
+}
+
+bool CircuitSink::send_frame(NodeId peer, std::span<const uint8_t> frame) {
+  Peer* p = find(peer);
+  PortId port;
+  uint32_t vci;
+  if (p == nullptr || !p->up || !node_.data_out(p->circuit, &port, &vci)) {
+    ++c_.no_circuit;
+    return false;
+  }
+  if (frame.size() > cfg_.max_frame) return true;  // the engine never makes one: dropped
+  circ_header(scratch_.data(), CircKind::kData, vci);
+  circ_seal(scratch_.data(), 0);
+  std::memcpy(scratch_.data() + sizeof(CircuitHeader), frame.data(), frame.size());
+  if (!ports_->send(port, {scratch_.data(), sizeof(CircuitHeader) + frame.size()})) return false;
+  ++c_.frames_out;
+  return true;
+}
+
+void CircuitSink::forward(PortId out, uint32_t vci, std::span<const uint8_t> frame) {
+  const size_t n = std::min(frame.size(), scratch_.size());
+  std::memcpy(scratch_.data(), frame.data(), n);
+  Be32 v;
+  v.set(vci);
+  std::memcpy(scratch_.data() + offsetof(CircuitHeader, vci), &v, 4);
+  circ_seal(scratch_.data(), 0);
+  // A full port loses the frame; the ends repair it (a hop keeps nothing per message).
+  if (!ports_->send(out, {scratch_.data(), n})) ++c_.forward_refused;
+}
+
+void CircuitSink::on_frame(PortId port, std::span<const uint8_t> frame, uint64_t now) {
+  now_ = now;
+  CircuitHeader h;
+  if (!circ_read(frame, &h)) return node_.on_frame(port, frame, now);  // counted there
+  if (h.kind != static_cast<uint8_t>(CircKind::kData)) return node_.on_frame(port, frame, now);
+  PortId out;
+  uint32_t vci;
+  CircuitId local;
+  switch (node_.route_data(port, h.vci.get(), now, &out, &vci, &local)) {
+    case CircuitNode::Verdict::kDrop: return;
+    case CircuitNode::Verdict::kForward: return forward(out, vci, frame);
+    case CircuitNode::Verdict::kLocal: break;
+  }
+  if (engine_ == nullptr) return;
+  ++c_.frames_in;
+  engine_->on_frame(frame.subspan(sizeof(CircuitHeader)), now);
+}
+
+}  // namespace imago::rel::circ
