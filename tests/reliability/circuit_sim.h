@@ -24,6 +24,14 @@ namespace imago::rel::circ::test {
 
 inline constexpr uint64_t kMs = 1'000'000;
 
+/** A frame on a link: where it arrives, and when. */
+struct InFlight {
+  uint64_t at;
+  NodeId to;
+  PortId port;
+  std::vector<uint8_t> bytes;
+};
+
 /** What one node's ends of circuits heard, in order. */
 struct EndLog final : CircuitListener {
   struct Event {
@@ -118,13 +126,6 @@ class CircuitSim {
   }
 
  private:
-  struct InFlight {
-    uint64_t at;
-    NodeId to;
-    PortId port;
-    std::vector<uint8_t> bytes;
-  };
-
   const Link* link_of(NodeId n, PortId p) const {
     auto it = port_link_.find(uint64_t{n} << 16 | p);
     if (it == port_link_.end()) {

@@ -14,11 +14,13 @@
 #include "reliability/circuits/topology.h"
 #include "reliability/config.h"
 #include "reliability/rng.h"
+#include "tests/reliability/circuit_sim.h"
 
 namespace imago::rel::circ {
 namespace {
 
-constexpr uint64_t kMs = 1'000'000;
+using test::InFlight;
+using test::kMs;
 
 /** Message @p i from @p src: its length and bytes follow from both. */
 std::vector<uint8_t> message(NodeId src, uint32_t i) {
@@ -115,13 +117,6 @@ class Fabric {
   }
 
  private:
-  struct InFlight {
-    uint64_t at;
-    NodeId to;
-    PortId port;
-    std::vector<uint8_t> bytes;
-  };
-
   bool carry(NodeId from, PortId port, std::span<const uint8_t> f) {
     const int li = topo_.link_index(from, port);
     if (li < 0 || dead_[static_cast<size_t>(li)] || rng_.chance(loss_)) return true;
