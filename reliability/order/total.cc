@@ -142,8 +142,11 @@ void TotalOrder::on_ctl(NodeId from, const TotalCtl& c) {
     case TotalCtl::kFlushReq: return on_flush_req(from, c);
     case TotalCtl::kFlushRep: return on_flush_rep(from, c);
     case TotalCtl::kNewEpoch:
-      if (c.epoch > epoch_ && c.epoch >= promised_ && find(from) != nullptr) install(from, c.epoch, c.g);
-      return;
+      if (c.epoch <= epoch_ || c.epoch < promised_ || find(from) == nullptr) return;  // stale
+      // H is the lowest hold of the flush, ours included: never above what we hold, never
+      // below what we delivered. Anything else is a lie.
+      if (c.g > hold_ || c.g + 1 < deliver_) break;
+      return install(from, c.epoch, c.g);
   }
   ++c_.bad;
 }

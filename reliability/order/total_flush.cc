@@ -69,7 +69,8 @@ void TotalOrder::install(NodeId seq, uint32_t epoch, uint64_t h) {
   for (uint64_t g = h + 1; g < next_g_ && g < deliver_ + ring_.size(); ++g)
     if (slot(g).g == g) slot(g) = Slot{};
   for (Src& x : srcs_) x.ordered = x.delivered;
-  for (uint64_t g = deliver_; g <= h; ++g) srcs_[slot(g).src].ordered = std::max(srcs_[slot(g).src].ordered, slot(g).s);
+  for (uint64_t g = deliver_; g <= h && g < deliver_ + ring_.size(); ++g)
+    if (slot(g).g == g) srcs_[slot(g).src].ordered = std::max(srcs_[slot(g).src].ordered, slot(g).s);
   for (Src& x : srcs_) {
     if (x.live || x.closed) continue;
     const uint64_t keep = x.ordered - x.delivered;  // a departed source: the rest never comes

@@ -145,9 +145,12 @@ TEST(TotalOrder, RecordsFromTheWrongMemberOrEpochAndLiesChangeNothing) {
   mem.on_ctl(1, TotalCtl{TotalCtl::kOrder, 0, 5, 2, 1});
   seq.on_ctl(3, TotalCtl{TotalCtl::kHold, 0, 9, 3, 0});
   EXPECT_TRUE(mem.on_data(3, 1));
-  // Expect: each counted as bad.
-  EXPECT_EQ(mem.counters().bad, 2u);
+  // Do: a NEW_EPOCH that starts above what we hold (a lie: the flush takes the lowest hold).
+  mem.on_ctl(2, TotalCtl{TotalCtl::kNewEpoch, 5, ~uint64_t{0} - 1, 2, 0});
+  // Expect: each counted as bad; still in the first epoch.
+  EXPECT_EQ(mem.counters().bad, 3u);
   EXPECT_EQ(seq.counters().bad, 1u);
+  EXPECT_EQ(mem.epoch(), 0u);
 }
 
 TEST(TotalOrder, ASourceSendsAtMostAWindowAhead) {
