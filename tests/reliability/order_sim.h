@@ -154,6 +154,14 @@ class TotalRun {
  public:
   explicit TotalRun(uint64_t seed) : r_(seed * 0x9E3779B97F4A7C15ull + 11) {}
 
+  /** The cost in its plainest form: @p members members, every link @p delay_ns, no crash,
+   *  a message every 2 ms per member (the window never fills). */
+  struct Fixed {
+    uint32_t members;
+    uint64_t delay_ns;
+  };
+  TotalRun(uint64_t seed, Fixed f) : TotalRun(seed) { fixed_ = f; }
+
   /** Delay sums over messages of members that never crashed, at the other members: from the
    *  send to the arrival (what single-source FIFO delivers at) and to the delivery. */
   struct Delays {
@@ -162,7 +170,7 @@ class TotalRun {
   };
 
   std::string run(uint64_t* delivered, uint64_t* epochs, Delays* d = nullptr) {
-    const uint32_t n = 3 + static_cast<uint32_t>(r_.below(5));
+    const uint32_t n = fixed_.members != 0 ? fixed_.members : 3 + static_cast<uint32_t>(r_.below(5));
     std::vector<NodeId> ids;
     for (uint32_t i = 0; i < n; ++i) ids.push_back(static_cast<NodeId>(5 + 3 * i + r_.below(3)));
     const uint32_t window = 2 + static_cast<uint32_t>(r_.below(15));
@@ -175,7 +183,7 @@ class TotalRun {
       x.rx.assign(n, 0), x.arrived_at.resize(n);
       if (x.to.init(ids, ids[i], window, &x.out) != 0) return "init failed";
     }
-    const uint32_t crashes = static_cast<uint32_t>(r_.below(3));
+    const uint32_t crashes = fixed_.members != 0 ? 0 : static_cast<uint32_t>(r_.below(3));
     for (uint32_t k = 0; k < crashes; ++k) crash_at_.push_back(r_.below(20'000'000));
     std::sort(crash_at_.begin(), crash_at_.end());
     for (now_ = 0; now_ < 5'000'000'000ull; now_ += 10'000) {
@@ -201,7 +209,7 @@ class TotalRun {
     }
     void to_one(NodeId dst, const TotalCtl& c) override {
       const uint32_t j = run->index_of(dst);
-      run->m_[j].unicast[me].push(run->now_, 1'000 + run->r_.below(500'000), Item{false, c});
+      run->m_[j].unicast[me].push(run->now_, run->delay(), Item{false, c});
     }
   };
   struct Member {
@@ -224,7 +232,8 @@ class TotalRun {
       if (m_[i].id == id) return i;
     return 0;
   }
-  void push(uint32_t from, uint32_t to, Item it) { m_[to].chans[from].push(now_, 1'000 + r_.below(500'000), std::move(it)); }
+  uint64_t delay() { return fixed_.members != 0 ? fixed_.delay_ns : 1'000 + r_.below(500'000); }
+  void push(uint32_t from, uint32_t to, Item it) { m_[to].chans[from].push(now_, delay(), std::move(it)); }
 
   void crash(uint32_t i) {
     m_[i].dead = true;
@@ -253,7 +262,7 @@ class TotalRun {
         x.to.view(x.views.front().second);
         x.views.pop_front();
       }
-      if (x.sent < x.quota && r_.chance(0.05) && x.to.sent(x.sent + 1)) {
+      if (x.sent < x.quota && r_.chance(fixed_.members != 0 ? 0.005 : 0.05) && x.to.sent(x.sent + 1)) {
         ++x.sent;
         x.sent_at.push_back(now_);
         for (uint32_t j = 0; j < m_.size(); ++j)
@@ -330,6 +339,7 @@ class TotalRun {
   std::vector<Member> m_;
   std::vector<uint64_t> crash_at_;
   Delays delays_;
+  Fixed fixed_{0, 0};
   uint64_t now_ = 0;
 };
 
