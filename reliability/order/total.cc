@@ -94,28 +94,29 @@ void TotalOrder::advance_hold() {
   }
   if (hold_ <= told_hold_ || promised_ > epoch_) return;  // nothing new, or mid-flush
   told_hold_ = hold_;
-  // To our epoch's sequencer, not our view's first: a NEW_EPOCH may come before we learn
-  // of the view change that made it.
+  // To every member, not to the sequencer alone: each counts the holds itself and delivers
+  // as soon as all its view holds a number, a trip sooner than waiting for STABLE.
   const TotalCtl h{TotalCtl::kHold, epoch_, hold_, self_, 0};
-  if (epoch_seq_ == self_) {
-    on_hold(self_, h);
-  } else {
-    out_->to_one(epoch_seq_, h);
-  }
+  out_->to_all(h);
+  on_hold(self_, h);
 }
 
 void TotalOrder::on_hold(NodeId from, const TotalCtl& c) {
   Src* x = find(from);
-  if (epoch_seq_ != self_ || flushing_ || c.epoch != epoch_ || x == nullptr) return;
-  if (c.g >= next_g_) {  // holds what was never numbered: a lie
+  if (flushing_ || c.epoch != epoch_ || promised_ > epoch_ || x == nullptr) return;
+  const bool seq = epoch_seq_ == self_;
+  if (seq && c.g >= next_g_) {  // holds what was never numbered: a lie
     ++c_.bad;
     return;
   }
   holds_[index(*x)] = std::max(holds_[index(*x)], c.g);
-  uint64_t low = ~uint64_t{0};
+  // Stable: every member of our view holds it. Never beyond what we hold ourselves (another
+  // member may have an ORDER we do not have yet).
+  uint64_t low = hold_;
   for (NodeId m : members_) low = std::min(low, holds_[index(*find(m))]);
   if (low <= stable_) return;
   stable_ = low;
+  if (!seq) return;
   out_->to_all(TotalCtl{TotalCtl::kStable, epoch_, stable_, self_, 0});
   number_pending();  // the window moved
 }

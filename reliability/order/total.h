@@ -8,7 +8,7 @@
  *
  * Uniform, and safe when the sequencer dies: a member delivers number g only once g is
  * *stable*: every member of the view holds the ORDER record and the message itself up to
- * g (they tell the sequencer, HOLD; it tells everyone, STABLE). On a view change (a member
+ * g (each tells everyone, HOLD; the sequencer also says so, STABLE). On a view change (a member
  * gone: the group streams report expiries) the lowest member left runs a flush: it asks
  * everyone how far they hold (FLUSH_REQ, FLUSH_REP), takes the lowest, H, announces a new
  * epoch that starts at H + 1 (NEW_EPOCH), and numbers what is not yet numbered from there.
@@ -16,8 +16,8 @@
  * had; nothing beyond H was delivered anywhere (it was not stable), so numbering it anew
  * breaks no one's order; a departed member's messages beyond H are dropped everywhere alike.
  *
- * The cost (docs/PROTOCOL.md 3.11): a message waits for its ORDER record and then for its
- * stability, two more one-way trips through the sequencer than single-source FIFO.
+ * The cost (docs/PROTOCOL.md 3.11): a message waits for its ORDER record and then for the
+ * HOLDs, two more one-way trips than single-source FIFO.
  *
  * Members are one view's, shrinking only (a member that joins starts a new TotalOrder).
  * Bounded, with flow control at the source: a member sends its next message only while
@@ -43,7 +43,7 @@ struct TotalCtl {
   enum Kind : uint8_t {
     kOrder = 1,     ///< to all: message (src, s) is number g, in epoch
     kStable = 2,    ///< to all: every member holds up to g; deliver up to it
-    kHold = 3,      ///< to the sequencer: we hold ORDER and message up to g
+    kHold = 3,      ///< to all: we hold ORDER and message up to g
     kFlushReq = 4,  ///< to all: a new epoch is being made; say how far you hold
     kFlushRep = 5,  ///< to the new sequencer: g held; `s` the first number of our epoch
     kNewEpoch = 6,  ///< to all: epoch starts at g + 1; numbers above g of older epochs are void

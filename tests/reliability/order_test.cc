@@ -100,7 +100,14 @@ struct Sent final : TotalOrder::Out {
   void to_one(NodeId dst, const TotalCtl& c) override { one.emplace_back(dst, c); }
 };
 
-TEST(TotalOrder, TheSequencerNumbersAMemberDeliversOnceStable) {
+/** The last record of kind @p k in @p v, or nullptr. */
+const TotalCtl* last_of(const std::vector<TotalCtl>& v, TotalCtl::Kind k) {
+  for (auto it = v.rbegin(); it != v.rend(); ++it)
+    if (it->kind == k) return &*it;
+  return nullptr;
+}
+
+TEST(TotalOrder, TheSequencerNumbersAMemberDeliversOnceEveryoneHoldsIt) {
   const std::vector<NodeId> m{1, 2};
   Sent o1, o2;
   TotalOrder seq, mem;
@@ -110,21 +117,25 @@ TEST(TotalOrder, TheSequencerNumbersAMemberDeliversOnceStable) {
   // Do: 2 sends; the sequencer gets it and numbers it.
   ASSERT_TRUE(mem.sent(20));
   ASSERT_TRUE(seq.on_data(2, 20));
-  ASSERT_EQ(o1.all.size(), 1u);
-  EXPECT_EQ(o1.all[0].kind, TotalCtl::kOrder);
-  EXPECT_EQ(o1.all[0].g, 1u);
-  // Expect: not delivered anywhere before it is stable (2 has not said it holds it).
+  const TotalCtl* order = last_of(o1.all, TotalCtl::kOrder);
+  ASSERT_NE(order, nullptr);
+  EXPECT_EQ(order->g, 1u);
+  // Expect: not delivered anywhere before every member holds it (2 has not said so).
   std::vector<uint64_t> got;
   auto take = [&](NodeId, uint64_t h) { got.push_back(h); };
   EXPECT_EQ(seq.drain(take), 0u);
-  mem.on_ctl(1, o1.all[0]);
-  ASSERT_EQ(o2.one.size(), 1u);  // HOLD 1, to the sequencer
-  seq.on_ctl(2, o2.one[0].second);
-  ASSERT_EQ(o1.all.back().kind, TotalCtl::kStable);
+  // Do: 2 gets the ORDER: it tells everyone it holds number 1, and hears the sequencer does.
+  mem.on_ctl(1, *order);
+  const TotalCtl* hold = last_of(o2.all, TotalCtl::kHold);
+  ASSERT_NE(hold, nullptr);
+  EXPECT_EQ(hold->g, 1u);
+  seq.on_ctl(2, *hold);
+  mem.on_ctl(1, *last_of(o1.all, TotalCtl::kHold));
+  // Expect: delivered at both, once.
   EXPECT_EQ(seq.drain(take), 1u);
-  mem.on_ctl(1, o1.all.back());
   EXPECT_EQ(mem.drain(take), 1u);
   EXPECT_EQ(got, (std::vector<uint64_t>{20, 20}));
+  EXPECT_TRUE(o2.one.empty());
 }
 
 TEST(TotalOrder, RecordsFromTheWrongMemberOrEpochAndLiesChangeNothing) {
@@ -140,7 +151,7 @@ TEST(TotalOrder, RecordsFromTheWrongMemberOrEpochAndLiesChangeNothing) {
   ASSERT_TRUE(mem.on_data(2, 5));
   // Expect: nothing numbered, nothing delivered, no HOLD sent.
   EXPECT_EQ(mem.drain([](NodeId, uint64_t) {}), 0u);
-  EXPECT_TRUE(o3.one.empty());
+  EXPECT_EQ(last_of(o3.all, TotalCtl::kHold), nullptr);
   // Do: an ORDER out of sequence, a HOLD of what was never numbered, data in our own name.
   mem.on_ctl(1, TotalCtl{TotalCtl::kOrder, 0, 5, 2, 1});
   seq.on_ctl(3, TotalCtl{TotalCtl::kHold, 0, 9, 3, 0});
