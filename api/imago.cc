@@ -262,6 +262,16 @@ void net_stats(const dp::NodeSnapshot& s, imago_node_stats* st) {
   st->net_failbacks = s.nets[0].failbacks;
 }
 
+void fabric_stats(const dp::NodeSnapshot& s, imago_node_stats* st) {
+  if (!s.fabric) return;
+  const dp::CircuitStats& c = s.circ;
+  st->circ_in_use = c.in_use, st->circ_ports_up = c.ports_up;
+  st->circ_up = c.link.circuits_up, st->circ_down = c.link.circuits_down;
+  st->circ_links_down = c.link.links_down;
+  st->circ_forwarded = c.node.data_forwarded, st->circ_forward_full = c.link.forward_full;
+  st->circ_rejected = c.node.bad_frame + c.node.unknown_vci + c.node.bad_setup + c.sink.wrong_peer;
+}
+
 }  // namespace
 
 int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_stats* st) {
@@ -284,6 +294,7 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->group_nack_freed = g.nack_freed, st->group_units_lost = g.units_lost;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;
   net_stats(*snap, st);
+  fabric_stats(*snap, st);
   return 0;
 }
 

@@ -177,6 +177,16 @@ struct imago_node_stats {
 	                                   (older than --group-nack-hold-ms, or no room) */
 	uint64_t group_units_lost;    /**< units of NACK streams this node receives that their
 	                                   sources had freed: reported as IMAGO_GROUP_LOST */
+	/* A node of a multi-hop fabric (imagod --topology; all 0 otherwise), docs/PROTOCOL.md 3.10: */
+	uint64_t circ_in_use;         /**< now: circuits this node is an end or a hop of */
+	uint64_t circ_ports_up;       /**< now: its links that are alive (HELLOs answered) */
+	uint64_t circ_up;             /**< circuits of its ends that came up (opened or accepted) */
+	uint64_t circ_down;           /**< circuits of its ends that went down (or never came up) */
+	uint64_t circ_links_down;     /**< times one of its links went silent */
+	uint64_t circ_forwarded;      /**< frames of other nodes' circuits it forwarded */
+	uint64_t circ_forward_full;   /**< of those, dropped: the next link had no room (the ends repair) */
+	uint64_t circ_rejected;       /**< circuit frames dropped: unknown or forged VCIs, bad frames and
+	                                   set-ups, frames in another node's name */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */

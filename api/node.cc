@@ -46,7 +46,7 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
   dp::NodeEngineConfig c{.id = spec.id, .encap = spec.encap, .burst = spec.burst, .engine = spec.engine,
                          .port_b = spec.port_b, .pool_b = spec.mbuf_pool_b, .encap_b = spec.encap_b,
-                         .redundancy = spec.redundancy};
+                         .redundancy = spec.redundancy, .circuits = spec.circuits};
   if (int rc = dp::node_engine_open(ne_, *spec.port, spec.mbuf_pool, c, this); rc < 0) return rc;
   dp::node_engine_publish_to(ne_, &shm->boards[spec.index], spec.id);
   if (ne_.set) ne_.set->set_listener(this);
@@ -73,7 +73,7 @@ int Node::peer_index(uint64_t id) const {
 }
 
 unsigned Node::poll(uint64_t now_tsc) {
-  now_ns_ = ne_.link.now_ns(now_tsc);
+  now_ns_ = dp::node_engine_now_ns(ne_, now_tsc);
   dp::node_engine_set_now(ne_, now_tsc);
   uint32_t gen = shm_->generation.load(std::memory_order_acquire);
   if (gen != seen_gen_) refresh(gen);

@@ -44,6 +44,9 @@ struct NodeSpec {
   rte_mempool* mbuf_pool_b = nullptr;
   dp::EncapConfig encap_b;
   rel::red::Config redundancy;
+  /** A node of a multi-hop fabric (dp::NodeEngineConfig::circuits): its topology and a port per
+   *  link (null: none; @p port is then the first link's, for nothing but the node's clock). */
+  const dp::CircuitSetup* circuits = nullptr;
 };
 
 /** A peer and where its frames go (on network B too, for a node on two networks). */

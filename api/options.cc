@@ -77,12 +77,31 @@ dp::OptionTable<RuntimeOptions> make_table() {
   };
   dp::add_protocol_rows(t, &RuntimeOptions::protocol);
   dp::add_redundancy_rows(t, &RuntimeOptions::redundancy);
+  dp::add_fabric_rows(t, &RuntimeOptions::fabric);
   return t;
 }
 
 const dp::OptionTable<RuntimeOptions>& table() {
   static const dp::OptionTable<RuntimeOptions> t = make_table();
   return t;
+}
+
+// A fabric node: plain Ethernet on its own ports, peers that are nodes of the topology.
+int check_fabric_options(RuntimeOptions& o, std::string* err) {
+  const dp::FabricOptions& f = o.fabric;
+  if (!f.on()) {
+    if (f.show_routes) return *err = "--show-routes needs --topology", -EINVAL;
+    return 0;
+  }
+  if (o.pair || o.redundancy.on || o.src_ip != 0 || !o.iface.empty())
+    return *err = "--topology excludes --pair, --redundancy, --src-ip and --iface (its ports are the --vdevs, in "
+                  "topology port order)", -EINVAL;
+  if (int rc = dp::check_fabric(o.fabric, o.node_id, err); rc < 0) return rc;
+  for (const PeerAddr& p : o.peers) {
+    if (p.id == o.node_id || p.id > rel::circ::kMaxNodeId || !f.topology.has_node(static_cast<rel::NodeId>(p.id)))
+      return *err = "--peer " + std::to_string(p.id) + ": not another node of --topology " + f.spec, -EINVAL;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -99,6 +118,7 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
     if (a == nullptr) return *err = "--peer-b " + std::to_string(p.id) + ": no --peer " + std::to_string(p.id), -EINVAL;
     a->mac_b = p.mac, a->ip_b = p.ip;
   }
+  if (int rc = check_fabric_options(o, err); rc < 0) return rc;
   return dp::check_protocol(o.protocol, err);
 }
 

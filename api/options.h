@@ -15,6 +15,7 @@
 #include "api/node.h"
 #include "dataplane/auth.h"
 #include "dataplane/eal_args.h"
+#include "dataplane/fabric_options.h"
 #include "dataplane/fault_model.h"
 #include "dataplane/protocol_options.h"
 #include "dataplane/redundancy_options.h"
@@ -30,6 +31,7 @@ struct RuntimeOptions {
   std::vector<PeerAddr> peers;
   uint32_t src_ip = 0;              ///< nonzero: UDP/IPv4 encapsulation from this address
   dp::RedundancyOptions redundancy; ///< --redundancy: a second network, and how both are used
+  dp::FabricOptions fabric;         ///< --topology: a node of a multi-hop fabric (virtual circuits)
   std::string iface_b;              ///< network B's port on this interface (through --pmd)
   std::vector<PeerAddr> peers_b;    ///< --peer-b: peers' addresses on network B (id, mac, ip)
   uint32_t src_ip_b = 0;            ///< UDP on network B: our address there

@@ -208,8 +208,36 @@ int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
   return 0;
 }
 
+// A node of a fabric: every port, in order, is a link of its topology (port k: the k-th).
+int Runtime::open_fabric_node() {
+  const auto self = static_cast<rel::NodeId>(o_.node_id);
+  const rel::circ::Topology& t = o_.fabric.topology;
+  const auto used = t.ports(static_cast<size_t>(t.node_index(self)));
+  const size_t need = used.empty() ? 0 : used.back().port + 1u;
+  std::vector<uint16_t> ids;
+  uint16_t id;
+  RTE_ETH_FOREACH_DEV(id) ids.push_back(id);
+  if (ids.size() < need || need == 0 || need > dp::CircuitLink::kMaxPorts) {
+    std::fprintf(stderr, "imago: node %" PRIu64 " has %zu ports in --topology %s (at most %zu) and %zu DPDK ports: "
+                 "give a --vdev per link, in topology port order\n",
+                 o_.node_id, need, o_.fabric.spec.c_str(), dp::CircuitLink::kMaxPorts, ids.size());
+    return -ENODEV;
+  }
+  dp::CircuitSetup setup;
+  setup.topology = t;
+  setup.health = o_.fabric.health;
+  setup.show_routes = o_.fabric.show_routes ? stdout : nullptr;
+  for (size_t k = 0; k < need; ++k) {
+    ports_.push_back(std::make_unique<dp::NodePort>());
+    if (int rc = open_port(*ports_.back(), ids[k]); rc < 0) return rc;
+    setup.ports.push_back({&ports_.back()->faulty, ports_.back()->pool, ports_.back()->port.mac()});
+  }
+  return add_node(*ports_.front(), o_.node_id, o_.peers, nullptr, &setup);
+}
+
 int Runtime::open_nodes() {
   if (o_.pair) return open_pair();
+  if (o_.fabric.on()) return open_fabric_node();
   uint16_t port_a = 0, port_b = 0;
   if (int rc = find_ports(&port_a, &port_b); rc < 0) return rc;
   if (o_.peers.empty()) {
@@ -227,8 +255,10 @@ int Runtime::open_nodes() {
   return add_node(*ports_.front(), o_.node_id, o_.peers, pb_b);
 }
 
-int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers, dp::NodePort* pb_b) {
+int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers, dp::NodePort* pb_b,
+                      const dp::CircuitSetup* circuits) {
   NodeSpec s;
+  s.circuits = circuits;
   s.id = id;
   s.index = static_cast<unsigned>(nodes_.size());
   s.port = &pb.faulty;
@@ -496,6 +526,7 @@ void print_node_counters(FILE* f, const dp::NodeSnapshot& snap, const Node& n) {
   rel::for_each_reject(snap.total, field("reject_"));
   dp::for_each_counter(snap.link, field("link_"));
   dp::for_each_net_counter(snap, field(""));
+  dp::for_each_circuit_counter(snap, field(""));
   std::fprintf(f, " control_in=%" PRIu64 " control_bad=%" PRIu64 " announce_sent=%" PRIu64 "\n",
                n.counters().control_in, n.counters().control_bad, n.counters().announce_sent);
 }

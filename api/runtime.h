@@ -62,7 +62,9 @@ class Runtime {
   int create_shared();
   int open_port(dp::NodePort& np, uint16_t port_id);
   int open_nodes();
-  int add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers, dp::NodePort* pb_b = nullptr);
+  int open_fabric_node();
+  int add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>& peers, dp::NodePort* pb_b = nullptr,
+               const dp::CircuitSetup* circuits = nullptr);
   int open_pair();
   int find_ports(uint16_t* a, uint16_t* b) const;
   int start_engines();

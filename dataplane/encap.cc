@@ -163,7 +163,7 @@ bool decode_frame(const EncapConfig& cfg, const uint8_t* frame, size_t len, Deco
   // L2 frames may carry Ethernet padding after the payload; UDP lengths must match exactly.
   bool fits = cfg.kind == Encap::L2 ? used <= body_len - sizeof lh : used == body_len - sizeof lh;
   if (!fits) return reject(c, DecodeError::LinkLength);
-  if (type != static_cast<uint8_t>(LinkType::Raw) && type != static_cast<uint8_t>(LinkType::Reliability)) {
+  if (type < static_cast<uint8_t>(LinkType::Raw) || type > static_cast<uint8_t>(LinkType::Circuit)) {
     return reject(c, DecodeError::LinkType);
   }
   if (tagged != cfg.auth.has_value()) return reject(c, tagged ? DecodeError::AuthUnexpected : DecodeError::AuthMissing);

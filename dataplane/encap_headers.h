@@ -91,6 +91,7 @@ inline constexpr uint8_t kLinkTypeMask = 0x7F;
 enum class LinkType : uint8_t {
   Raw = 1,          ///< imago-perf raw mode test payload (no reliability)
   Reliability = 2,  ///< a reliability-engine frame
+  Circuit = 3,      ///< a virtual-circuit frame (reliability/circuits/wire.h): a hop's, or an end's
 };
 
 }  // namespace imago::dp

@@ -22,8 +22,7 @@ int EngineLink::init(FaultyPort& port, rte_mempool* pool, const EncapConfig& enc
   encap_ = encap;
   burst_ = burst;
   clock_ = TscClock(rte_get_tsc_hz());
-  tx_backoff_min_ = std::max<uint64_t>(1, rte_get_tsc_hz() / 1'000'000);  // 1 us
-  tx_backoff_max_ = rte_get_tsc_hz() / 1'000;                             // 1 ms
+  tx_.init(&port, burst, rte_get_tsc_hz());
   peers_.reserve(AllowList::kMaxPeers);
   allow_ = AllowList(encap.kind);
   return 0;
@@ -78,7 +77,7 @@ bool EngineLink::send_copy(const EncapConfig& to, std::span<const uint8_t> frame
   size_t len = encode_frame(to, data, LinkType::Reliability, static_cast<uint16_t>(frame.size()));
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
-  pending_[pending_n_++] = m;
+  tx_.push(m);
   return true;
 }
 
@@ -114,7 +113,8 @@ void EngineLink::apply_mc_list() {
 }
 
 bool EngineLink::room_for_one() {
-  if (pending_n_ < burst_ || (flush(now_tsc_), pending_n_ < burst_)) return true;
+  if (tx_.room(now_tsc_)) return true;
+  sync_tx();
   ++counters_.tx_backpressure;
   return false;
 }
@@ -218,26 +218,20 @@ bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> f
   rte_pktmbuf_attach_extbuf(m, link, priv->iova + static_cast<rte_iova_t>(link - slot), len, &priv->shinfo);
   m->data_len = len;
   m->pkt_len = len;
-  pending_[pending_n_++] = m;
+  tx_.push(m);
   ++counters_.held_out;
   return true;
 }
 
 unsigned EngineLink::flush(uint64_t now_tsc) {
-  unsigned sent = port_->flush(now_tsc);  // delayed frames of the fault layer first
-  if (pending_n_ == 0 || now_tsc < tx_retry_tsc_) return sent;
-  uint16_t k = port_->tx_burst(pending_, pending_n_, now_tsc);
-  counters_.frames_out += k;
-  if (k == 0) {
-    tx_backoff_ = tx_backoff_ == 0 ? tx_backoff_min_ : std::min(2 * tx_backoff_, tx_backoff_max_);
-    tx_retry_tsc_ = now_tsc + tx_backoff_;
-    ++counters_.tx_backoffs;
-  } else {
-    tx_backoff_ = 0, tx_retry_tsc_ = 0;
-  }
-  if (k < pending_n_) std::memmove(pending_, pending_ + k, (pending_n_ - k) * sizeof(rte_mbuf*));
-  pending_n_ = static_cast<uint16_t>(pending_n_ - k);
-  return sent + k;
+  const unsigned sent = tx_.flush(now_tsc);
+  sync_tx();
+  return sent;
+}
+
+void EngineLink::sync_tx() {
+  counters_.frames_out = tx_.frames_out();
+  counters_.tx_backoffs = tx_.backoffs();
 }
 
 unsigned EngineLink::poll(uint64_t now_tsc) {

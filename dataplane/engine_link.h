@@ -23,6 +23,7 @@
 #include "dataplane/allow_list.h"
 #include "dataplane/encap.h"
 #include "dataplane/fault.h"
+#include "dataplane/tx_queue.h"
 #include "reliability/engine.h"
 #include "reliability/redundancy/link_set.h"
 
@@ -150,6 +151,7 @@ class EngineLink final : public rel::FrameSink {
   bool room_for_one();
   bool send_copy(const EncapConfig& to, std::span<const uint8_t> frame);
   void apply_mc_list();
+  void sync_tx();  ///< the queue's counters into counters_
   struct Zone {
     uint8_t* mem;
     const rte_memzone* mz;
@@ -166,15 +168,7 @@ class EngineLink final : public rel::FrameSink {
   uint64_t now_tsc_ = 0;
   std::vector<PeerAddr> peers_;
   AllowList allow_;
-  rte_mbuf* pending_[kMaxBurst];
-  uint16_t pending_n_ = 0;
-  // A port that took nothing of the pending burst is tried again after a back-off that
-  // doubles (tx_backoff_min_ .. tx_backoff_max_ cycles) until it takes something: a port
-  // whose link is down refuses forever, and net_af_packet spends a system call on every
-  // refusal, which at every poll of the lcore cost a fifth of its rate.
-  uint64_t tx_retry_tsc_ = 0;
-  uint64_t tx_backoff_ = 0;
-  uint64_t tx_backoff_min_ = 0, tx_backoff_max_ = 0;
+  TxQueue tx_;  ///< the pending burst (and the back-off of a port that refuses)
   rte_mbuf* current_ = nullptr;
   uint32_t holds_ = 0;     ///< references taken by hold_frame() and not released
   uint32_t hold_cap_ = 0;  ///< a quarter of the pool

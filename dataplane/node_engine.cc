@@ -7,11 +7,28 @@
 
 namespace imago::dp {
 
+namespace {
+
+// A fabric node: its engine on a CircuitLink over its topology's ports.
+int open_fabric_node(NodeEngine& e, const NodeEngineConfig& c, rel::Config ec, rel::AppSink* app) {
+  if (c.port_b != nullptr || ec.mtu <= sizeof(rel::circ::CircuitHeader)) return -EINVAL;
+  ec.mtu -= static_cast<uint32_t>(sizeof(rel::circ::CircuitHeader));
+  e.circ = std::make_unique<CircuitLink>();
+  if (int rc = e.circ->init(*c.circuits, ec.node_id, c.encap, c.burst, ec.seed ^ 0xC1C1, ec.mtu); rc < 0) return rc;
+  if (int rc = rel::Engine::create(ec, &e.circ->sink(), app, &e.engine); rc < 0) return rc;
+  e.circ->attach(e.engine.get());
+  return 0;
+}
+
+}  // namespace
+
 int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const NodeEngineConfig& c,
                      rel::AppSink* app) {
-  if (int rc = e.link.init(port, pool, c.encap, c.burst); rc < 0) return rc;
+  e.clock = TscClock(rte_get_tsc_hz());
   rel::Config ec = c.engine;
   stamp_incarnation(ec, c.id);
+  if (c.circuits != nullptr) return open_fabric_node(e, c, ec, app);
+  if (int rc = e.link.init(port, pool, c.encap, c.burst); rc < 0) return rc;
   rel::FrameSink* sink = &e.link;
   if (c.port_b != nullptr) {
     if (c.encap_b.kind != c.encap.kind || c.encap_b.auth.has_value() != c.encap.auth.has_value() ||
@@ -39,7 +56,11 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
 
 int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip,
                          const MacAddr& mac_b, uint32_t ip_b) {
-  const uint64_t now = e.link.now_ns(rte_rdtsc());
+  const uint64_t now = e.clock.ns(rte_rdtsc());
+  if (e.circ) {
+    if (int rc = e.circ->add_peer(peer, now); rc < 0) return rc;
+    return e.engine->add_peer(peer, now);
+  }
   if (int rc = e.link.add_peer_addr(peer, mac, ip); rc < 0) return rc;
   if (e.set) {
     if (int rc = e.link_b.add_peer_addr(peer, mac_b, ip_b); rc < 0) return rc;

@@ -7,7 +7,9 @@
  * it here, so an engine is created, given its incarnation and its peers one way.
  *
  * A node on two networks (NASA KSC's dual network, reliability/redundancy/) has a second
- * port and link, and a LinkSet between the engine and the two links.
+ * port and link, and a LinkSet between the engine and the two links. A node of a multi-hop
+ * fabric (reliability/circuits/) has a port per link of its topology and a CircuitLink in
+ * their place: its engine reaches its peers over virtual circuits, and it forwards others'.
  */
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "dataplane/circuit_link.h"
 #include "dataplane/engine_link.h"
 #include "dataplane/fault.h"
 #include "dataplane/stats_board.h"
@@ -28,7 +31,9 @@ struct NodeEngine {
   EngineLink link;    ///< network A: the node's only one without redundancy
   EngineLink link_b;  ///< network B (a node on two networks)
   std::unique_ptr<rel::red::LinkSet> set;  ///< between the engine and the two links, or none
+  std::unique_ptr<CircuitLink> circ;   ///< a fabric node's ports, instead of link and link_b
   std::unique_ptr<rel::Engine> engine;
+  TscClock clock;      ///< TSC cycles to the engine's nanoseconds
   BoardPublisher pub;  ///< where the polling lcore publishes the engine's state (none by default)
 };
 
@@ -44,6 +49,10 @@ struct NodeEngineConfig {
   rte_mempool* pool_b = nullptr;
   EncapConfig encap_b;
   rel::red::Config redundancy;
+  /** A node of a multi-hop fabric: its topology and a port per link (null: one network, or
+   *  two). The @p port given to node_engine_open() is then not used; the engine's MTU loses
+   *  the circuit header's 12 bytes. */
+  const CircuitSetup* circuits = nullptr;
 };
 
 /**
@@ -62,9 +71,13 @@ int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, ui
 /** Publish @p e on @p board about every millisecond from now on (node_engine_poll()). */
 void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id);
 
+/** @return the engine time of @p tsc. */
+inline uint64_t node_engine_now_ns(const NodeEngine& e, uint64_t tsc) { return e.clock.ns(tsc); }
+
 /** Set the time of frames the engine sends outside node_engine_poll() (the application's
  *  sends). */
 inline void node_engine_set_now(NodeEngine& e, uint64_t now_tsc) {
+  if (e.circ) return e.circ->set_now(now_tsc);
   e.link.set_now(now_tsc);
   if (!e.set) return;
   e.link_b.set_now(now_tsc);
@@ -73,11 +86,13 @@ inline void node_engine_set_now(NodeEngine& e, uint64_t now_tsc) {
 
 /** Send the pending bursts. @return frames the ports took. */
 inline unsigned node_engine_flush(NodeEngine& e, uint64_t now_tsc) {
+  if (e.circ) return e.circ->flush(now_tsc);
   return e.link.flush(now_tsc) + (e.set ? e.link_b.flush(now_tsc) : 0);
 }
 
 /** @return the mbuf being received now (EngineLink::current_frame()), on either network. */
 inline rte_mbuf* node_engine_current_frame(const NodeEngine& e) {
+  if (e.circ) return e.circ->current_frame();
   rte_mbuf* m = e.link.current_frame();
   return m != nullptr || !e.set ? m : e.link_b.current_frame();
 }
@@ -86,6 +101,16 @@ inline rte_mbuf* node_engine_current_frame(const NodeEngine& e) {
  *  publish the board when due. @return work done. */
 inline unsigned node_engine_poll(NodeEngine& e, uint64_t now_tsc) {
   unsigned work;
+  if (e.circ) {  // every link in (forwarding as it goes), hellos and circuits, timers, every link out
+    const uint64_t now = e.clock.ns(now_tsc);
+    work = e.circ->receive(now_tsc);
+    work += e.circ->poll(now);
+    e.engine->poll(now);
+    work += e.circ->flush(now_tsc);
+    if (e.pub.board != nullptr && now_tsc >= e.pub.next_tsc)
+      e.pub.maybe(*e.engine, e.circ->link_counters(), now_tsc, nullptr, nullptr, &e.circ->stats());
+    return work;
+  }
   if (!e.set) {
     work = e.link.poll(now_tsc);
   } else {  // both networks in, heartbeats and health, the engine's timers, both out

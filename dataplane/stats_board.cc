@@ -9,7 +9,8 @@
 namespace imago::dp {
 
 void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link,
-                         uint64_t now_tsc, const rel::red::LinkSet* set, const EngineLinkCounters* link_b) {
+                         uint64_t now_tsc, const rel::red::LinkSet* set, const EngineLinkCounters* link_b,
+                         const CircuitStats* circ) {
   const uint32_t s = seq_.load(std::memory_order_relaxed);
   seq_.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -27,6 +28,8 @@ void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const Engi
     snap_.net_not_peer = set->not_peer();
     if (link_b != nullptr) snap_.link_b = *link_b;
   }
+  snap_.fabric = circ != nullptr;
+  if (circ != nullptr) snap_.circ = *circ;
   rel::NodeId ids[NodeSnapshot::kMaxPeers];
   const size_t n = engine.peer_ids(ids, NodeSnapshot::kMaxPeers);
   for (size_t i = 0; i < n; ++i) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dataplane/circuit_link.h"
 #include "dataplane/engine_link.h"
 #include "reliability/engine.h"
 
@@ -41,6 +42,9 @@ struct NodeSnapshot {
   EngineLinkCounters link_b;
   rel::red::NetCounters nets[rel::red::kMaxNets];
   uint64_t net_bad_shim = 0, net_not_peer = 0;
+  /** A node of a multi-hop fabric (reliability/circuits/): its circuits, links and forwarding. */
+  bool fabric = false;
+  CircuitStats circ;
   uint32_t n_peers = 0;
   PeerSnapshot peers[kMaxPeers];
 };
@@ -49,7 +53,8 @@ class StatsBoard {
  public:
   /** The writer (the lcore polling @p engine; nobody else): copy its state now. */
   void publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc,
-               const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr);
+               const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr,
+               const CircuitStats* circ = nullptr);
   /** Any thread or process: copy the board into @p out. @return false when no consistent
    *  copy could be had (the writer kept publishing; try again). */
   bool read(NodeSnapshot* out) const;
@@ -72,6 +77,14 @@ void for_each_net_counter(const NodeSnapshot& s, Fn&& fn) {
   for_each_counter(s.link_b, [&](const char* k, uint64_t v) { fn((std::string("link_b_") + k).c_str(), v); });
 }
 
+/** Call @p fn(name, value) for a fabric node's circuit counters (@p s.fabric), each as
+ *  "circ_<name>". */
+template <typename Fn>
+void for_each_circuit_counter(const NodeSnapshot& s, Fn&& fn) {
+  if (!s.fabric) return;
+  for_each_counter(s.circ, [&](const char* k, uint64_t v) { fn((std::string("circ_") + k).c_str(), v); });
+}
+
 /** Publishes a board at most once per period, from the lcore's poll. */
 struct BoardPublisher {
   StatsBoard* board = nullptr;  ///< null: publish nothing
@@ -80,10 +93,11 @@ struct BoardPublisher {
   uint64_t next_tsc = 0;
 
   void maybe(const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc,
-             const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr) {
+             const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr,
+             const CircuitStats* circ = nullptr) {
     if (board == nullptr || now_tsc < next_tsc) return;
     next_tsc = now_tsc + period_tsc;
-    board->publish(node_id, engine, link, now_tsc, set, link_b);
+    board->publish(node_id, engine, link, now_tsc, set, link_b, circ);
   }
 };
 

@@ -78,6 +78,7 @@ int cmd_node(const char*, const char* params, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(d, ("link_" + std::string(k)).c_str(), v);
   });
   for_each_net_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
+  for_each_circuit_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
   return 0;
 }
 

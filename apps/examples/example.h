@@ -192,6 +192,25 @@ static inline int ex_drain(imago_ep_t *ep, uint64_t total, double timeout_s)
 	return 0;
 }
 
+/*
+ * Embedded: wait until this process's nodes have no message in flight (every message taken
+ * is confirmed by its peer), since detaching stops their engines. @p timeout_s <= 0: no
+ * limit. @return 0 or -ETIMEDOUT.
+ */
+static inline int ex_settle(const imago_t *im, double timeout_s)
+{
+	uint64_t end = timeout_s > 0 ? ex_now_ns() + (uint64_t)(timeout_s * 1e9) : UINT64_MAX;
+	for (;;) {
+		struct imago_node_stats st;
+		uint64_t in_flight = 0;
+		int rc;
+		for (unsigned i = 0; (rc = imago_node_stats_get(im, i, &st)) != -EINVAL; ++i)
+			in_flight += rc == 0 ? st.msgs_in_flight : 1; /* -EAGAIN: unknown, look again */
+		if (in_flight == 0 || ex_stop) return 0;
+		if (ex_now_ns() > end) return -ETIMEDOUT;
+	}
+}
+
 /* The rate part of a RESULT line: duration_s, msgs_per_s, gbps. */
 static inline void ex_print_rate(uint64_t msgs, uint64_t bytes, uint64_t ns)
 {

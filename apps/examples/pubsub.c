@@ -118,6 +118,7 @@ int main(int argc, char **argv)
 		else if (o.timeout_s > 0 && (double)(now - last) > o.timeout_s * 1e9) rc = -ETIMEDOUT;
 	}
 	if (rc >= 0 && do_pub && !do_sub && p.done) rc = ex_drain(p.ep, o.count + 1, o.timeout_s);
+	if (rc >= 0 && do_pub && !do_sub && p.done && !o.prefix) rc = ex_settle(im, o.timeout_s);
 	if (rc < 0) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
 	struct imago_ep_stats st = {0};

@@ -22,11 +22,10 @@ const char* reason_name(CircReason r) {
 
 CircuitNode::CircuitNode(const CircuitConfig& c, NodeId self, const RoutingTable* routes, uint64_t seed,
                          CircuitPorts* ports, CircuitListener* listener)
-    : cfg_(c), self_(self), routes_(routes), rng_(seed), ports_(ports), listener_(listener), table_(c.max_circuits) {
+    : cfg_(c), self_(self), routes_(routes), rng_(seed), ports_(ports), listener_(listener), table_(c.max_circuits),
+      by_vci_(2 * size_t{c.max_circuits}), by_setup_(c.max_circuits) {
   free_.reserve(c.max_circuits);
   for (uint32_t i = c.max_circuits; i-- > 0;) free_.push_back(i);
-  by_vci_.reserve(2 * size_t{c.max_circuits});
-  by_setup_.reserve(c.max_circuits);
 }
 
 // ---- the table
@@ -46,11 +45,11 @@ void CircuitNode::release(CircuitId id) {
   Circuit& k = table_[id];
   if (k.state == State::kFree) return;
   for (const Side& s : k.side) {
-    auto it = s.on && s.vci_in != 0 ? by_vci_.find(key(s.port, s.vci_in)) : by_vci_.end();
-    if (it != by_vci_.end() && it->second == id) by_vci_.erase(it);
+    const uint32_t* v = s.on && s.vci_in != 0 ? by_vci_.find(key(s.port, s.vci_in)) : nullptr;
+    if (v != nullptr && *v == id) by_vci_.erase(key(s.port, s.vci_in));
   }
-  auto it = by_setup_.find(setup_key(k.origin, k.nonce));
-  if (it != by_setup_.end() && it->second == id) by_setup_.erase(it);
+  const uint64_t sk = setup_key(k.origin, k.nonce);
+  if (const uint32_t* v = sk != 0 ? by_setup_.find(sk) : nullptr; v != nullptr && *v == id) by_setup_.erase(sk);
   pending_ -= k.state == State::kPending;
   --used_;
   k = Circuit{};
@@ -61,7 +60,7 @@ uint32_t CircuitNode::pick_vci(PortId p) {
   // Random, so a frame with a forged VCI must guess 32 bits (the seed's defence); 0 is "none".
   uint32_t v;
   do v = static_cast<uint32_t>(rng_.next());
-  while (v == 0 || by_vci_.count(key(p, v)) != 0);
+  while (v == 0 || by_vci_.contains(key(p, v)));
   return v;
 }
 
@@ -70,13 +69,13 @@ void CircuitNode::bind_in(CircuitId id, int s, PortId p) {
   sd.on = true;
   sd.port = p;
   sd.vci_in = pick_vci(p);
-  by_vci_[key(p, sd.vci_in)] = id;
+  by_vci_.put(key(p, sd.vci_in), id);  // room: two per circuit, and circuits are bounded
 }
 
 CircuitNode::Circuit* CircuitNode::find(PortId p, uint32_t vci, int* side) {
-  auto it = by_vci_.find(key(p, vci));
-  if (it == by_vci_.end()) return nullptr;
-  Circuit& k = table_[it->second];
+  const uint32_t* v = vci != 0 ? by_vci_.find(key(p, vci)) : nullptr;
+  if (v == nullptr) return nullptr;
+  Circuit& k = table_[*v];
   for (int s = 0; s < 2; ++s)
     if (k.side[s].on && k.side[s].port == p && k.side[s].vci_in == vci) return *side = s, &k;
   return nullptr;
@@ -152,8 +151,8 @@ int CircuitNode::open(NodeId dst, uint64_t now, CircuitId* id) {
   k.origin = self_;
   k.dst = dst;
   do k.nonce = static_cast<uint32_t>(rng_.next());
-  while (k.nonce == 0 || by_setup_.count(setup_key(self_, k.nonce)) != 0);
-  by_setup_[setup_key(self_, k.nonce)] = static_cast<CircuitId>(i);
+  while (k.nonce == 0 || by_setup_.contains(setup_key(self_, k.nonce)));
+  by_setup_.put(setup_key(self_, k.nonce), static_cast<CircuitId>(i));
   k.hops = cfg_.max_hops;
   bind_in(static_cast<CircuitId>(i), 1, r.port);
   k.tries = 1;
@@ -195,7 +194,7 @@ void CircuitNode::on_frame(PortId port, std::span<const uint8_t> frame, uint64_t
   }
   const uint8_t* body = frame.data() + sizeof h;
   const auto kind = static_cast<CircKind>(h.kind);
-  if (kind == CircKind::kData) return;  // route_data()'s
+  if (kind == CircKind::kData || kind == CircKind::kHello) return;  // route_data()'s, the link's
   if (kind == CircKind::kSetup) {
     SetupBody b;
     std::memcpy(&b, body, sizeof b);

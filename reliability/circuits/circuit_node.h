@@ -25,9 +25,9 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "reliability/circuits/flat_map.h"
 #include "reliability/circuits/routing.h"
 #include "reliability/circuits/wire.h"
 #include "reliability/rng.h"
@@ -166,8 +166,8 @@ class CircuitNode {
   CircuitListener* listener_;
   std::vector<Circuit> table_;
   std::vector<CircuitId> free_;
-  std::unordered_map<uint64_t, CircuitId> by_vci_;    ///< (port, vci_in) -> circuit
-  std::unordered_map<uint64_t, CircuitId> by_setup_;  ///< (origin, nonce) -> circuit
+  FlatMap by_vci_;    ///< (port, vci_in) -> circuit; vci_in is never 0, so no key is 0
+  FlatMap by_setup_;  ///< (origin, nonce) -> circuit; origin and nonce are never 0
   uint32_t used_ = 0, pending_ = 0;
   uint64_t next_poll_ = 0;
   CircuitCounters c_;

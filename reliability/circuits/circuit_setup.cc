@@ -12,11 +12,11 @@ void CircuitNode::on_setup(PortId port, const CircuitHeader& h, const SetupBody&
     ++c_.bad_setup;
     return;
   }
-  if (auto it = by_setup_.find(setup_key(origin, nonce)); it != by_setup_.end()) {
-    const Side& up = table_[it->second].side[0];
+  if (const uint32_t* it = by_setup_.find(setup_key(origin, nonce)); it != nullptr) {
+    const Side& up = table_[*it].side[0];
     // The same set-up again (a retry of the origin's): passed on, or answered again. Under
     // the same name from elsewhere: a forgery or a copy from an older route.
-    if (up.on && up.port == port && up.vci_out == back) return setup_again(it->second, now);
+    if (up.on && up.port == port && up.vci_out == back) return setup_again(*it, now);
     ++c_.bad_setup;
     return;
   }
@@ -33,7 +33,7 @@ void CircuitNode::on_setup(PortId port, const CircuitHeader& h, const SetupBody&
   k.origin = origin, k.dst = dst, k.nonce = nonce;
   k.side[0].on = true, k.side[0].port = port, k.side[0].vci_out = back;
   k.last_used = now;
-  by_setup_[setup_key(origin, nonce)] = id;
+  by_setup_.put(setup_key(origin, nonce), id);
   if (dst == self_) {  // ours: accept, and tell the way back which VCI to send us
     bind_in(id, 0, port);
     ++c_.setups_ok;

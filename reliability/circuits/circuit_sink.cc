@@ -44,6 +44,12 @@ bool CircuitSink::up(NodeId peer) const {
   return false;
 }
 
+bool CircuitSink::route_to(NodeId peer, PortId* port, uint32_t* vci) const {
+  for (const Peer& p : peers_)
+    if (p.id == peer) return p.up && node_.data_out(p.circuit, port, vci);
+  return false;
+}
+
 void CircuitSink::on_circuit_up(CircuitId id, NodeId peer, bool origin) {
   Peer* p = find(peer);
   if (p == nullptr || p->opener != origin) {  // no peer of ours, or opened by the wrong end
@@ -80,10 +86,9 @@ void CircuitSink::poll(uint64_t now) {
 }
 
 bool CircuitSink::send_frame(NodeId peer, std::span<const uint8_t> frame) {
-  Peer* p = find(peer);
   PortId port;
   uint32_t vci;
-  if (p == nullptr || !p->up || !node_.data_out(p->circuit, &port, &vci)) {
+  if (!route_to(peer, &port, &vci)) {
     ++c_.no_circuit;
     return false;
   }
@@ -99,10 +104,7 @@ bool CircuitSink::send_frame(NodeId peer, std::span<const uint8_t> frame) {
 void CircuitSink::forward(PortId out, uint32_t vci, std::span<const uint8_t> frame) {
   const size_t n = std::min(frame.size(), scratch_.size());
   std::memcpy(scratch_.data(), frame.data(), n);
-  Be32 v;
-  v.set(vci);
-  std::memcpy(scratch_.data() + offsetof(CircuitHeader, vci), &v, 4);
-  circ_seal(scratch_.data(), 0);
+  circ_rewrite_vci(scratch_.data(), vci);
   // A full port loses the frame; the ends repair it (a hop keeps nothing per message).
   if (!ports_->send(out, {scratch_.data(), n})) ++c_.forward_refused;
 }
@@ -120,9 +122,21 @@ void CircuitSink::on_frame(PortId port, std::span<const uint8_t> frame, uint64_t
     case CircuitNode::Verdict::kForward: return forward(out, vci, frame);
     case CircuitNode::Verdict::kLocal: break;
   }
+  deliver(local, frame.subspan(sizeof(CircuitHeader)), now);
+}
+
+void CircuitSink::deliver(CircuitId local, std::span<const uint8_t> frame, uint64_t now) {
   if (engine_ == nullptr) return;
+  // The sender's node id sits at offset 4 of every engine frame (wire.h): only the far end
+  // of this circuit may speak on it.
+  const NodeId far = node_.peer_of(local);
+  Be32 sender;
+  if (frame.size() < 8 || (std::memcpy(&sender, frame.data() + 4, 4), sender.get() != far)) {
+    ++c_.wrong_peer;
+    return;
+  }
   ++c_.frames_in;
-  engine_->on_frame(frame.subspan(sizeof(CircuitHeader)), now);
+  engine_->on_frame(frame, now);
 }
 
 }  // namespace imago::rel::circ

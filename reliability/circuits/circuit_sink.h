@@ -34,6 +34,7 @@ struct CircuitSinkCounters {
   uint64_t no_circuit = 0;   ///< engine frames refused: no circuit to the peer up (yet)
   uint64_t forward_refused = 0;  ///< forwarded frames the next port refused (lost: the ends repair)
   uint64_t reopened = 0;     ///< circuits opened again after they went down
+  uint64_t wrong_peer = 0;   ///< engine frames on a circuit naming another sender than its far end
 };
 
 class CircuitSink final : public FrameSink, public CircuitListener {
@@ -52,12 +53,19 @@ class CircuitSink final : public FrameSink, public CircuitListener {
   int add_peer(NodeId peer, uint64_t now);
   /** A frame received on @p port (link header removed). */
   void on_frame(PortId port, std::span<const uint8_t> frame, uint64_t now);
+  /** An engine frame @p frame (circuit header removed) arrived on our end @p local
+   *  (CircuitNode::route_data()'s kLocal): to the engine, if it names the circuit's far end as
+   *  its sender (a frame in another node's name is dropped and counted). */
+  void deliver(CircuitId local, std::span<const uint8_t> frame, uint64_t now);
   /** The circuits' timers, and circuits to open again. */
   void poll(uint64_t now);
   /** Time for frames sent outside on_frame()/poll(). */
   void set_now(uint64_t now) { now_ = now; }
   /** @return whether the circuit to @p peer is up. */
   bool up(NodeId peer) const;
+  /** Where frames to @p peer go now: our port and the next node's VCI. @return false unless
+   *  its circuit is up. */
+  bool route_to(NodeId peer, PortId* port, uint32_t* vci) const;
 
   CircuitNode& node() { return node_; }
   const CircuitSinkCounters& counters() const { return c_; }

@@ -13,10 +13,13 @@
  */
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
+
+#include <nmmintrin.h>
 
 #include "reliability/be.h"
 #include "reliability/crc32c.h"
@@ -34,6 +37,7 @@ enum class CircKind : uint8_t {
   kSetupOk = 3,   ///< ReplyBody; vci: the one the receiver gave in its SETUP (back_vci)
   kSetupFail = 4, ///< ReplyBody (reason); vci: as kSetupOk
   kTeardown = 5,  ///< ReplyBody (reason); vci: as a data frame's
+  kHello = 6,     ///< no body, vci 0: a neighbour's keep-alive on a link (a link silent for a while is down)
 };
 
 /** Why a circuit did not come up, or went down (ReplyBody::reason, and to the application). */
@@ -80,10 +84,36 @@ static_assert(sizeof(ReplyBody) == 8);
 
 inline constexpr size_t kMaxControl = sizeof(CircuitHeader) + sizeof(SetupBody);
 
+/** @return crc32c(0, the 12-byte header at @p f with its CRC field zero): a DATA frame's CRC,
+ *  computed on every hop, in two instructions (crc32c() sets up lanes for long inputs). */
+inline uint32_t circ_header_crc(const uint8_t* f) {
+  uint64_t first;
+  std::memcpy(&first, f, 8);
+  return ~_mm_crc32_u32(static_cast<uint32_t>(_mm_crc32_u64(0xFFFFFFFFu, first)), 0);
+}
+
+/** A forwarding hop's rewrite of a DATA frame's header: @p vci in, the CRC again. The new
+ *  header is built in a register and its CRC taken from there: storing the VCI and reading
+ *  the header back would stall on the store (a 4-byte store cannot feed an 8-byte load). */
+inline void circ_rewrite_vci(uint8_t* f, uint32_t vci) {
+  static_assert(std::endian::native == std::endian::little);
+  uint64_t first;
+  std::memcpy(&first, f, 8);
+  Be32 v;
+  v.set(vci);
+  uint32_t raw;
+  std::memcpy(&raw, &v, 4);
+  first = (first & 0xFFFFFFFFu) | uint64_t{raw} << 32;  // bytes 4..7: the VCI
+  Be32 c;
+  c.set(~_mm_crc32_u32(static_cast<uint32_t>(_mm_crc32_u64(0xFFFFFFFFu, first)), 0));
+  std::memcpy(f + offsetof(CircuitHeader, vci), &raw, 4);
+  std::memcpy(f + offsetof(CircuitHeader, crc), &c, 4);
+}
+
 /** Fill the CRC of the circuit frame @p f (its header and @p covered bytes after it). */
 inline void circ_seal(uint8_t* f, size_t covered) {
   std::memset(f + offsetof(CircuitHeader, crc), 0, 4);
-  const uint32_t c = crc32c(0, f, sizeof(CircuitHeader) + covered);
+  const uint32_t c = covered == 0 ? circ_header_crc(f) : crc32c(0, f, sizeof(CircuitHeader) + covered);
   Be32 be;
   be.set(c);
   std::memcpy(f + offsetof(CircuitHeader, crc), &be, 4);
@@ -97,6 +127,7 @@ inline int circ_body_len(uint8_t k) {
     case CircKind::kSetupOk:
     case CircKind::kSetupFail:
     case CircKind::kTeardown: return sizeof(ReplyBody);
+    case CircKind::kHello: return 0;
   }
   return -2;
 }
@@ -112,6 +143,7 @@ inline bool circ_read(std::span<const uint8_t> f, CircuitHeader* h) {
   const int body = circ_body_len(h->kind);
   if (body == -2 || (body >= 0 && f.size() != sizeof(CircuitHeader) + static_cast<size_t>(body))) return false;
   const size_t covered = body >= 0 ? static_cast<size_t>(body) : 0;
+  if (covered == 0) return circ_header_crc(f.data()) == h->crc.get();
   uint8_t hdr[sizeof(CircuitHeader)];
   std::memcpy(hdr, f.data(), sizeof hdr);
   std::memset(hdr + offsetof(CircuitHeader, crc), 0, 4);

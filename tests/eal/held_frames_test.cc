@@ -13,29 +13,18 @@
 #include "dataplane/ring_pair.h"
 #include "reliability/engine.h"
 #include "tests/eal/eal_env.h"
+#include "tests/eal/patterned.h"
 
 namespace imago::test {
 namespace {
 
-/** The byte @p i of message @p n: every message different, every byte checked. */
-uint8_t byte_of(uint64_t n, size_t i) { return static_cast<uint8_t>(n * 131 + i * 7 + (i >> 8)); }
-size_t size_of(uint64_t n) { return 1 + (n * 977) % 4000; }  // 1 B .. 4 KiB: fragments too
-
 /** One node: a port seen through the fault layer, its link and engine, what it received. */
-struct End final : rel::AppSink {
+struct End final : rel::AppSink, Checker {
   dp::FaultyPort faulty;
   dp::EngineLink link;
   std::unique_ptr<rel::Engine> engine;
-  uint64_t next = 0;  // the message expected next
-  uint64_t bad = 0;   // messages delivered out of order or with wrong bytes
 
-  bool deliver(rel::NodeId, std::span<const uint8_t> m) override {
-    bool ok = m.size() == size_of(next);
-    for (size_t i = 0; ok && i < m.size(); ++i) ok = m[i] == byte_of(next, i);
-    bad += !ok;
-    ++next;
-    return true;
-  }
+  bool deliver(rel::NodeId, std::span<const uint8_t> m) override { return check(m), true; }
 };
 
 struct HeldFrames : testing::Test {

@@ -57,7 +57,7 @@ bool decode_checked(const dp::EncapConfig& cfg, const Frame& f, dp::DecodedFrame
   for (size_t i = 0; i < dp::kDecodeErrorCount; ++i)
     if (c.rejected[i]) FUZZ_CHECK(dp::decode_error_name(static_cast<dp::DecodeError>(i)) != nullptr);
   if (!ok) return false;
-  FUZZ_CHECK(out.type == dp::LinkType::Raw || out.type == dp::LinkType::Reliability);
+  FUZZ_CHECK(out.type == dp::LinkType::Raw || out.type == dp::LinkType::Reliability || out.type == dp::LinkType::Circuit);
   const uint8_t* end = f.p.get() + f.len;
   FUZZ_CHECK(out.payload >= f.p.get() + dp::encap_header_len(cfg.kind));
   FUZZ_CHECK(out.payload + out.payload_len + dp::encap_trailer_len(cfg) <= end);

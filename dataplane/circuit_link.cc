@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/circuit_link.h"
+
+#include <rte_cycles.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "dataplane/log.h"
+
+namespace imago::dp {
+
+namespace circ = rel::circ;
+
+int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig& encap, uint16_t burst,
+                      uint64_t seed, uint32_t max_frame) {
+  const int me = s.topology.node_index(self);
+  if (encap.kind != Encap::L2 || s.ports.empty() || s.ports.size() > kMaxPorts || me < 0) return -EINVAL;
+  for (const circ::PortLink& pl : s.topology.ports(static_cast<size_t>(me)))
+    if (pl.port >= s.ports.size() || s.ports[pl.port].port == nullptr) return -EINVAL;
+  self_ = self;
+  topo_ = s.topology;
+  dead_.assign(topo_.links().size(), false);
+  routes_.compute(topo_, self, dead_);
+  burst_ = burst;
+  clock_ = TscClock(rte_get_tsc_hz());
+  ports_ = std::vector<Port>(s.ports.size());
+  for (size_t i = 0; i < s.ports.size(); ++i) {
+    Port& p = ports_[i];
+    p.port = s.ports[i].port, p.pool = s.ports[i].pool;
+    p.encap = encap;
+    p.encap.src_mac = s.ports[i].mac;
+    p.encap.dst_mac = kBroadcastMac;
+    if (p.port != nullptr) p.tx.init(p.port, burst, rte_get_tsc_hz());
+  }
+  circ::CircuitSink::Config sc = s.sink;
+  sc.max_frame = max_frame;
+  sink_ = std::make_unique<circ::CircuitSink>(sc, self, &routes_, seed, this, this);
+  now_tsc_ = rte_rdtsc();
+  health_cfg_ = s.health;  // the links' clocks start at the first poll(), not here
+  show_routes_ = s.show_routes;
+  show_routes("at start");
+  return 0;
+}
+
+int CircuitLink::add_peer(rel::NodeId peer, uint64_t now) {
+  if (!topo_.has_node(peer) || peer == self_) return -EINVAL;
+  return sink_->add_peer(peer, now);
+}
+
+bool CircuitLink::send(circ::PortId port, std::span<const uint8_t> frame) {
+  if (port >= ports_.size() || ports_[port].port == nullptr) return true;  // no such link: lost
+  Port& p = ports_[port];
+  if (!p.tx.room(now_tsc_)) {
+    ++lc_.tx_backpressure;
+    return false;
+  }
+  const size_t hdr = encap_header_len(p.encap.kind);
+  rte_mbuf* m = rte_pktmbuf_alloc(p.pool);
+  if (m == nullptr || hdr + frame.size() + encap_trailer_len(p.encap) > rte_pktmbuf_tailroom(m)) {
+    ++lc_.alloc_failed;
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  std::memcpy(data + hdr, frame.data(), frame.size());
+  const size_t len = encode_frame(p.encap, data, LinkType::Circuit, static_cast<uint16_t>(frame.size()));
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  p.tx.push(m);
+  return true;
+}
+
+unsigned CircuitLink::receive(uint64_t now_tsc) {
+  now_tsc_ = now_tsc;
+  const uint64_t now = clock_.ns(now_tsc);
+  sink_->set_now(now);
+  unsigned n = 0;
+  rte_mbuf* pkts[TxQueue::kMaxBurst];
+  for (circ::PortId p = 0; p < ports_.size(); ++p) {
+    if (ports_[p].port == nullptr) continue;
+    const uint16_t k = ports_[p].port->rx_burst(pkts, burst_, now_tsc);
+    for (uint16_t i = 0; i < k; ++i) on_mbuf(p, pkts[i], now);
+    n += k;
+  }
+  return n;
+}
+
+// One received frame: ours to free, unless it is forwarded (the next port frees it).
+void CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
+  DecodedFrame f;
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  if (!decode_frame(ports_[p].encap, data, rte_pktmbuf_data_len(m), f, lc_.decode)) return rte_pktmbuf_free(m);
+  if (f.type != LinkType::Circuit) {
+    ++lc_.not_ours;
+    return rte_pktmbuf_free(m);
+  }
+  ++lc_.frames_in;
+  if (health_.heard(p)) link_changed(p, true, now);
+  const std::span<const uint8_t> frame(f.payload, f.payload_len);
+  circ::CircuitHeader h;
+  const bool good = circ_read(frame, &h);
+  if (good && h.kind == static_cast<uint8_t>(circ::CircKind::kHello)) {
+    ++cc_.hellos_in;
+    return rte_pktmbuf_free(m);
+  }
+  if (!good || h.kind != static_cast<uint8_t>(circ::CircKind::kData)) {
+    sink_->on_frame(p, frame, now);  // control, or junk (counted there)
+    return rte_pktmbuf_free(m);
+  }
+  circ::PortId out;
+  uint32_t vci;
+  circ::CircuitId local;
+  switch (sink_->node().route_data(p, h.vci.get(), now, &out, &vci, &local)) {
+    case circ::CircuitNode::Verdict::kForward:
+      return forward(m, const_cast<uint8_t*>(f.payload), f.payload_len, out, vci);
+    case circ::CircuitNode::Verdict::kLocal:
+      current_ = m;  // the engine may keep units in place (a reference on the mbuf)
+      sink_->deliver(local, frame.subspan(sizeof(circ::CircuitHeader)), now);
+      current_ = nullptr;
+      break;
+    case circ::CircuitNode::Verdict::kDrop: break;  // counted (unknown_vci)
+  }
+  rte_pktmbuf_free(m);
+}
+
+// In place: the next hop's VCI and the header's CRC, our link header for the next port (and
+// the tag, with a key), and the same mbuf goes out.
+void CircuitLink::forward(rte_mbuf* m, uint8_t* circ_frame, uint16_t len, circ::PortId out, uint32_t vci) {
+  if (out >= ports_.size() || ports_[out].port == nullptr || !ports_[out].tx.room(now_tsc_)) {
+    ++cc_.forward_full;
+    return rte_pktmbuf_free(m);
+  }
+  Port& o = ports_[out];
+  circ::circ_rewrite_vci(circ_frame, vci);
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  if (o.encap.auth) {  // a new tag over the new header: the whole link encapsulation again
+    const size_t n = encode_frame(o.encap, data, LinkType::Circuit, len);
+    m->data_len = static_cast<uint16_t>(n);  // Ethernet padding of a short frame is left behind
+    m->pkt_len = static_cast<uint32_t>(n);
+  } else {  // the same to the broadcast address, the same link header: only our address changes
+    std::memcpy(data + offsetof(EthHdr, src), o.encap.src_mac.b.data(), 6);
+  }
+  m->port = o.port->port();
+  o.tx.push(m);
+}
+
+unsigned CircuitLink::poll(uint64_t now) {
+  if (health_.ports() != ports_.size()) health_.init(health_cfg_, ports_.size(), now);
+  unsigned work = 0;
+  uint8_t hello[sizeof(circ::CircuitHeader)];
+  for (circ::PortId p = 0; p < ports_.size(); ++p) {
+    if (ports_[p].port == nullptr) continue;
+    if (health_.went_down(p)) link_changed(p, false, now), ++work;
+    if (!health_.hello_due(p, now)) continue;
+    circ::circ_header(hello, circ::CircKind::kHello, 0);
+    circ::circ_seal(hello, 0);
+    if (send(p, hello)) ++cc_.hellos_sent, ++work;
+  }
+  sink_->poll(now);
+  return work;
+}
+
+unsigned CircuitLink::flush(uint64_t now_tsc) {
+  unsigned n = 0;
+  for (Port& p : ports_)
+    if (p.port != nullptr) n += p.tx.flush(now_tsc);
+  return n;
+}
+
+// A link went silent (or spoke again): route without it (or with it), and tear down every
+// circuit through it toward both ends. Rare, and the lcore's only allocation: a new table.
+void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now) {
+  ++(up ? cc_.links_up : cc_.links_down);
+  IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s\n", static_cast<uint64_t>(self_), p,
+            up ? "up" : "down");
+  const int li = topo_.link_index(self_, p);
+  if (li >= 0) {
+    dead_[static_cast<size_t>(li)] = !up;
+    routes_.compute(topo_, self_, dead_);
+    ++cc_.route_changes;
+    show_routes(up ? "a link came back" : "a link went down");
+  }
+  if (!up) sink_->node().link_down(p, now);
+}
+
+void CircuitLink::show_routes(const char* why) {
+  if (show_routes_ == nullptr) return;
+  std::fprintf(show_routes_, "routes of node %" PRIu64 " (%s):\n", static_cast<uint64_t>(self_), why);
+  const std::string t = circ::format_routes(routes_);
+  size_t at = 0;
+  while (at < t.size()) {
+    const size_t nl = t.find('\n', at);
+    const size_t end = nl == std::string::npos ? t.size() : nl;
+    std::fprintf(show_routes_, "  %.*s\n", static_cast<int>(end - at), t.data() + at);
+    at = end + 1;
+  }
+  std::fflush(show_routes_);
+}
+
+void CircuitLink::on_circuit_up(circ::CircuitId, rel::NodeId peer, bool origin) {
+  ++cc_.circuits_up;
+  IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": circuit to node %" PRIu64 " up (%s)\n",
+            static_cast<uint64_t>(self_), static_cast<uint64_t>(peer), origin ? "opened" : "accepted");
+}
+
+void CircuitLink::on_circuit_down(circ::CircuitId, rel::NodeId peer, circ::CircReason why) {
+  ++cc_.circuits_down;
+  IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": circuit to node %" PRIu64 " down: %s\n",
+            static_cast<uint64_t>(self_), static_cast<uint64_t>(peer), circ::reason_name(why));
+}
+
+const EngineLinkCounters& CircuitLink::link_counters() {
+  lc_.frames_out = 0, lc_.tx_backoffs = 0;
+  for (const Port& p : ports_) lc_.frames_out += p.tx.frames_out(), lc_.tx_backoffs += p.tx.backoffs();
+  return lc_;
+}
+
+const CircuitStats& CircuitLink::stats() {
+  stats_.node = sink_->node().counters();
+  stats_.sink = sink_->counters();
+  stats_.link = cc_;
+  stats_.in_use = sink_->node().in_use();
+  stats_.ports_up = 0;
+  for (circ::PortId p = 0; p < ports_.size(); ++p) stats_.ports_up += ports_[p].port != nullptr && health_.up(p);
+  return stats_;
+}
+
+}  // namespace imago::dp

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * A node of a multi-hop fabric on DPDK ports (docs/PROTOCOL.md 3.10): the seam between the
+ * pure circuits (reliability/circuits/) and the node's ports, one per link of the topology
+ * (topology port k is the node's k-th port). It forwards the circuits of other nodes in the
+ * dataplane lcore, mbuf in, mbuf out: the circuit header's VCI and CRC and the link header are
+ * rewritten in the received mbuf, which goes out on the next port as it is (no reassembly, no
+ * copy, FIFO per circuit and hop). Frames of our own circuits go to the engine through a
+ * CircuitSink, end to end reliable; frames the engine sends are copied into an mbuf once.
+ *
+ * Each port says HELLO every `hello_ns`; a port silent for `miss` intervals is down
+ * (link_health.h): the routing table is computed again without it and every circuit through
+ * it is torn down toward both ends, whose opener sets it up again on another path if one is
+ * left. A node with no peers is a router: it only forwards.
+ *
+ * A forwarding port that is full drops the frame (counted): the ends repair it, a hop keeps
+ * nothing per message, and the engine's window bounds what a circuit has in flight.
+ * No allocation after init(); routes are computed again (allocating) only when a link
+ * changes, a control-path event.
+ */
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "dataplane/encap.h"
+#include "dataplane/engine_link.h"
+#include "dataplane/fault.h"
+#include "dataplane/tx_queue.h"
+#include "reliability/circuits/circuit_sink.h"
+#include "reliability/circuits/link_health.h"
+#include "reliability/circuits/routing.h"
+#include "reliability/circuits/topology.h"
+
+namespace imago::dp {
+
+/** One link of the node: its port and where its mbufs come from. */
+struct CircuitPortSpec {
+  FaultyPort* port = nullptr;
+  rte_mempool* pool = nullptr;
+  MacAddr mac{};  ///< the port's own address (frames go to the broadcast address: links are point to point)
+};
+
+/** How a node takes part in a fabric (NodeEngineConfig::circuits). */
+struct CircuitSetup {
+  rel::circ::Topology topology;
+  std::vector<CircuitPortSpec> ports;  ///< index: topology port; every port the node uses in the topology
+  rel::circ::LinkHealth::Config health;
+  rel::circ::CircuitSink::Config sink;
+  FILE* show_routes = nullptr;  ///< print the routing table here at start and at every change
+};
+
+struct CircuitLinkCounters {
+  uint64_t hellos_sent = 0, hellos_in = 0;
+  uint64_t links_down = 0, links_up = 0;  ///< links that went silent, and came back
+  uint64_t route_changes = 0;             ///< routing tables computed after a link changed
+  uint64_t circuits_up = 0, circuits_down = 0;  ///< our ends' circuits (CircuitListener)
+  uint64_t forward_full = 0;              ///< forwarded frames the next port had no room for (dropped)
+};
+
+/** Everything a fabric node counts (StatsBoard, RESULT, imagod's statistics). */
+struct CircuitStats {
+  rel::circ::CircuitCounters node;
+  rel::circ::CircuitSinkCounters sink;
+  CircuitLinkCounters link;
+  uint32_t in_use = 0;     ///< circuits this node takes part in now (ends and hops)
+  uint32_t ports_up = 0;   ///< links alive now
+};
+
+/** Call @p fn(name, value) for every counter of @p s (a counter added is added here). */
+template <typename Fn>
+void for_each_counter(const CircuitStats& s, Fn&& fn) {
+  const rel::circ::CircuitCounters& n = s.node;
+  fn("setups_sent", n.setups_sent), fn("setups_received", n.setups_received), fn("setups_ok", n.setups_ok);
+  fn("setups_failed", n.setups_failed), fn("teardowns_sent", n.teardowns_sent);
+  fn("teardowns_received", n.teardowns_received), fn("data_forwarded", n.data_forwarded);
+  fn("data_local", n.data_local), fn("bad_frame", n.bad_frame), fn("unknown_vci", n.unknown_vci);
+  fn("bad_setup", n.bad_setup), fn("refused_full", n.refused_full), fn("no_route", n.no_route);
+  fn("too_far", n.too_far), fn("expired_idle", n.expired_idle), fn("expired_setup", n.expired_setup);
+  fn("send_refused", n.send_refused);
+  const rel::circ::CircuitSinkCounters& k = s.sink;
+  fn("frames_out", k.frames_out), fn("frames_in", k.frames_in), fn("no_circuit", k.no_circuit);
+  fn("forward_refused", k.forward_refused), fn("reopened", k.reopened), fn("wrong_peer", k.wrong_peer);
+  const CircuitLinkCounters& l = s.link;
+  fn("hellos_sent", l.hellos_sent), fn("hellos_in", l.hellos_in), fn("links_down", l.links_down);
+  fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);
+  fn("circuits_down", l.circuits_down), fn("forward_full", l.forward_full);
+  fn("in_use", s.in_use), fn("ports_up", s.ports_up);
+}
+
+class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::CircuitListener {
+ public:
+  static constexpr size_t kMaxPorts = 16;
+
+  /**
+   * @param encap  the encapsulation (L2 only; src MAC per port from @p s), and the key
+   * @param max_frame  the engine's largest frame (its MTU: the circuit header comes on top)
+   * @return 0; -EINVAL (UDP, no port, too many ports, a port the topology gives @p self
+   *         without a DPDK port, @p self not in the topology).
+   */
+  int init(const CircuitSetup& s, rel::NodeId self, const EncapConfig& encap, uint16_t burst, uint64_t seed,
+           uint32_t max_frame);
+  /** The engine's FrameSink. */
+  rel::circ::CircuitSink& sink() { return *sink_; }
+  /** Frames for our ends go to @p e (which must use sink()). */
+  void attach(rel::Engine* e) { sink_->attach(e); }
+  /** Reach @p peer over a circuit (control path). @return 0, -EEXIST, -EINVAL (unknown node). */
+  int add_peer(rel::NodeId peer, uint64_t now);
+
+  /** Receive a burst on every port: forward, or hand to the circuits and the engine. */
+  unsigned receive(uint64_t now_tsc);
+  /** HELLOs, links that went silent, the circuits' timers. @return work done. */
+  unsigned poll(uint64_t now_ns);
+  /** Send every port's pending burst. @return frames the ports took. */
+  unsigned flush(uint64_t now_tsc);
+  void set_now(uint64_t now_tsc) {
+    now_tsc_ = now_tsc;
+    sink_->set_now(clock_.ns(now_tsc));
+  }
+  uint64_t now_ns(uint64_t tsc) const { return clock_.ns(tsc); }
+  /** @return the mbuf whose frame the engine is processing now (EngineLink::current_frame()). */
+  rte_mbuf* current_frame() const { return current_; }
+
+  /** Link counters as an EngineLink keeps them (frames in and out, decode errors). */
+  const EngineLinkCounters& link_counters();
+  const CircuitStats& stats();
+  const rel::circ::RoutingTable& routes() const { return routes_; }
+
+  // CircuitPorts: control frames and the engine's frames, copied into an mbuf.
+  bool send(rel::circ::PortId port, std::span<const uint8_t> frame) override;
+  // CircuitListener: our ends, logged.
+  void on_circuit_up(rel::circ::CircuitId id, rel::NodeId peer, bool origin) override;
+  void on_circuit_down(rel::circ::CircuitId id, rel::NodeId peer, rel::circ::CircReason why) override;
+
+ private:
+  struct Port {
+    FaultyPort* port = nullptr;
+    rte_mempool* pool = nullptr;
+    EncapConfig encap;
+    TxQueue tx;
+  };
+  void on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
+  void forward(rte_mbuf* m, uint8_t* circ_frame, uint16_t len, rel::circ::PortId out, uint32_t vci);
+  void link_changed(rel::circ::PortId p, bool up, uint64_t now);
+  void show_routes(const char* why);
+
+  rel::NodeId self_ = 0;
+  rel::circ::Topology topo_;
+  rel::circ::RoutingTable routes_;
+  std::vector<bool> dead_;  ///< per topology link, as this node sees it
+  rel::circ::LinkHealth health_;
+  rel::circ::LinkHealth::Config health_cfg_;
+  std::vector<Port> ports_;
+  std::unique_ptr<rel::circ::CircuitSink> sink_;
+  FILE* show_routes_ = nullptr;
+  uint16_t burst_ = 32;
+  TscClock clock_;
+  uint64_t now_tsc_ = 0;
+  rte_mbuf* current_ = nullptr;
+  EngineLinkCounters lc_;
+  CircuitLinkCounters cc_;
+  CircuitStats stats_;
+};
+
+}  // namespace imago::dp

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "dataplane/fabric_options.h"
+
+#include <cerrno>
+#include <fstream>
+
+namespace imago::dp {
+
+namespace {
+
+constexpr size_t kMaxFileBytes = 1 << 20;  // a topology of kMaxLinks links fits well within
+
+}  // namespace
+
+int parse_topology_spec(const std::string& spec, rel::circ::Topology* out, std::string* err) {
+  // A built-in shape is its text statement with ':' for spaces: "fat-tree:8:4" -> "fat-tree 8 4".
+  for (const char* shape : {"line:", "ring:", "mesh:", "fat-tree:"}) {
+    if (spec.rfind(shape, 0) != 0) continue;
+    std::string text = spec;
+    for (char& c : text) c = c == ':' ? ' ' : c;
+    std::string why;
+    if (rel::circ::parse_topology(text, out, &why) == 0) return 0;
+    *err = "--topology " + spec + ": " + why;
+    return -EINVAL;
+  }
+  std::ifstream f(spec, std::ios::binary);
+  if (!f) return *err = "--topology " + spec + ": no such shape (line:N, ring:N, mesh:N, fat-tree:N:G) or file", -EINVAL;
+  std::string text(kMaxFileBytes + 1, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(f.gcount()));
+  if (text.size() > kMaxFileBytes) return *err = "--topology " + spec + ": larger than 1 MiB", -EINVAL;
+  std::string why;
+  if (rel::circ::parse_topology(text, out, &why) == 0) return 0;
+  *err = "--topology " + spec + ": " + why;
+  return -EINVAL;
+}
+
+int check_fabric(FabricOptions& f, uint64_t self, std::string* err) {
+  if (!f.on()) return 0;
+  if (int rc = parse_topology_spec(f.spec, &f.topology, err); rc < 0) return rc;
+  if (self > rel::circ::kMaxNodeId || !f.topology.has_node(static_cast<rel::NodeId>(self))) {
+    *err = "--topology " + f.spec + ": node " + std::to_string(self) + " (--node-id) is not in it";
+    return -EINVAL;
+  }
+  return 0;
+}
+
+}  // namespace imago::dp

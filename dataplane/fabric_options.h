@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * How a node joins a multi-hop fabric (reliability/circuits/, dataplane/circuit_link.h), as
+ * options every program that starts nodes spells the same way: the topology, the links'
+ * keep-alive, and --show-routes. Topology port k is the node's k-th DPDK port.
+ */
+#pragma once
+
+#include <string>
+
+#include "dataplane/option_table.h"
+#include "reliability/circuits/link_health.h"
+#include "reliability/circuits/topology.h"
+
+namespace imago::dp {
+
+struct FabricOptions {
+  std::string spec;               ///< --topology as given (empty: no fabric)
+  rel::circ::Topology topology;   ///< read by check_fabric()
+  rel::circ::LinkHealth::Config health;
+  bool show_routes = false;
+  bool on() const { return !spec.empty(); }
+};
+
+/**
+ * Read a --topology value: `line:N`, `ring:N`, `mesh:N`, `fat-tree:N:PER_GROUP`, or the path of
+ * a file in the text format of docs/PROTOCOL.md 3.10 (parse_topology()).
+ * @return 0, or -EINVAL with what is wrong (the file's line among it) in @p err.
+ */
+int parse_topology_spec(const std::string& spec, rel::circ::Topology* out, std::string* err);
+
+/** Read @p f.spec into @p f.topology and check it holds @p self. @return 0, -EINVAL (@p err). */
+int check_fabric(FabricOptions& f, uint64_t self, std::string* err);
+
+/** Add --topology, --show-routes, --link-hello-us and --link-miss to @p t, over member @p m of T. */
+template <typename T>
+void add_fabric_rows(OptionTable<T>& t, FabricOptions T::*m) {
+  t.push_back({"topology", "SPEC",
+               "a node of a multi-hop fabric: line:N, ring:N, mesh:N, fat-tree:N:PER_GROUP or a topology file; "
+               "topology port k is the node's k-th port (--vdev order); --peer ID is reached over a virtual "
+               "circuit, and a node without --peer only forwards (a router) [none]",
+               [m](T& o, const std::string& v) { return (o.*m).spec = v, !v.empty(); },
+               [m](const T& o) { return (o.*m).spec; }});
+  t.push_back({"show-routes", nullptr, "with --topology: print the routing table at start and when a link changes",
+               [m](T& o, const std::string&) { return (o.*m).show_routes = true; }});
+  t.push_back({"link-hello-us", "US", "with --topology: a HELLO on every link this often, 10..1000000 [1000]",
+               [m](T& o, const std::string& v) {
+                 uint64_t us;
+                 return parse_num<uint64_t>(v, us, 10, 1'000'000) && ((o.*m).health.hello_ns = us * 1000, true);
+               },
+               [m](const T& o) { return std::to_string((o.*m).health.hello_ns / 1000); }});
+  t.push_back({"link-miss", "N", "with --topology: HELLOs a link sends unanswered (nothing received) before it is down, 2..10000 [100]",
+               [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).health.miss, 2, 10000); },
+               [m](const T& o) { return std::to_string((o.*m).health.miss); }});
+}
+
+}  // namespace imago::dp
