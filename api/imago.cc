@@ -268,7 +268,7 @@ void fabric_stats(const dp::NodeSnapshot& s, imago_node_stats* st) {
   st->circ_in_use = c.in_use, st->circ_ports_up = c.ports_up;
   st->circ_up = c.link.circuits_up, st->circ_down = c.link.circuits_down;
   st->circ_links_down = c.link.links_down;
-  st->circ_forwarded = c.node.data_forwarded, st->circ_forward_full = c.link.forward_full;
+  st->circ_forwarded = c.node.data_forwarded, st->circ_pushbacks = c.link.pushbacks;
   st->circ_rejected = c.node.bad_frame + c.node.unknown_vci + c.node.bad_setup + c.sink.wrong_peer;
 }
 

@@ -184,7 +184,7 @@ struct imago_node_stats {
 	uint64_t circ_down;           /**< circuits of its ends that went down (or never came up) */
 	uint64_t circ_links_down;     /**< times one of its links went silent */
 	uint64_t circ_forwarded;      /**< frames of other nodes' circuits it forwarded */
-	uint64_t circ_forward_full;   /**< of those, dropped: the next link had no room (the ends repair) */
+	uint64_t circ_pushbacks;      /**< times it stopped reading a link: a frame's next link was full */
 	uint64_t circ_rejected;       /**< circuit frames dropped: unknown or forged VCIs, bad frames and
 	                                   set-ups, frames in another node's name */
 };

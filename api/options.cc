@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api/options.h"
 
+#include <bit>
 #include <cerrno>
 
 #include "dataplane/option_table.h"
@@ -86,6 +87,19 @@ const dp::OptionTable<RuntimeOptions>& table() {
   return t;
 }
 
+// The largest message must fit in the send window (the engine refuses the node otherwise).
+int check_send_window(const RuntimeOptions& o, std::string* err) {
+  rel::Config c = o.protocol.engine;
+  c.mtu = o.protocol.mtu - 46 - 16 - 20 - 12;  // the most any encapsulation, tag, shim or circuit takes
+  c.max_message_size = o.max_message + 4;
+  const uint32_t cap = rel::unit_capacity(c);
+  const uint64_t need = (c.max_message_size + cap - 1) / cap;
+  if (need <= c.send_window) return 0;
+  *err = "--send-window " + std::to_string(c.send_window) + " is too small for --max-message " +
+         std::to_string(o.max_message) + ": give at least " + std::to_string(std::bit_ceil(need));
+  return -EINVAL;
+}
+
 // A fabric node: plain Ethernet on its own ports, peers that are nodes of the topology.
 int check_fabric_options(RuntimeOptions& o, std::string* err) {
   const dp::FabricOptions& f = o.fabric;
@@ -119,6 +133,7 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
     a->mac_b = p.mac, a->ip_b = p.ip;
   }
   if (int rc = check_fabric_options(o, err); rc < 0) return rc;
+  if (int rc = check_send_window(o, err); rc < 0) return rc;
   return dp::check_protocol(o.protocol, err);
 }
 

@@ -39,6 +39,7 @@ int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig
   sink_ = std::make_unique<circ::CircuitSink>(sc, self, &routes_, seed, this, this);
   now_tsc_ = rte_rdtsc();
   health_cfg_ = s.health;  // the links' clocks start at the first poll(), not here
+  max_wait_ns_ = s.max_wait_ns;
   show_routes_ = s.show_routes;
   show_routes("at start");
   return 0;
@@ -79,22 +80,44 @@ unsigned CircuitLink::receive(uint64_t now_tsc) {
   unsigned n = 0;
   rte_mbuf* pkts[TxQueue::kMaxBurst];
   for (circ::PortId p = 0; p < ports_.size(); ++p) {
-    if (ports_[p].port == nullptr) continue;
-    const uint16_t k = ports_[p].port->rx_burst(pkts, burst_, now_tsc);
-    for (uint16_t i = 0; i < k; ++i) on_mbuf(p, pkts[i], now);
+    Port& in = ports_[p];
+    if (in.port == nullptr || !drain(p, now)) continue;  // still waiting: this link is pushed back
+    const uint16_t k = in.port->rx_burst(pkts, burst_, now_tsc);
     n += k;
+    for (uint16_t i = 0; i < k; ++i) {
+      if (on_mbuf(p, pkts[i], now)) continue;
+      // The next link of a frame has no room: it waits, and the rest of the burst behind it
+      // (FIFO per circuit), and this link is read no more until it moves.
+      std::memcpy(in.rest, pkts + i + 1, (k - i - 1) * sizeof(rte_mbuf*));
+      in.rest_n = static_cast<uint16_t>(k - i - 1), in.rest_at = 0;
+      ++cc_.pushbacks;
+      break;
+    }
   }
   return n;
 }
 
+// What an input link kept while pushed back, in order. @return true once all of it moved.
+bool CircuitLink::drain(circ::PortId p, uint64_t now) {
+  Port& in = ports_[p];
+  if (in.waiting.m != nullptr) {
+    if (!forward(p, in.waiting, now)) return false;
+    in.waiting.m = nullptr;
+  }
+  while (in.rest_at < in.rest_n)
+    if (!on_mbuf(p, in.rest[in.rest_at++], now)) return false;
+  return true;
+}
+
 // One received frame: ours to free, unless it is forwarded (the next port frees it).
-void CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
+// @return false when it waits for room on its next link (Port::waiting).
+bool CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
   DecodedFrame f;
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
-  if (!decode_frame(ports_[p].encap, data, rte_pktmbuf_data_len(m), f, lc_.decode)) return rte_pktmbuf_free(m);
+  if (!decode_frame(ports_[p].encap, data, rte_pktmbuf_data_len(m), f, lc_.decode)) return rte_pktmbuf_free(m), true;
   if (f.type != LinkType::Circuit) {
     ++lc_.not_ours;
-    return rte_pktmbuf_free(m);
+    return rte_pktmbuf_free(m), true;
   }
   ++lc_.frames_in;
   if (health_.heard(p)) link_changed(p, true, now);
@@ -103,18 +126,18 @@ void CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
   const bool good = circ_read(frame, &h);
   if (good && h.kind == static_cast<uint8_t>(circ::CircKind::kHello)) {
     ++cc_.hellos_in;
-    return rte_pktmbuf_free(m);
+    return rte_pktmbuf_free(m), true;
   }
   if (!good || h.kind != static_cast<uint8_t>(circ::CircKind::kData)) {
     sink_->on_frame(p, frame, now);  // control, or junk (counted there)
-    return rte_pktmbuf_free(m);
+    return rte_pktmbuf_free(m), true;
   }
   circ::PortId out;
   uint32_t vci;
   circ::CircuitId local;
   switch (sink_->node().route_data(p, h.vci.get(), now, &out, &vci, &local)) {
     case circ::CircuitNode::Verdict::kForward:
-      return forward(m, const_cast<uint8_t*>(f.payload), f.payload_len, out, vci);
+      return forward(p, Hop{m, const_cast<uint8_t*>(f.payload), f.payload_len, out, vci, now}, now);
     case circ::CircuitNode::Verdict::kLocal:
       current_ = m;  // the engine may keep units in place (a reference on the mbuf)
       sink_->deliver(local, frame.subspan(sizeof(circ::CircuitHeader)), now);
@@ -123,27 +146,38 @@ void CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
     case circ::CircuitNode::Verdict::kDrop: break;  // counted (unknown_vci)
   }
   rte_pktmbuf_free(m);
+  return true;
 }
 
 // In place: the next hop's VCI and the header's CRC, our link header for the next port (and
-// the tag, with a key), and the same mbuf goes out.
-void CircuitLink::forward(rte_mbuf* m, uint8_t* circ_frame, uint16_t len, circ::PortId out, uint32_t vci) {
-  if (out >= ports_.size() || ports_[out].port == nullptr || !ports_[out].tx.room(now_tsc_)) {
-    ++cc_.forward_full;
-    return rte_pktmbuf_free(m);
+// the tag, with a key), and the same mbuf goes out. One with no room keeps it waiting on
+// input link @p in (push-back) up to max_wait_ns; a next link that is down (or none), or still
+// full after that, loses it (the ends repair): a wait that ends, so a cycle of full links
+// cannot hold every one of them for ever.
+bool CircuitLink::forward(circ::PortId in, const Hop& h, uint64_t now) {
+  const bool gone = h.out >= ports_.size() || ports_[h.out].port == nullptr || !health_.up(h.out);
+  if (!gone && !ports_[h.out].tx.room(now_tsc_) && now - h.since <= max_wait_ns_) {
+    ports_[in].waiting = h;
+    return false;
   }
-  Port& o = ports_[out];
-  circ::circ_rewrite_vci(circ_frame, vci);
-  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  if (gone || !ports_[h.out].tx.room(now_tsc_)) {
+    ++cc_.forward_dropped;
+    rte_pktmbuf_free(h.m);
+    return true;
+  }
+  Port& o = ports_[h.out];
+  circ::circ_rewrite_vci(h.frame, h.vci);
+  auto* data = rte_pktmbuf_mtod(h.m, uint8_t*);
   if (o.encap.auth) {  // a new tag over the new header: the whole link encapsulation again
-    const size_t n = encode_frame(o.encap, data, LinkType::Circuit, len);
-    m->data_len = static_cast<uint16_t>(n);  // Ethernet padding of a short frame is left behind
-    m->pkt_len = static_cast<uint32_t>(n);
+    const size_t n = encode_frame(o.encap, data, LinkType::Circuit, h.len);
+    h.m->data_len = static_cast<uint16_t>(n);  // Ethernet padding of a short frame is left behind
+    h.m->pkt_len = static_cast<uint32_t>(n);
   } else {  // the same to the broadcast address, the same link header: only our address changes
     std::memcpy(data + offsetof(EthHdr, src), o.encap.src_mac.b.data(), 6);
   }
-  m->port = o.port->port();
-  o.tx.push(m);
+  h.m->port = o.port->port();
+  o.tx.push(h.m);
+  return true;
 }
 
 unsigned CircuitLink::poll(uint64_t now) {
@@ -153,7 +187,8 @@ unsigned CircuitLink::poll(uint64_t now) {
   for (circ::PortId p = 0; p < ports_.size(); ++p) {
     if (ports_[p].port == nullptr) continue;
     if (health_.went_down(p)) link_changed(p, false, now), ++work;
-    if (!health_.hello_due(p, now)) continue;
+    // A link we stopped reading (pushed back) hears nothing: its HELLOs are not counted.
+    if (!health_.hello_due(p, now, ports_[p].waiting.m == nullptr)) continue;
     circ::circ_header(hello, circ::CircKind::kHello, 0);
     circ::circ_seal(hello, 0);
     if (send(p, hello)) ++cc_.hellos_sent, ++work;
@@ -225,6 +260,14 @@ const CircuitStats& CircuitLink::stats() {
   stats_.ports_up = 0;
   for (circ::PortId p = 0; p < ports_.size(); ++p) stats_.ports_up += ports_[p].port != nullptr && health_.up(p);
   return stats_;
+}
+
+CircuitLink::~CircuitLink() {
+  for (Port& p : ports_) {
+    if (p.waiting.m != nullptr) rte_pktmbuf_free(p.waiting.m);
+    while (p.rest_at < p.rest_n) rte_pktmbuf_free(p.rest[p.rest_at++]);
+    if (p.port != nullptr) p.tx.drop_all();
+  }
 }
 
 }  // namespace imago::dp

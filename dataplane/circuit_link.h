@@ -14,8 +14,13 @@
  * it is torn down toward both ends, whose opener sets it up again on another path if one is
  * left. A node with no peers is a router: it only forwards.
  *
- * A forwarding port that is full drops the frame (counted): the ends repair it, a hop keeps
- * nothing per message, and the engine's window bounds what a circuit has in flight.
+ * A frame whose next link is full waits, and the link it came in on is read no more until it
+ * moves (push-back, the seed's third option): nothing is dropped and nothing queues beyond a
+ * burst per link; the link behind fills and pushes back in turn, up to the sending end, whose
+ * engine is refused and sends later. Other circuits on that input link wait too (the seed's
+ * head-of-line blocking): what bounds the wait is the ends' windows, which bound what the
+ * circuits into a congested link can have in flight (docs/PROTOCOL.md 3.10.5), and a frame
+ * waits `max_wait_ns` at most before it is dropped, so a cycle of full links cannot hang.
  * No allocation after init(); routes are computed again (allocating) only when a link
  * changes, a control-path event.
  */
@@ -54,6 +59,9 @@ struct CircuitSetup {
   rel::circ::LinkHealth::Config health;
   rel::circ::CircuitSink::Config sink;
   FILE* show_routes = nullptr;  ///< print the routing table here at start and at every change
+  /** A frame whose next link is full waits this long at most (its input link pushed back),
+   *  then is dropped (the ends repair it). */
+  uint64_t max_wait_ns = 2'000'000;
 };
 
 struct CircuitLinkCounters {
@@ -61,7 +69,9 @@ struct CircuitLinkCounters {
   uint64_t links_down = 0, links_up = 0;  ///< links that went silent, and came back
   uint64_t route_changes = 0;             ///< routing tables computed after a link changed
   uint64_t circuits_up = 0, circuits_down = 0;  ///< our ends' circuits (CircuitListener)
-  uint64_t forward_full = 0;              ///< forwarded frames the next port had no room for (dropped)
+  uint64_t pushbacks = 0;        ///< times an input link was read no more: a frame's next link was full
+  uint64_t forward_dropped = 0;  ///< frames to forward whose next link was down, or full past max_wait_ns
+                                 ///< (lost: the ends repair)
 };
 
 /** Everything a fabric node counts (StatsBoard, RESULT, imagod's statistics). */
@@ -90,13 +100,18 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   const CircuitLinkCounters& l = s.link;
   fn("hellos_sent", l.hellos_sent), fn("hellos_in", l.hellos_in), fn("links_down", l.links_down);
   fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);
-  fn("circuits_down", l.circuits_down), fn("forward_full", l.forward_full);
+  fn("circuits_down", l.circuits_down), fn("pushbacks", l.pushbacks), fn("forward_dropped", l.forward_dropped);
   fn("in_use", s.in_use), fn("ports_up", s.ports_up);
 }
 
 class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::CircuitListener {
  public:
   static constexpr size_t kMaxPorts = 16;
+
+  CircuitLink() = default;
+  CircuitLink(const CircuitLink&) = delete;
+  CircuitLink& operator=(const CircuitLink&) = delete;
+  ~CircuitLink() override;  ///< frees the frames it still holds
 
   /**
    * @param encap  the encapsulation (L2 only; src MAC per port from @p s), and the key
@@ -139,14 +154,30 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   void on_circuit_down(rel::circ::CircuitId id, rel::NodeId peer, rel::circ::CircReason why) override;
 
  private:
+  /** A frame on its way through: its mbuf, the circuit frame in it, where it goes. */
+  struct Hop {
+    rte_mbuf* m = nullptr;
+    uint8_t* frame = nullptr;
+    uint16_t len = 0;
+    rel::circ::PortId out = 0;
+    uint32_t vci = 0;
+    uint64_t since = 0;  ///< when it arrived
+  };
   struct Port {
     FaultyPort* port = nullptr;
     rte_mempool* pool = nullptr;
     EncapConfig encap;
     TxQueue tx;
+    // Push-back: a frame received here whose next link is full waits (waiting), with the rest
+    // of its burst (rest), and this port is read no more until they moved: at most a burst
+    // held, and the link behind it fills and pushes back in turn.
+    Hop waiting;
+    rte_mbuf* rest[TxQueue::kMaxBurst];
+    uint16_t rest_n = 0, rest_at = 0;
   };
-  void on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
-  void forward(rte_mbuf* m, uint8_t* circ_frame, uint16_t len, rel::circ::PortId out, uint32_t vci);
+  bool drain(rel::circ::PortId p, uint64_t now);
+  bool on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
+  bool forward(rel::circ::PortId in, const Hop& h, uint64_t now);
   void link_changed(rel::circ::PortId p, bool up, uint64_t now);
   void show_routes(const char* why);
 
@@ -156,6 +187,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   std::vector<bool> dead_;  ///< per topology link, as this node sees it
   rel::circ::LinkHealth health_;
   rel::circ::LinkHealth::Config health_cfg_;
+  uint64_t max_wait_ns_ = 0;
   std::vector<Port> ports_;
   std::unique_ptr<rel::circ::CircuitSink> sink_;
   FILE* show_routes_ = nullptr;

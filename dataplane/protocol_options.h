@@ -90,6 +90,15 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                     &rel::Config::group_sources, 64));
   t.push_back(count("group-streams", "(source, group) streams this node may receive at once, 0..256",
                     &rel::Config::group_streams, 256));
+  t.push_back({"send-window", "UNITS",
+               "units (a frame's worth of bytes at most each) in flight or queued to each peer, and its receive "
+               "slots, a power of two, 64..1048576; at least --max-message over a frame's payload",
+               [m](T& o, const std::string& v) {
+                 uint32_t w;
+                 if (!parse_num<uint32_t>(v, w, 64, 1u << 20) || (w & (w - 1)) != 0) return false;
+                 return (o.*m).engine.send_window = (o.*m).engine.recv_window = w, true;
+               },
+               [m](const T& o) { return std::to_string((o.*m).engine.send_window); }});
   t.push_back({"group-window", "UNITS",
                "units (a frame's worth of bytes at most each) a group stream holds on either side, a power of two, "
                "64..65536",

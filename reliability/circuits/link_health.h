@@ -43,11 +43,12 @@ class LinkHealth {
     x.up = true;
     return true;
   }
-  /** @return true when a HELLO is due on @p p now (and counts it sent). */
-  bool hello_due(PortId p, uint64_t now) {
+  /** @return true when a HELLO is due on @p p now (and counts it unanswered, unless we are
+   *  not @p listening: a port we stopped reading for a while cannot hear the answer). */
+  bool hello_due(PortId p, uint64_t now, bool listening = true) {
     if (p >= ports_.size() || now < ports_[p].next_hello) return false;
     ports_[p].next_hello = now + cfg_.hello_ns;
-    ++ports_[p].unanswered;
+    ports_[p].unanswered += listening;
     return true;
   }
   /** @return true when @p p has just gone down (`miss` HELLOs unanswered). */

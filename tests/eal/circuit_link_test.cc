@@ -124,3 +124,99 @@ TEST(CircuitLink, AForwarderThatStopsTakesTheCircuitDownAndOnARingItComesBackThe
 
 }  // namespace
 }  // namespace imago::test
+
+namespace imago::test {
+namespace {
+
+// ---- The seed's five-node figure: 1 and 2 send to 4 through 3, and 1 to 5 through 3 too.
+
+/** Counts what arrives. */
+struct Count final : rel::AppSink {
+  uint64_t n = 0;
+  bool deliver(rel::NodeId, std::span<const uint8_t>) override { return ++n, true; }
+};
+
+/** Messages carrying their number and send time: checks the order, keeps the longest delay. */
+struct Timed final : rel::AppSink {
+  uint64_t n = 0, bad = 0, max_cycles = 0;
+  bool deliver(rel::NodeId, std::span<const uint8_t> m) override {
+    uint64_t v[2] = {};
+    std::memcpy(v, m.data(), std::min(m.size(), sizeof v));
+    bad += v[0] != n++;
+    max_cycles = std::max(max_cycles, rte_rdtsc() - v[1]);
+    return true;
+  }
+};
+
+rel::circ::Topology five_nodes() {
+  rel::circ::Topology t;
+  for (rel::NodeId n = 1; n <= 5; ++n) t.add_node(n);
+  t.add_link(1, 3), t.add_link(2, 3), t.add_link(3, 4), t.add_link(3, 5);
+  return t;
+}
+
+struct HolRun {
+  uint64_t pushbacks = 0, dropped = 0, to_5 = 0, bad = 0;
+  double max_delay_us = 0;
+};
+
+/** 1 and 2 stream 1 KiB messages to 4 (with @p bulk), polled once every @p slow_every passes
+ *  (a slow reader); 1 sends 5 a timed message every 20 passes. 0.3 s of it, then until 5 has
+ *  all. */
+HolRun hol(uint32_t slow_every, uint32_t send_window, bool bulk = true) {
+  Count a1, a2, a3, a4;
+  Timed a5;
+  Fabric f(five_nodes(), {&a1, &a2, &a3, &a4, &a5}, Fabric::Options{.send_window = send_window});
+  EXPECT_TRUE(f.ok());
+  for (auto [a, b] : {std::pair{1u, 4u}, {2u, 4u}, {1u, 5u}}) {
+    EXPECT_EQ(dp::node_engine_add_peer(f.node(a), b, dp::kBroadcastMac, 0), 0);
+    EXPECT_EQ(dp::node_engine_add_peer(f.node(b), a, dp::kBroadcastMac, 0), 0);
+  }
+  auto up = [&](rel::NodeId a, rel::NodeId b) { return f.node(a).engine->state(b) == rel::PeerState::kEstablished; };
+  EXPECT_TRUE(f.run([&] { return up(1, 4) && up(2, 4) && up(1, 5); }, 10));
+  std::vector<uint8_t> payload(1024);
+  uint64_t sent_5 = 0;
+  auto send = [&](rel::NodeId a, rel::NodeId b, std::span<const uint8_t> m) {
+    dp::NodeEngine& e = f.node(a);
+    return e.engine->send(b, m, 0, dp::node_engine_now_ns(e, rte_rdtsc())) == 0;
+  };
+  const uint64_t end = rte_rdtsc() + rte_get_tsc_hz() * 3 / 10;
+  for (uint64_t pass = 0; rte_rdtsc() < end; ++pass) {
+    while (bulk && send(1, 4, payload) && send(2, 4, payload)) {
+    }
+    uint64_t timed[2] = {sent_5, rte_rdtsc()};
+    if (pass % 20 == 0 && send(1, 5, {reinterpret_cast<uint8_t*>(timed), sizeof timed})) ++sent_5;
+    for (rel::NodeId n = 1; n <= 5; ++n)
+      if (n != 4 || pass % slow_every == 0) dp::node_engine_poll(f.node(n), rte_rdtsc());
+  }
+  EXPECT_TRUE(f.run([&] { return a5.n == sent_5 && f.node(1).engine->unconfirmed_messages(5) == 0; }, 20));
+  const dp::CircuitStats& s = f.node(3).circ->stats();
+  return {s.link.pushbacks, s.link.forward_dropped, a5.n, a5.bad,
+          static_cast<double>(a5.max_cycles) * 1e6 / static_cast<double>(rte_get_tsc_hz())};
+}
+
+TEST(CircuitLink, HeadOfLineBlockingInTheSeedsFiveNodeFigureAndWhatBoundsIt) {
+  // Do: 1's messages to 5 alone; then beside the streams to a slow 4 (read a fiftieth as
+  // often as the others), with the preset's windows; then with windows of 128 units (1 KiB
+  // messages: 128 frames each in flight at most, 256 into link 3-4 against its ring of 1024).
+  const HolRun alone = hol(1, 0, false), slow = hol(50, 0), bounded = hol(50, 128);
+  std::printf("five nodes, 1 -> 5: alone: max delay %.0f us; beside 1, 2 -> slow 4: %.0f us, pushbacks %lu, "
+              "dropped after the wait %lu; the same with windows of 128: %.0f us, pushbacks %lu\n",
+              alone.max_delay_us, slow.max_delay_us, static_cast<unsigned long>(slow.pushbacks),
+              static_cast<unsigned long>(slow.dropped), bounded.max_delay_us,
+              static_cast<unsigned long>(bounded.pushbacks));
+  // Expect: every message to 5 arrives, in order, in each run.
+  for (const HolRun& r : {alone, slow, bounded}) EXPECT_EQ(r.bad, 0u);
+  // Expect: a slow 4 fills link 3-4; 3 stops reading links 1-3 and 2-3 (push-back: nothing
+  // dropped but past the wait), so 1's messages to 5, which share link 1-3, wait behind
+  // them: the seed's head-of-line blocking.
+  EXPECT_GT(slow.pushbacks, 0u);
+  EXPECT_GT(slow.max_delay_us, 2 * alone.max_delay_us);
+  // Expect: with the ends' windows within what link 3-4 holds, it never fills, so no link is
+  // pushed back and 5 does not wait: the windows are the bound.
+  EXPECT_EQ(bounded.pushbacks, 0u);
+  EXPECT_LT(bounded.max_delay_us, slow.max_delay_us);
+}
+
+}  // namespace
+}  // namespace imago::test
