@@ -72,6 +72,10 @@ void BM_RoundTrip(benchmark::State& st) {
     while (!line.apps[0].got) line.f.poll_all();
   }
   st.counters["forwarding_hops"] = hops;
+  // What a node's circuit tables take, all allocated when it starts (max_circuits of them).
+  const rel::circ::CircuitNode& n = line.f.node(1).circ->sink().node();
+  st.counters["table_bytes_per_circuit"] =
+      static_cast<double>(n.memory_bytes()) / static_cast<double>(rel::circ::CircuitConfig{}.max_circuits);
 }
 BENCHMARK(BM_RoundTrip)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
 

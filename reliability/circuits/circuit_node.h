@@ -113,6 +113,11 @@ class CircuitNode {
 
   const CircuitCounters& counters() const { return c_; }
   uint32_t in_use() const { return used_; }
+  /** @return the bytes its tables take (all allocated at construction, for max_circuits). */
+  size_t memory_bytes() const {
+    return table_.size() * sizeof(Circuit) + free_.capacity() * sizeof(CircuitId) + by_vci_.memory_bytes() +
+           by_setup_.memory_bytes();
+  }
   uint32_t pending() const { return pending_; }
   /** @return the peer (other end) of our end @p id, 0 when it is no end of ours. */
   NodeId peer_of(CircuitId id) const;

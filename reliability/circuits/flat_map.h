@@ -64,6 +64,8 @@ class FlatMap {
     return true;
   }
   size_t size() const { return size_; }
+  /** @return the bytes of its table. */
+  size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
 
  private:
   struct Slot {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <string>
@@ -33,6 +34,29 @@ struct Chan {
   bool ready(uint64_t now) const { return !q.empty() && q.front().at <= now; }
 };
 
+/** A group in its plainest form, to read an ordering's cost: @p members members, every link
+ *  @p delay_ns, light load. */
+struct FixedGroup {
+  uint32_t members;
+  uint64_t delay_ns;
+};
+
+/** Delay sums over messages at the members that receive them: from the send to the arrival
+ *  (what single-source FIFO delivers at) and to the delivery in order. */
+struct OrderDelays {
+  double arrive_ns = 0, deliver_ns = 0;
+  uint64_t n = 0;
+  void add(const OrderDelays& o) { arrive_ns += o.arrive_ns, deliver_ns += o.deliver_ns, n += o.n; }
+  /** @return "FIFO delivers after A us, ORDER after D us (R.RRx)" (means per message). */
+  std::string describe(const char* order) const {
+    const double k = 1e3 * static_cast<double>(n ? n : 1);
+    char b[160];
+    std::snprintf(b, sizeof b, "FIFO delivers after %.0f us, %s after %.0f us (%.2fx)", arrive_ns / k, order,
+                  deliver_ns / k, deliver_ns / (arrive_ns > 0 ? arrive_ns : 1));
+    return b;
+  }
+};
+
 /**
  * One seed of the causal property: 2 to 8 members send 20 to 80 messages each at random
  * times, over channels of 1 to 500 us, with hold-backs of 1 to 8 messages per source (so
@@ -43,13 +67,17 @@ struct Chan {
  */
 class CausalRun {
  public:
+  using Fixed = FixedGroup;
+  using Delays = OrderDelays;
   explicit CausalRun(uint64_t seed) : r_(seed * 0x2545F4914F6CDD1Dull + 3) {}
+  /** @p f's members and delay, hold-backs of 8, a message every 2 ms per member. */
+  CausalRun(uint64_t seed, Fixed f) : CausalRun(seed) { fixed_ = f; }
 
-  std::string run(uint64_t* delivered, uint64_t* refused) {
-    const uint32_t n = 2 + static_cast<uint32_t>(r_.below(7));
+  std::string run(uint64_t* delivered, uint64_t* refused, Delays* d = nullptr) {
+    const uint32_t n = fixed_.members != 0 ? fixed_.members : 2 + static_cast<uint32_t>(r_.below(7));
     for (uint32_t i = 0; i < n; ++i) ids_.push_back(static_cast<NodeId>(10 + 7 * i + r_.below(7)));
     m_.resize(n);
-    const uint32_t per_source = 1 + static_cast<uint32_t>(r_.below(8));
+    const uint32_t per_source = fixed_.members != 0 ? 8 : 1 + static_cast<uint32_t>(r_.below(8));
     for (uint32_t i = 0; i < n; ++i) {
       if (m_[i].co.init(ids_, ids_[i], per_source) != 0) return "init failed";
       m_[i].seen.assign(n, 0);
@@ -62,6 +90,7 @@ class CausalRun {
       if (done()) break;
     }
     if (!done()) return "not everything was delivered";
+    if (d != nullptr) *d = delays_;
     for (const Member& x : m_) {
       *delivered += x.co.counters().delivered;
       *refused += x.co.counters().refused;
@@ -75,6 +104,7 @@ class CausalRun {
     uint32_t src;
     std::vector<uint32_t> vt;     ///< the stamp
     std::vector<uint32_t> truth;  ///< what the sender had delivered (its own: sent), by the harness
+    uint64_t sent_at = 0, arrived_at = 0;
   };
   struct Member {
     CausalOrder co;
@@ -97,13 +127,14 @@ class CausalRun {
   void send(uint64_t now) {
     for (uint32_t i = 0; i < m_.size(); ++i) {
       Member& x = m_[i];
-      if (x.sent == x.quota || !r_.chance(0.05)) continue;
-      Msg msg{i, std::vector<uint32_t>(m_.size()), {}};
+      if (x.sent == x.quota || !(fixed_.members != 0 ? now % 2'000'000 == i * 2'000'000 / m_.size() / 10'000 * 10'000 : r_.chance(0.05)))
+        continue;
+      Msg msg{i, std::vector<uint32_t>(m_.size()), {}, now};
       x.co.stamp(msg.vt);
       ++x.sent, ++x.seen[i];
       msg.truth = x.seen;
       for (uint32_t j = 0; j < m_.size(); ++j)
-        if (j != i) m_[j].chans[i].push(now, 1'000 + r_.below(500'000), msg);
+        if (j != i) m_[j].chans[i].push(now, fixed_.members != 0 ? fixed_.delay_ns : 1'000 + r_.below(500'000), msg);
     }
   }
 
@@ -116,6 +147,7 @@ class CausalRun {
           const auto got = x.co.offer(ids_[msg.src], msg.vt, x.held.size());
           if (got == CausalOrder::Offer::kBad) return "a true stamp was refused as bad";
           if (got == CausalOrder::Offer::kFull) break;  // back-pressure: this channel waits
+          msg.arrived_at = ch.q.front().at;
           x.held.push_back(std::move(msg));
           ch.q.pop_front();
         }
@@ -130,6 +162,9 @@ class CausalRun {
                   " before its causal past from " + std::to_string(s);
         }
         ++x.seen[msg.src];
+        delays_.arrive_ns += static_cast<double>(msg.arrived_at - msg.sent_at);
+        delays_.deliver_ns += static_cast<double>(now - msg.sent_at);
+        ++delays_.n;
       });
       if (!err.empty()) return err;
     }
@@ -139,6 +174,8 @@ class CausalRun {
   Rng r_;
   std::vector<NodeId> ids_;
   std::vector<Member> m_;
+  Fixed fixed_{0, 0};
+  Delays delays_;
 };
 
 /**
@@ -154,20 +191,12 @@ class TotalRun {
  public:
   explicit TotalRun(uint64_t seed) : r_(seed * 0x9E3779B97F4A7C15ull + 11) {}
 
-  /** The cost in its plainest form: @p members members, every link @p delay_ns, no crash,
-   *  a message every 2 ms per member (the window never fills). */
-  struct Fixed {
-    uint32_t members;
-    uint64_t delay_ns;
-  };
+  /** The cost in its plainest form (FixedGroup): no crash, a message now and then per
+   *  member (the window never fills). */
+  using Fixed = FixedGroup;
   TotalRun(uint64_t seed, Fixed f) : TotalRun(seed) { fixed_ = f; }
-
-  /** Delay sums over messages of members that never crashed, at the other members: from the
-   *  send to the arrival (what single-source FIFO delivers at) and to the delivery. */
-  struct Delays {
-    double arrive_ns = 0, deliver_ns = 0;
-    uint64_t n = 0;
-  };
+  /** Over messages of members that never crashed. */
+  using Delays = OrderDelays;
 
   std::string run(uint64_t* delivered, uint64_t* epochs, Delays* d = nullptr) {
     const uint32_t n = fixed_.members != 0 ? fixed_.members : 3 + static_cast<uint32_t>(r_.below(5));
