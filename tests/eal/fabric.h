@@ -29,6 +29,7 @@ class Fabric {
     uint64_t reopen_ns = 2'000'000;
     uint32_t pool_mbufs = 4095;  ///< per node
     uint32_t send_window = 0;    ///< units each engine has in flight to a peer (0: the preset's)
+    uint32_t group_sources = 0, group_streams = 0;  ///< group streams each engine may send, receive
   };
 
   /** Nodes of @p topo (ids 1..n, in order), node i delivering to @p apps[i]. */
@@ -119,6 +120,7 @@ class Fabric {
     c.engine.max_message_size = 64u << 10;
     c.engine.dead_after_ns = 10'000'000'000;  // a re-route must cost no peer its session
     if (o_.send_window != 0) c.engine.send_window = c.engine.recv_window = o_.send_window;
+    c.engine.group_sources = o_.group_sources, c.engine.group_streams = o_.group_streams;
     c.circuits = &s;
     return dp::node_engine_open(ends_[i], links_[i][0]->faulty, pools_[i], c, apps_[i]) == 0;
   }
