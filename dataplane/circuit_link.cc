@@ -51,26 +51,31 @@ int CircuitLink::add_peer(rel::NodeId peer, uint64_t now) {
 }
 
 bool CircuitLink::send(circ::PortId port, std::span<const uint8_t> frame) {
-  if (port >= ports_.size() || ports_[port].port == nullptr) return true;  // no such link: lost
+  return send_parts(port, frame, {}) != 0;
+}
+
+int CircuitLink::send_parts(circ::PortId port, std::span<const uint8_t> head, std::span<const uint8_t> body) {
+  if (port >= ports_.size() || ports_[port].port == nullptr) return 1;  // no such link: lost
   Port& p = ports_[port];
   if (!p.tx.room(now_tsc_)) {
     ++lc_.tx_backpressure;
-    return false;
+    return 0;
   }
-  const size_t hdr = encap_header_len(p.encap.kind);
+  const size_t hdr = encap_header_len(p.encap.kind), len = head.size() + body.size();
   rte_mbuf* m = rte_pktmbuf_alloc(p.pool);
-  if (m == nullptr || hdr + frame.size() + encap_trailer_len(p.encap) > rte_pktmbuf_tailroom(m)) {
+  if (m == nullptr || hdr + len + encap_trailer_len(p.encap) > rte_pktmbuf_tailroom(m)) {
     ++lc_.alloc_failed;
     rte_pktmbuf_free(m);
-    return false;
+    return 0;
   }
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
-  std::memcpy(data + hdr, frame.data(), frame.size());
-  const size_t len = encode_frame(p.encap, data, LinkType::Circuit, static_cast<uint16_t>(frame.size()));
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = static_cast<uint32_t>(len);
+  std::memcpy(data + hdr, head.data(), head.size());
+  if (!body.empty()) std::memcpy(data + hdr + head.size(), body.data(), body.size());
+  const size_t n = encode_frame(p.encap, data, LinkType::Circuit, static_cast<uint16_t>(len));
+  m->data_len = static_cast<uint16_t>(n);
+  m->pkt_len = static_cast<uint32_t>(n);
   p.tx.push(m);
-  return true;
+  return 1;
 }
 
 unsigned CircuitLink::receive(uint64_t now_tsc) {

@@ -7,7 +7,8 @@
  * dataplane lcore, mbuf in, mbuf out: the circuit header's VCI and CRC and the link header are
  * rewritten in the received mbuf, which goes out on the next port as it is (no reassembly, no
  * copy, FIFO per circuit and hop). Frames of our own circuits go to the engine through a
- * CircuitSink, end to end reliable; frames the engine sends are copied into an mbuf once.
+ * CircuitSink, end to end reliable; frames the engine sends are copied into an mbuf once,
+ * behind their circuit header.
  *
  * Each port says HELLO every `hello_ns`; a port silent for `miss` intervals is down
  * (link_health.h): the routing table is computed again without it and every circuit through
@@ -147,8 +148,10 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   const CircuitStats& stats();
   const rel::circ::RoutingTable& routes() const { return routes_; }
 
-  // CircuitPorts: control frames and the engine's frames, copied into an mbuf.
+  // CircuitPorts: control frames, and the engine's frames behind their circuit header, copied
+  // into an mbuf once.
   bool send(rel::circ::PortId port, std::span<const uint8_t> frame) override;
+  int send_parts(rel::circ::PortId port, std::span<const uint8_t> head, std::span<const uint8_t> body) override;
   // CircuitListener: our ends, logged.
   void on_circuit_up(rel::circ::CircuitId id, rel::NodeId peer, bool origin) override;
   void on_circuit_down(rel::circ::CircuitId id, rel::NodeId peer, rel::circ::CircReason why) override;

@@ -39,7 +39,7 @@ import pytest
 
 from framework.apps import imagod_binary
 from framework.exceptions import AppTimeout
-from framework.frames import ETHERTYPE_IMAGO, LINK_VERSION, inject, scapy_missing_reason
+from framework.frames import ETHERTYPE_IMAGO, LINK_VERSION, inject_raw, scapy_missing_reason
 from framework.imago_apps import (
     DeliveryResult, ExampleParams, ExampleRun, ImagodRun, cleanup_stale_hugepages, example_path,
     examples_missing_reason, hugepages_missing_reason, run_to_completion, start_example,
@@ -61,10 +61,10 @@ REACT_S = 5
 STALL_S = 30
 #: imagod's statistics period (seconds).
 STATS_S = 0.5
-#: Link keep-alive: the defaults (a HELLO every 1 ms, down after 20 silent intervals).
+#: Link keep-alive: the defaults (a HELLO every 1 ms, down after 100 unanswered).
 LINK_OPTS: list[str] = []
-#: test_forged_vcis: its stream (longer, so that scapy, slow to start on a loaded machine, sends
-#: every forged frame while it runs), and the forged frames of each kind in each set.
+#: test_forged_vcis: its stream (long enough that every forged frame, sent through a raw socket
+#: in a fraction of a second, lands while it runs), and the forged frames of each kind in each set.
 FORGED_MSGS = 2_000_000
 FORGED_VCI = 300
 FORGED_BAD_CRC = 50
@@ -481,7 +481,7 @@ class TestSuiteCircuits(TestSuite):
         """
         Steps:
             line:3 over namespaces a-b-c: node 1 (a) imagod and a publisher of 2 x 10^6
-            messages, node 2 (b) a router, node 3 (c) the embedded subscriber. scapy sends
+            messages, node 2 (b) a router, node 3 (c) the embedded subscriber. A raw socket sends
             from a's end of the a-b veth (so the frames reach node 2's port 0, in node 1's
             place) a set of forged circuit frames: 300 DATA frames with random VCIs (good
             CRC), 50 DATA frames with a bad CRC, 25 SETUPs of the wrong length and 25
@@ -524,7 +524,7 @@ class TestSuiteCircuits(TestSuite):
 
         # While idle: every forged frame reaches the router and is counted.
         base = fresh_counters(r2, 2, lines=1)
-        inject(f.nodes[1], src, forged_set(), gap_s=0.001)
+        inject_raw(f.nodes[1], src, forged_set())
         idle = fresh_counters(r2, 2)
         d_idle = {k: idle.get(k, 0) - base.get(k, 0) for k in keys}
         print(f"\nnode 2 counted, idle: {d_idle}")
@@ -536,7 +536,7 @@ class TestSuiteCircuits(TestSuite):
                                                        + 100 for c in counters(r2, 2)), READY_S)
         base = latest_counters(r2, 2)
         started = time.monotonic()
-        inject(f.nodes[1], src, forged_set(), gap_s=0.001)
+        inject_raw(f.nodes[1], src, forged_set())
         print(f"injected {sum(want.values())} forged frames in {time.monotonic() - started:.2f} s during the stream")
         self.verify(sub.proc.running, "the stream ended before every forged frame was sent: make it longer")
         pub_res = pub.result(RUN_S)

@@ -65,6 +65,15 @@ class CircuitPorts {
   virtual ~CircuitPorts() = default;
   /** Transmit @p frame on @p port. @return false when the port cannot take it now. */
   virtual bool send(PortId port, std::span<const uint8_t> frame) = 0;
+  /**
+   * Transmit @p header (a sealed circuit header) and then @p body as one frame on @p port,
+   * so that a port can build it where it sends from (one copy). @return 1 sent, 0 when the
+   * port cannot take it now, -1 when it cannot do this (the default: the caller joins the
+   * two and calls send()).
+   */
+  virtual int send_parts(PortId /*port*/, std::span<const uint8_t> /*header*/, std::span<const uint8_t> /*body*/) {
+    return -1;
+  }
 };
 
 /** What a node's ends of circuits learn. */

@@ -93,10 +93,16 @@ bool CircuitSink::send_frame(NodeId peer, std::span<const uint8_t> frame) {
     return false;
   }
   if (frame.size() > cfg_.max_frame) return true;  // the engine never makes one: dropped
-  circ_header(scratch_.data(), CircKind::kData, vci);
-  circ_seal(scratch_.data(), 0);
-  std::memcpy(scratch_.data() + sizeof(CircuitHeader), frame.data(), frame.size());
-  if (!ports_->send(port, {scratch_.data(), sizeof(CircuitHeader) + frame.size()})) return false;
+  uint8_t head[sizeof(CircuitHeader)];
+  circ_header(head, CircKind::kData, vci);
+  circ_seal(head, 0);
+  int sent = ports_->send_parts(port, head, frame);
+  if (sent < 0) {  // a port that cannot: joined here
+    std::memcpy(scratch_.data(), head, sizeof head);
+    std::memcpy(scratch_.data() + sizeof head, frame.data(), frame.size());
+    sent = ports_->send(port, {scratch_.data(), sizeof head + frame.size()});
+  }
+  if (sent == 0) return false;
   ++c_.frames_out;
   return true;
 }
