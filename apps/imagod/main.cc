@@ -23,7 +23,9 @@ void usage(const char* prog) {
       "lcores 0-1 (0: control, 1: engines), file prefix 'imago' or --file-prefix.\n\n"
       "Examples:\n"
       "  %s --iface veth0 --node-id 1 --peer 2@02:00:00:00:00:02\n"
-      "  %s --pair --file-prefix demo      two nodes (1, 2) in this process\n\n"
+      "  %s --pair --file-prefix demo      two nodes (1, 2) in this process\n"
+      "  %s --topology line:3 --node-id 2 --vdev net_af_packet0,iface=b0 --vdev net_af_packet1,iface=b1\n"
+      "      a router of a multi-hop fabric (port k: the k-th --vdev); its ends give --peer 1 / --peer 3\n\n"
       "While it runs: rte_telemetry answers /imago/nodes, /imago/node,ID, /imago/peers,ID,\n"
       "/imago/peer,ID,PEER, /imago/ports[,PORT], /imago/lcores, /imago/endpoints,\n"
       "/imago/endpoint,SLOT and /imago/pools (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
@@ -31,7 +33,7 @@ void usage(const char* prog) {
       "(tshark decodes them with imago.lua, which meson install puts in Wireshark's global Lua\n"
       "plugin folder). SIGINT or SIGTERM stops it cleanly.\n\n"
       "Options [default]:\n",
-      prog, prog, prog);
+      prog, prog, prog, prog);
   imago::api::print_runtime_options(stdout);
 }
 
