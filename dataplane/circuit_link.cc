@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <algorithm>
 #include <cstring>
 
 #include "dataplane/log.h"
@@ -263,7 +264,18 @@ const CircuitStats& CircuitLink::stats() {
   stats_.link = cc_;
   stats_.in_use = sink_->node().in_use();
   stats_.ports_up = 0;
-  for (circ::PortId p = 0; p < ports_.size(); ++p) stats_.ports_up += ports_[p].port != nullptr && health_.up(p);
+  stats_.n_links = static_cast<uint32_t>(std::min<size_t>(ports_.size(), CircuitStats::kMaxLinks));
+  for (circ::PortId p = 0; p < ports_.size(); ++p) {
+    const bool up = ports_[p].port != nullptr && health_.up(p);
+    stats_.ports_up += up;
+    if (p < CircuitStats::kMaxLinks) stats_.link_up[p] = up;
+  }
+  stats_.n_routes = 0;
+  stats_.reachable = static_cast<uint32_t>(routes_.reachable());
+  routes_.for_each([this](rel::NodeId dst, const circ::Route& r) {
+    if (stats_.n_routes == CircuitStats::kMaxRoutes) return;
+    stats_.routes[stats_.n_routes++] = {dst, r.next, r.port, static_cast<uint16_t>(r.hops)};
+  });
   return stats_;
 }
 

@@ -75,13 +75,26 @@ struct CircuitLinkCounters {
                                  ///< (lost: the ends repair)
 };
 
-/** Everything a fabric node counts (StatsBoard, RESULT, imagod's statistics). */
+/** One row of a routing table as published (telemetry's /imago/routes). */
+struct RouteRow {
+  uint32_t dst = 0, next = 0;
+  uint16_t port = 0, hops = 0;
+};
+
+/** Everything a fabric node counts (StatsBoard, RESULT, imagod's statistics), and its routes
+ *  and links now. */
 struct CircuitStats {
+  static constexpr uint32_t kMaxRoutes = 64;  ///< routes published (the first by destination)
+  static constexpr uint32_t kMaxLinks = 16;   ///< CircuitLink::kMaxPorts
   rel::circ::CircuitCounters node;
   rel::circ::CircuitSinkCounters sink;
   CircuitLinkCounters link;
   uint32_t in_use = 0;     ///< circuits this node takes part in now (ends and hops)
   uint32_t ports_up = 0;   ///< links alive now
+  uint32_t n_routes = 0, reachable = 0;  ///< published, and in the table
+  RouteRow routes[kMaxRoutes];
+  uint32_t n_links = 0;
+  bool link_up[kMaxLinks] = {};
 };
 
 /** Call @p fn(name, value) for every counter of @p s (a counter added is added here). */
@@ -104,6 +117,8 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   fn("circuits_down", l.circuits_down), fn("pushbacks", l.pushbacks), fn("forward_dropped", l.forward_dropped);
   fn("in_use", s.in_use), fn("ports_up", s.ports_up);
 }
+
+static_assert(CircuitStats::kMaxLinks >= 16);
 
 class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::CircuitListener {
  public:

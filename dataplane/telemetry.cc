@@ -82,6 +82,31 @@ int cmd_node(const char*, const char* params, rte_tel_data* d) {
   return 0;
 }
 
+// /imago/routes,NODE: a fabric node's routing table and links (its first routes by destination).
+int cmd_routes(const char*, const char* params, rte_tel_data* d) {
+  uint64_t id = 0;
+  if (parse_ids(params, &id, nullptr) != 1) return -EINVAL;
+  TelemetryLock hold;
+  if (!telemetry_node(id, &g_snap)) return -ENOENT;
+  if (!g_snap.fabric) return -ENOTSUP;
+  const CircuitStats& c = g_snap.circ;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "node", g_snap.node_id);
+  rte_tel_data_add_dict_u64(d, "reachable", c.reachable);
+  char key[32], val[64];
+  for (uint32_t i = 0; i < c.n_links; ++i) {
+    std::snprintf(key, sizeof key, "port_%u", i);
+    rte_tel_data_add_dict_string(d, key, c.link_up[i] ? "up" : "down");
+  }
+  for (uint32_t i = 0; i < c.n_routes; ++i) {
+    const RouteRow& r = c.routes[i];
+    std::snprintf(key, sizeof key, "to_%u", r.dst);
+    std::snprintf(val, sizeof val, "next %u via port %u, %u hops", r.next, r.port, r.hops);
+    rte_tel_data_add_dict_string(d, key, val);
+  }
+  return 0;
+}
+
 void add_view(rte_tel_data* d, const rel::PeerView& v) {
   rte_tel_data_add_dict_string(d, "state", state_name(v.state));
   for (auto [k, x] : {std::pair<const char*, uint64_t>{"peer", v.id}, {"known", v.known}, {"confirmed", v.confirmed},
@@ -215,6 +240,7 @@ int telemetry_register() {
       {"/imago/peer", cmd_peer, "One peer: session, RTT, windows, credits, counters. Parameters: node id,peer id."},
       {"/imago/ports", cmd_ports, "The ports (no parameter), or one port's link and counters. Parameter: port id."},
       {"/imago/lcores", cmd_lcores, "Busy and idle cycles of the lcores that poll the nodes. No parameters."},
+      {"/imago/routes", cmd_routes, "A fabric node's links and routing table (--topology). Parameter: node id."},
   };
   for (const Cmd& c : cmds) {
     if (int rc = telemetry_add(c.name, c.fn, c.help); rc < 0) return rc;

@@ -28,7 +28,7 @@ void usage(const char* prog) {
       "      a router of a multi-hop fabric (port k: the k-th --vdev); its ends give --peer 1 / --peer 3\n\n"
       "While it runs: rte_telemetry answers /imago/nodes, /imago/node,ID, /imago/peers,ID,\n"
       "/imago/peer,ID,PEER, /imago/ports[,PORT], /imago/lcores, /imago/endpoints,\n"
-      "/imago/endpoint,SLOT and /imago/pools (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
+      "/imago/endpoint,SLOT, /imago/pools and /imago/routes,ID (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
       "PREFIX for a live table); dpdk-dumpcap --file-prefix=PREFIX -i PORT captures its frames\n"
       "(tshark decodes them with imago.lua, which meson install puts in Wireshark's global Lua\n"
       "plugin folder). SIGINT or SIGTERM stops it cleanly.\n\n"

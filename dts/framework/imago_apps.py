@@ -20,6 +20,7 @@ dead harness runs.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -444,3 +445,19 @@ def run_to_completion(argv: list[str], *, timeout: float, env: dict[str, str] | 
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
         raise AppTimeout(f"{' '.join(argv)} did not finish within {timeout:.0f} s: {e.stdout!r} {e.stderr!r}") from None
+
+
+# ------------------------------------------------------------------ telemetry
+TELEMETRY_PY = shutil.which("dpdk-telemetry.py") or "/usr/bin/dpdk-telemetry.py"
+
+
+def telemetry(node: Node, prefix: str, cmds: list[str]) -> list[dict]:
+    """Run Debian's dpdk-telemetry.py -f PREFIX in @p node with @p cmds on stdin (as an
+    operator pipes them); @return one JSON reply per command."""
+    cp = node.exec(["/usr/bin/python3", TELEMETRY_PY, "-f", prefix], timeout=30, check=False,
+                   stdin_text="".join(c + "\n" for c in cmds))
+    replies = [json.loads(line) for line in cp.stdout.splitlines() if line.startswith("{")]
+    # The first reply is the socket's greeting (version, pid, max_output_len).
+    replies = [r for r in replies if "version" not in r or len(r) != 3]
+    assert len(replies) == len(cmds), f"dpdk-telemetry.py: {cp.stdout} {cp.stderr}"
+    return [r[c.split(",")[0]] for r, c in zip(replies, cmds)]

@@ -42,7 +42,7 @@ from framework.exceptions import AppTimeout
 from framework.frames import ETHERTYPE_IMAGO, LINK_VERSION, inject_raw, scapy_missing_reason
 from framework.imago_apps import (
     DeliveryResult, ExampleParams, ExampleRun, ImagodRun, cleanup_stale_hugepages, example_path,
-    examples_missing_reason, hugepages_missing_reason, run_to_completion, start_example,
+    examples_missing_reason, hugepages_missing_reason, run_to_completion, start_example, telemetry,
 )
 from framework.node import AppProcess, Node
 from framework.testsuite import TestSuite, require
@@ -466,6 +466,11 @@ class TestSuiteCircuits(TestSuite):
         print(f"node 1 routes at the end: {tables[-1] if tables else None}")
         self.verify(any(t.get(3) == (4, 1, 2) for t in tables[1:]),
                     f"no routing table of node 1 sends node 3 through node 4 on port 1: {tables}")
+        # The operator's view of the same (rte_telemetry): port 0 down, node 3 through node 4.
+        routes = telemetry(f.nodes[1], d1.file_prefix, ["/imago/routes,1"])[0]
+        print(f"/imago/routes,1: {routes}")
+        self.verify(routes.get("port_0") == "down" and routes.get("to_3") == "next 4 via port 1, 2 hops",
+                    f"/imago/routes,1 {routes}")
         # (Once the subscriber has exited, the circuit goes down for good: later events.)
         ev_all = [e[1] for e in circuit_events(d1.proc) if e[0] == 3]
         first_down = ev_all.index("down") if "down" in ev_all else len(ev_all)

@@ -12,7 +12,6 @@ imago-perf answers the same node commands on its own prefix.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -20,29 +19,15 @@ from pathlib import Path
 import pytest
 
 from framework.apps import ImagoPerf
-from framework.imago_apps import ImagodRun
-from framework.node import Node
+from framework.imago_apps import TELEMETRY_PY, ImagodRun, telemetry as _telemetry
 from framework.testsuite import TestSuite
 from framework.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGO_STAT = ROOT / "apps" / "stat" / "imago-stat"
-TELEMETRY_PY = shutil.which("dpdk-telemetry.py") or "/usr/bin/dpdk-telemetry.py"
 READY_S = 30.0
 #: The stream runs this long: the tools sample it twice, a second apart.
 TRAFFIC_S = 8
-
-
-def _telemetry(node: Node, prefix: str, cmds: list[str]) -> list[dict]:
-    """Run dpdk-telemetry.py -f PREFIX with @p cmds on stdin (as an operator pipes them);
-    @return one JSON reply per command."""
-    cp = node.exec(["/usr/bin/python3", TELEMETRY_PY, "-f", prefix], timeout=30, check=False,
-                   stdin_text="".join(c + "\n" for c in cmds))
-    replies = [json.loads(line) for line in cp.stdout.splitlines() if line.startswith("{")]
-    # The first reply is the socket's greeting (version, pid, max_output_len).
-    replies = [r for r in replies if "version" not in r or len(r) != 3]
-    assert len(replies) == len(cmds), f"dpdk-telemetry.py: {cp.stdout} {cp.stderr}"
-    return [r[c.split(",")[0]] for r, c in zip(replies, cmds)]
 
 
 @pytest.fixture
