@@ -162,11 +162,12 @@ bool CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
 // cannot hold every one of them for ever.
 bool CircuitLink::forward(circ::PortId in, const Hop& h, uint64_t now) {
   const bool gone = h.out >= ports_.size() || ports_[h.out].port == nullptr || !health_.up(h.out);
-  if (!gone && !ports_[h.out].tx.room(now_tsc_) && now - h.since <= max_wait_ns_) {
+  const bool room = !gone && ports_[h.out].tx.room(now_tsc_);
+  if (!gone && !room && now - h.since <= max_wait_ns_) {
     ports_[in].waiting = h;
     return false;
   }
-  if (gone || !ports_[h.out].tx.room(now_tsc_)) {
+  if (!room) {
     ++cc_.forward_dropped;
     rte_pktmbuf_free(h.m);
     return true;
