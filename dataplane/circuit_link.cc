@@ -17,13 +17,15 @@ namespace circ = rel::circ;
 int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig& encap, uint16_t burst,
                       uint64_t seed, uint32_t max_frame) {
   const int me = s.topology.node_index(self);
-  if (encap.kind != Encap::L2 || s.ports.empty() || s.ports.size() > kMaxPorts || me < 0) return -EINVAL;
+  if (encap.kind != Encap::L2 || s.ports.empty() || s.ports.size() > kMaxPorts || me < 0 || burst == 0 ||
+      burst > TxQueue::kMaxBurst)
+    return -EINVAL;
   for (const circ::PortLink& pl : s.topology.ports(static_cast<size_t>(me)))
     if (pl.port >= s.ports.size() || s.ports[pl.port].port == nullptr) return -EINVAL;
   self_ = self;
   topo_ = s.topology;
   dead_.assign(topo_.links().size(), false);
-  routes_.compute(topo_, self, dead_);
+  compute_routes();
   burst_ = burst;
   clock_ = TscClock(rte_get_tsc_hz());
   ports_ = std::vector<Port>(s.ports.size());
@@ -41,6 +43,8 @@ int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig
   now_tsc_ = rte_rdtsc();
   health_cfg_ = s.health;  // the links' clocks start at the first poll(), not here
   max_wait_ns_ = s.max_wait_ns;
+  circ::circ_header(hello_, circ::CircKind::kHello, 0);
+  circ::circ_seal(hello_, 0);
   show_routes_ = s.show_routes;
   show_routes("at start");
   return 0;
@@ -190,15 +194,12 @@ bool CircuitLink::forward(circ::PortId in, const Hop& h, uint64_t now) {
 unsigned CircuitLink::poll(uint64_t now) {
   if (health_.ports() != ports_.size()) health_.init(health_cfg_, ports_.size(), now);
   unsigned work = 0;
-  uint8_t hello[sizeof(circ::CircuitHeader)];
   for (circ::PortId p = 0; p < ports_.size(); ++p) {
     if (ports_[p].port == nullptr) continue;
     if (health_.went_down(p)) link_changed(p, false, now), ++work;
     // A link we stopped reading (pushed back) hears nothing: its HELLOs are not counted.
     if (!health_.hello_due(p, now, ports_[p].waiting.m == nullptr)) continue;
-    circ::circ_header(hello, circ::CircKind::kHello, 0);
-    circ::circ_seal(hello, 0);
-    if (send(p, hello)) ++cc_.hellos_sent, ++work;
+    if (send(p, hello_)) ++cc_.hellos_sent, ++work;
   }
   sink_->poll(now);
   return work;
@@ -220,11 +221,22 @@ void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now) {
   const int li = topo_.link_index(self_, p);
   if (li >= 0) {
     dead_[static_cast<size_t>(li)] = !up;
-    routes_.compute(topo_, self_, dead_);
+    compute_routes();
     ++cc_.route_changes;
     show_routes(up ? "a link came back" : "a link went down");
   }
   if (!up) sink_->node().link_down(p, now);
+}
+
+// The table again, and its first rows as telemetry shows them (copied on every publish).
+void CircuitLink::compute_routes() {
+  routes_.compute(topo_, self_, dead_);
+  stats_.reachable = static_cast<uint32_t>(routes_.reachable());
+  stats_.n_routes = 0;
+  routes_.for_each([this](rel::NodeId dst, const circ::Route& r) {
+    if (stats_.n_routes < CircuitStats::kMaxRoutes)
+      stats_.routes[stats_.n_routes++] = {dst, r.next, r.port, static_cast<uint16_t>(r.hops)};
+  });
 }
 
 void CircuitLink::show_routes(const char* why) {
@@ -271,13 +283,7 @@ const CircuitStats& CircuitLink::stats() {
     stats_.ports_up += up;
     if (p < CircuitStats::kMaxLinks) stats_.link_up[p] = up;
   }
-  stats_.n_routes = 0;
-  stats_.reachable = static_cast<uint32_t>(routes_.reachable());
-  routes_.for_each([this](rel::NodeId dst, const circ::Route& r) {
-    if (stats_.n_routes == CircuitStats::kMaxRoutes) return;
-    stats_.routes[stats_.n_routes++] = {dst, r.next, r.port, static_cast<uint16_t>(r.hops)};
-  });
-  return stats_;
+  return stats_;  // the routes: compute_routes()'s
 }
 
 CircuitLink::~CircuitLink() {

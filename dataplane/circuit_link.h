@@ -133,7 +133,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
    * @param encap  the encapsulation (L2 only; src MAC per port from @p s), and the key
    * @param max_frame  the engine's largest frame (its MTU: the circuit header comes on top)
    * @return 0; -EINVAL (UDP, no port, too many ports, a port the topology gives @p self
-   *         without a DPDK port, @p self not in the topology).
+   *         without a DPDK port, @p self not in the topology, @p burst 0 or above
+   *         TxQueue::kMaxBurst).
    */
   int init(const CircuitSetup& s, rel::NodeId self, const EncapConfig& encap, uint16_t burst, uint64_t seed,
            uint32_t max_frame);
@@ -197,6 +198,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   bool on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
   bool forward(rel::circ::PortId in, const Hop& h, uint64_t now);
   void link_changed(rel::circ::PortId p, bool up, uint64_t now);
+  void compute_routes();
   void show_routes(const char* why);
 
   rel::NodeId self_ = 0;
@@ -206,6 +208,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   rel::circ::LinkHealth health_;
   rel::circ::LinkHealth::Config health_cfg_;
   uint64_t max_wait_ns_ = 0;
+  uint8_t hello_[sizeof(rel::circ::CircuitHeader)] = {};  ///< every link's HELLO, sealed once
   std::vector<Port> ports_;
   std::unique_ptr<rel::circ::CircuitSink> sink_;
   FILE* show_routes_ = nullptr;

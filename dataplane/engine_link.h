@@ -77,7 +77,7 @@ void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
 
 class EngineLink final : public rel::FrameSink {
  public:
-  static constexpr uint16_t kMaxBurst = 64;
+  static constexpr uint16_t kMaxBurst = TxQueue::kMaxBurst;
 
   /**
    * @param encap  the port's encapsulation, our own addresses (src MAC/IP, UDP port) and the

@@ -63,48 +63,55 @@ int cmd_nodes(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
-int cmd_node(const char*, const char* params, rte_tel_data* d) {
+// The commands that name one node (its id in @p params): @p fill on a consistent copy of its
+// board (g_snap), under the lock. @return fill's, -EINVAL or -ENOENT.
+template <typename Fill>
+int on_node(const char* params, Fill fill) {
   uint64_t id = 0;
   if (parse_ids(params, &id, nullptr) != 1) return -EINVAL;
   TelemetryLock hold;
   if (!telemetry_node(id, &g_snap)) return -ENOENT;
-  rte_tel_data_start_dict(d);
-  rte_tel_data_add_dict_u64(d, "node", g_snap.node_id);
-  rte_tel_data_add_dict_u64(d, "peers", g_snap.n_peers);
-  rte_tel_data_add_dict_u64(d, "tsc_hz", g_snap.tsc_hz);
-  rte_tel_data_add_dict_u64(d, "published_tsc", g_snap.published_tsc);
-  add_counters(d, g_snap.total, true);
-  for_each_counter(g_snap.link, [d](const char* k, uint64_t v) {
-    rte_tel_data_add_dict_u64(d, ("link_" + std::string(k)).c_str(), v);
+  return fill();
+}
+
+int cmd_node(const char*, const char* params, rte_tel_data* d) {
+  return on_node(params, [d] {
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "node", g_snap.node_id);
+    rte_tel_data_add_dict_u64(d, "peers", g_snap.n_peers);
+    rte_tel_data_add_dict_u64(d, "tsc_hz", g_snap.tsc_hz);
+    rte_tel_data_add_dict_u64(d, "published_tsc", g_snap.published_tsc);
+    add_counters(d, g_snap.total, true);
+    for_each_counter(g_snap.link, [d](const char* k, uint64_t v) {
+      rte_tel_data_add_dict_u64(d, ("link_" + std::string(k)).c_str(), v);
+    });
+    for_each_net_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
+    for_each_circuit_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
+    return 0;
   });
-  for_each_net_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
-  for_each_circuit_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
-  return 0;
 }
 
 // /imago/routes,NODE: a fabric node's routing table and links (its first routes by destination).
 int cmd_routes(const char*, const char* params, rte_tel_data* d) {
-  uint64_t id = 0;
-  if (parse_ids(params, &id, nullptr) != 1) return -EINVAL;
-  TelemetryLock hold;
-  if (!telemetry_node(id, &g_snap)) return -ENOENT;
-  if (!g_snap.fabric) return -ENOTSUP;
-  const CircuitStats& c = g_snap.circ;
-  rte_tel_data_start_dict(d);
-  rte_tel_data_add_dict_u64(d, "node", g_snap.node_id);
-  rte_tel_data_add_dict_u64(d, "reachable", c.reachable);
-  char key[32], val[64];
-  for (uint32_t i = 0; i < c.n_links; ++i) {
-    std::snprintf(key, sizeof key, "port_%u", i);
-    rte_tel_data_add_dict_string(d, key, c.link_up[i] ? "up" : "down");
-  }
-  for (uint32_t i = 0; i < c.n_routes; ++i) {
-    const RouteRow& r = c.routes[i];
-    std::snprintf(key, sizeof key, "to_%u", r.dst);
-    std::snprintf(val, sizeof val, "next %u via port %u, %u hops", r.next, r.port, r.hops);
-    rte_tel_data_add_dict_string(d, key, val);
-  }
-  return 0;
+  return on_node(params, [d] {
+    if (!g_snap.fabric) return -ENOTSUP;
+    const CircuitStats& c = g_snap.circ;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "node", g_snap.node_id);
+    rte_tel_data_add_dict_u64(d, "reachable", c.reachable);
+    char key[32], val[64];
+    for (uint32_t i = 0; i < c.n_links; ++i) {
+      std::snprintf(key, sizeof key, "port_%u", i);
+      rte_tel_data_add_dict_string(d, key, c.link_up[i] ? "up" : "down");
+    }
+    for (uint32_t i = 0; i < c.n_routes; ++i) {
+      const RouteRow& r = c.routes[i];
+      std::snprintf(key, sizeof key, "to_%u", r.dst);
+      std::snprintf(val, sizeof val, "next %u via port %u, %u hops", r.next, r.port, r.hops);
+      rte_tel_data_add_dict_string(d, key, val);
+    }
+    return 0;
+  });
 }
 
 void add_view(rte_tel_data* d, const rel::PeerView& v) {
@@ -120,13 +127,11 @@ void add_view(rte_tel_data* d, const rel::PeerView& v) {
 
 // /imago/peers,NODE: the ids; /imago/peer,NODE,PEER: one peer whole.
 int cmd_peers(const char*, const char* params, rte_tel_data* d) {
-  uint64_t id = 0;
-  if (parse_ids(params, &id, nullptr) != 1) return -EINVAL;
-  TelemetryLock hold;
-  if (!telemetry_node(id, &g_snap)) return -ENOENT;
-  rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
-  for (uint32_t i = 0; i < g_snap.n_peers; ++i) rte_tel_data_add_array_u64(d, g_snap.peers[i].view.id);
-  return 0;
+  return on_node(params, [d] {
+    rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+    for (uint32_t i = 0; i < g_snap.n_peers; ++i) rte_tel_data_add_array_u64(d, g_snap.peers[i].view.id);
+    return 0;
+  });
 }
 
 int cmd_peer(const char*, const char* params, rte_tel_data* d) {
