@@ -20,6 +20,7 @@
 
 #include "api/buffers.h"
 #include "api/control.h"
+#include "api/group_order.h"
 #include "api/handles.h"
 #include "api/handoff.h"
 #include "api/runtime.h"
@@ -51,6 +52,17 @@ struct Attachment {
   }
 };
 
+struct Endpoint;
+
+// An ordered group endpoint's ordering and its way to the rings (group_order.h); on the heap,
+// so the ordering's pointer to its Io stays put.
+struct Ordered final : GroupOrder::Io {
+  Endpoint* ep = nullptr;
+  GroupOrder order;
+  int send(std::span<const uint8_t> head, std::span<const uint8_t> body) override;
+  void drop(imago_msg& m) override;
+};
+
 struct Endpoint {
   Attachment* att;
   EndpointSlot* slot;
@@ -58,6 +70,7 @@ struct Endpoint {
   rte_ring* rx;
   rte_ring* tx;
   bool recv_only;  ///< a group endpoint without IMAGO_GROUP_SEND: sends are refused
+  std::unique_ptr<Ordered> ord;  ///< IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; else null
 };
 
 HandleTable<Attachment, 1> g_atts;  // one attachment per process
@@ -102,6 +115,68 @@ TierSide side(Endpoint* ep) { return {ep->att->shm, ep->slot, &ep->slot->app_cac
 int bad_buffer(Endpoint* ep) {
   ep->slot->buffer_invalid.add();
   return -EINVAL;
+}
+
+int put_parts(Endpoint* ep, std::span<const uint8_t> head, std::span<const uint8_t> body, uint32_t flags) {
+  // We are the ring's only producer: room seen now is room when we put.
+  if (rte_ring_free_count(ep->tx) == 0) return -EAGAIN;
+  imago_msg d;
+  if (int rc = describe_send_parts(side(ep), ep->slot->peer, head, body, static_cast<uint16_t>(flags), d); rc < 0)
+    return rc;
+  handoff_put(ep->tx, &d, 1);
+  return 0;
+}
+
+int Ordered::send(std::span<const uint8_t> head, std::span<const uint8_t> body) {
+  return is_open(ep) ? put_parts(ep, head, body, 0) : -ENOTCONN;
+}
+
+void Ordered::drop(imago_msg& m) {
+  if (release_received(side(ep), &m, 1) != 0) ep->slot->release_invalid.add();
+}
+
+// An ordered group's send (group_order.h): each message behind its ordering header.
+int ordered_send(Endpoint* ep, const imago_iov* msgs, unsigned n, uint32_t flags) {
+  GroupOrder& o = ep->ord->order;
+  const uint32_t hl = o.head_len();
+  const uint32_t max = ep->slot->max_message.load(std::memory_order_relaxed) - hl;
+  uint8_t head[order::kMaxRecord];
+  unsigned done = 0;
+  int rc = 0;
+  for (; done < n; ++done) {
+    const imago_iov& m = msgs[done];
+    rc = (m.data == nullptr && m.len > 0) ? -EINVAL : m.len > max ? -EMSGSIZE : o.prepare(head);
+    if (rc < 0) break;
+    rc = put_parts(ep, {head, hl}, {static_cast<const uint8_t*>(m.data), m.len}, flags);
+    o.sent(rc == 0);
+    if (rc < 0) break;
+  }
+  o.flush();  // the records this made (total order's, when we number)
+  if (rc == -EAGAIN) ep->slot->tx_ring_full.add();
+  return done > 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
+}
+
+constexpr uint32_t kOrderFlags = IMAGO_GROUP_CAUSAL | IMAGO_GROUP_TOTAL;
+constexpr uint32_t kDefaultOrderWindow = 256;
+constexpr uint32_t kMaxOrderWindow = 4096;
+
+// Check an ordered group's options. @return 0 (and the members in @p ids), or -EINVAL.
+int order_options(const imago_group_opts* o, std::vector<imago::rel::NodeId>& ids) {
+  const uint32_t f = o ? o->flags : 0;
+  if (!(f & kOrderFlags))
+    return o && (o->members || o->n_members || o->order_window) ? -EINVAL : 0;
+  const uint32_t both = IMAGO_GROUP_SEND | IMAGO_GROUP_RECV;
+  if ((f & kOrderFlags) == kOrderFlags || (f & both) != both || (f & (IMAGO_GROUP_NACK | IMAGO_GROUP_FROM_OLDEST)))
+    return -EINVAL;
+  if (o->members == nullptr || o->n_members < 2 || o->n_members > IMAGO_GROUP_ORDER_MAX_MEMBERS ||
+      o->order_window > kMaxOrderWindow)
+    return -EINVAL;
+  for (uint32_t i = 0; i < o->n_members; ++i) {
+    if (o->members[i] == 0 || o->members[i] > UINT32_MAX) return -EINVAL;
+    ids.push_back(static_cast<imago::rel::NodeId>(o->members[i]));
+  }
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end() ? 0 : -EINVAL;
 }
 
 // Not attached, or EAL already used by an earlier attachment of this process.
@@ -312,11 +387,28 @@ int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_e
 
 int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* opts, imago_ep_t** out) {
   if (out == nullptr || group == 0) return -EINVAL;
+  std::vector<imago::rel::NodeId> members;
+  if (order_options(opts, members) < 0) return -EINVAL;
+  const uint32_t flags = opts && opts->flags ? opts->flags : IMAGO_GROUP_SEND | IMAGO_GROUP_RECV;
   CtlMsg m{};
   m.group = group;
-  m.group_flags = opts && opts->flags ? opts->flags : IMAGO_GROUP_SEND | IMAGO_GROUP_RECV;
+  m.group_flags = flags & ~kOrderFlags;  // the ordering is ours, above the engine's streams
   std::snprintf(m.name, sizeof m.name, "group-%u", group);
-  return open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
+  int rc = open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
+  if (rc < 0 || members.empty()) return rc;
+  auto ord = std::make_unique<Ordered>();
+  {
+    std::lock_guard<std::mutex> lock(g_ctl);
+    Endpoint* ep = ep_of(*out);
+    ord->ep = ep;
+    const auto mode = flags & IMAGO_GROUP_CAUSAL ? order::Mode::kCausal : order::Mode::kTotal;
+    const uint32_t window = opts->order_window ? opts->order_window : kDefaultOrderWindow;
+    const auto self = static_cast<imago::rel::NodeId>(ep->att->shm->node_ids[ep->slot->node_index]);
+    rc = ord->order.init(mode, members, self, window, 256, ord.get());
+    if (rc == 0) ep->ord = std::move(ord);
+  }
+  if (rc < 0) imago_close(*out), *out = nullptr;  // this node is not among the members
+  return rc < 0 ? -EINVAL : 0;
 }
 
 uint32_t imago_ep_group(const imago_ep_t* h) {
@@ -328,11 +420,13 @@ int imago_close(imago_ep_t* h) {
   std::lock_guard<std::mutex> lock(g_ctl);
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
+  if (ep->ord && is_open(ep)) ep->ord->order.clear();  // give back what the ordering held
   pool_caches_free(ep->slot->app_caches);  // before the slot can pass to anyone else
   CtlMsg m{};
   m.op = CtlOp::kClose;
   m.slot = ep->index;
   int rc = control(ep->att, m);
+  ep->ord.reset();  // what it held was loaned from the slot, which the close reclaims
   g_eps.remove(reinterpret_cast<uintptr_t>(h));
   return rc == -ETIMEDOUT ? rc : 0;
 }
@@ -348,6 +442,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
   if (!is_open(ep)) return -ENOTCONN;
   if (n == 0) return 0;
+  if (ep->ord) return ordered_send(ep, msgs, n, flags);
   // Reserve room on the tx ring (we are its only producer) and describe the messages straight
   // into it: no local batch, no second copy. The ring may wrap: two spans.
   rte_ring_zc_data zcd;
@@ -376,6 +471,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
 int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || buf == nullptr || ep->recv_only) return -EINVAL;
+  if (ep->ord) return -ENOTSUP;  // the ordering header goes in front: imago_send() copies
   if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
   int err;
   void* b = alloc_send_buffer(side(ep), len, &err);
@@ -387,6 +483,7 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
 int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
+  if (ep->ord) return -ENOTSUP;
   const TierSide t = side(ep);
   imago_msg d;
   if (describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d) < 0) return bad_buffer(ep);
@@ -407,6 +504,10 @@ int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
   if (!is_open(ep)) return -ENOTCONN;
+  if (ep->ord) {
+    const int r = ep->ord->order.receive(msgs, n, [ep](imago_msg* in, unsigned k) { return handoff_get(ep->rx, in, k); });
+    return r == 0 && n > 0 && primary_lost(ep->att) ? -ENOTCONN : r;
+  }
   const unsigned got = handoff_get(ep->rx, msgs, n);
   return got == 0 && n > 0 && primary_lost(ep->att) ? -ENOTCONN : static_cast<int>(got);
 }
@@ -422,7 +523,7 @@ int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
 int imago_poll(imago_ep_t* h) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
-  return static_cast<int>(rte_ring_count(ep->rx));
+  return static_cast<int>(rte_ring_count(ep->rx) + (ep->ord ? ep->ord->order.ready() : 0));
 }
 
 int imago_wait(imago_ep_t* h, int64_t timeout_us) {
@@ -431,7 +532,7 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
   using clock = std::chrono::steady_clock;
   const auto end = timeout_us < 0 ? clock::time_point::max() : clock::now() + std::chrono::microseconds(timeout_us);
   for (unsigned spins = 0;; ++spins) {
-    if (rte_ring_count(ep->rx) > 0) return 1;
+    if (rte_ring_count(ep->rx) > 0 || (ep->ord && ep->ord->order.ready() > 0)) return 1;
     if (!is_open(ep) || primary_lost(ep->att)) return -ENOTCONN;
     if (clock::now() >= end) return 0;
     if (spins < 2000) {
@@ -451,7 +552,8 @@ int imago_peer_ready(imago_ep_t* h) {
 
 uint32_t imago_max_message(const imago_ep_t* h) {
   const Endpoint* ep = ep_of(h);
-  return ep ? ep->slot->max_message.load(std::memory_order_relaxed) : 0;
+  if (ep == nullptr) return 0;
+  return ep->slot->max_message.load(std::memory_order_relaxed) - (ep->ord ? ep->ord->order.head_len() : 0);
 }
 
 int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
@@ -470,7 +572,14 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
       s.peer_ready.load(std::memory_order_acquire), 0, s.release_invalid.get(), s.buffer_invalid.get(),
       c.peer_resets.get(), c.peer_deaths.get(), c.msgs_unconfirmed.get(), c.last_unconfirmed_first.get(),
       c.last_unconfirmed_count.get(), c.rx_rebuilt.get(), c.events.get(), c.events_lost.get(),
-      static_cast<uint32_t>(c.group_members.get()), static_cast<uint32_t>(c.group_view.get()), c.group_pending.get()};
+      static_cast<uint32_t>(c.group_members.get()), static_cast<uint32_t>(c.group_view.get()), c.group_pending.get(),
+      0, 0, 0, 0};
+  if (ep->ord) {
+    const OrderCounters& o = ep->ord->order.counters();
+    st->order_held = ep->ord->order.held(), st->order_bad = o.bad, st->order_records = o.records;
+    st->order_departed = o.departed, st->order_pending = ep->ord->order.pending();
+    st->order_dropped = ep->ord->order.dropped();
+  }
   return 0;
 }
 

@@ -276,7 +276,9 @@ struct imago_iov {
  *         never take the last eighth of a pool: it is left to deliveries);
  *         -EMSGSIZE @p len above imago_max_message(); -EINVAL @p ep not live, NULL pointer
  *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint,
- *         or (secondary) imagod is gone: see "imagod's death" above.
+ *         or (secondary) imagod is gone: see "imagod's death" above; on an ordered group
+ *         endpoint also -EAGAIN while the ordering holds this node back, and -ECONNRESET
+ *         once this node was left out of the order (see imago_group_open()).
  */
 int imago_send(imago_ep_t *ep, const void *data, uint32_t len, uint32_t flags);
 
@@ -292,7 +294,8 @@ int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, u
  * Zero-copy send, step 1: a buffer of at least @p len bytes to write the message into.
  * @return 0 and *buf; -EAGAIN no buffer free now; -EMSGSIZE @p len above imago_max_message();
  *         -ENOSPC too many buffers held by this endpoint; -EINVAL @p ep not live, NULL @p buf;
- *         -ENOTCONN (secondary) imagod is gone.
+ *         -ENOTCONN (secondary) imagod is gone; -ENOTSUP an ordered group endpoint (its
+ *         messages are sent by copy, behind their ordering header).
  */
 int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
 
@@ -303,7 +306,7 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
  * @return 0; -EAGAIN tx ring full; -EINVAL @p ep not live, @p buf is not a buffer of this
  *         endpoint that the application holds (foreign, freed, or sent already: counted in
  *         buffer_invalid), @p len larger than it, or unknown flags; -ENOTCONN the endpoint
- *         was closed, or (secondary) imagod is gone.
+ *         was closed, or (secondary) imagod is gone; -ENOTSUP an ordered group endpoint.
  */
 int imago_send_zc(imago_ep_t *ep, void *buf, uint32_t len, uint32_t flags);
 
@@ -317,7 +320,10 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
  * flags) until given back with imago_release(). Non-blocking.
  * @return how many were received (0: none ready); -EINVAL @p ep not live, NULL pointer;
  *         -ENOTCONN the endpoint was closed under the application, or (secondary) imagod
- *         is gone.
+ *         is gone; -ECONNRESET an ordered group endpoint whose node was left out of the
+ *         order (imago_group_open()). On an ordered group endpoint, messages that arrived
+ *         wait here until their order lets them out, and the call also sends the ordering's
+ *         records.
  */
 int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
@@ -334,13 +340,15 @@ int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 int imago_release(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
 /** @return how many messages are ready to receive now (non-blocking), or -EINVAL (@p ep
- *  not live). */
+ *  not live). On an ordered group endpoint: those its order lets out now, and those still
+ *  on the ring, which may yet wait for their order or be the ordering's own records. */
 int imago_poll(imago_ep_t *ep);
 
 /**
  * Wait until a message is ready, at most @p timeout_us microseconds (negative: no limit).
  * The calling thread polls briefly, then sleeps in short naps: this is for control threads
- * and slow consumers; hot loops call imago_recv_burst() directly.
+ * and slow consumers; hot loops call imago_recv_burst() directly. On an ordered group
+ * endpoint "ready" counts as imago_poll() does: imago_recv_burst() may then return 0.
  * @return 1 a message is ready; 0 timed out; -EINVAL @p ep not live; -ENOTCONN closed, or
  *         (secondary) imagod is gone.
  */
@@ -357,7 +365,9 @@ uint32_t imago_max_message(const imago_ep_t *ep);
 
 /** Per-endpoint statistics, counted since the endpoint opened. */
 struct imago_ep_stats {
-	uint64_t msgs_sent;       /**< messages the engine took from the tx ring */
+	uint64_t msgs_sent;       /**< messages the engine took from the tx ring (on an ordered
+	                               group endpoint the ordering's record messages too: see
+	                               order_records) */
 	uint64_t bytes_sent;
 	uint64_t msgs_received;   /**< messages the engine put on the rx ring */
 	uint64_t bytes_received;
@@ -405,6 +415,22 @@ struct imago_ep_stats {
 	                               from the tx ring that not every member has acknowledged yet:
 	                               0 once every member has everything sent (close then loses
 	                               nothing) */
+	/* Ordered groups (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL; 0 on other endpoints): */
+	uint64_t order_held;      /**< now: messages received and held back for their order */
+	uint64_t order_bad;       /**< messages dropped: ordering header malformed, of another
+	                               mode or member set, or out of its source's order */
+	uint64_t order_records;   /**< messages of ordering records this endpoint sent (credits;
+	                               in total order numbers, holds, stability and epoch changes;
+	                               records waiting together go as one message): msgs_sent
+	                               counts them too */
+	uint64_t order_departed;  /**< members that left the order (ended, expired, left, or
+	                               said gone by another member) */
+	uint64_t order_pending;   /**< now: this node's messages not yet known delivered at every
+	                               member still in the order (causal: as their stamps and
+	                               credits say; total: not yet stable). Wait for 0 (receiving
+	                               meanwhile) before closing, as for group_pending */
+	uint64_t order_dropped;   /**< total order: messages of departed members dropped at a new
+	                               epoch, past what it kept of them (delivered nowhere) */
 };
 
 /** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */
@@ -426,11 +452,31 @@ int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
                                           endpoints (imago_open()) are ACK-based: a NACK stream
                                           to one peer is a group only that peer joins */
 
+#define IMAGO_GROUP_CAUSAL 0x10u     /**< causal order across the group's sources (with SEND | RECV
+                                          and the members named in imago_group_opts): no message
+                                          is delivered before one that its sender had delivered or
+                                          sent before it. See imago_group_open(), "Ordered groups".
+                                          Flags of an order alone are -EINVAL: add SEND | RECV */
+#define IMAGO_GROUP_TOTAL 0x20u      /**< total order (with SEND | RECV and the members named):
+                                          every member delivers the group's messages in one and
+                                          the same order. See imago_group_open(), "Ordered groups" */
+
+/** Most members an ordered group (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL) may name. */
+#define IMAGO_GROUP_ORDER_MAX_MEMBERS 64
+
 /** Group endpoint options. Zero fields take the default. */
 struct imago_group_opts {
 	uint64_t local_node; /**< which node of this attachment (0: the first) */
 	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..4096 [1024] */
 	uint32_t flags;      /**< IMAGO_GROUP_* [IMAGO_GROUP_SEND | IMAGO_GROUP_RECV] */
+	/* Ordered groups only (IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; NULL and 0 otherwise).
+	 * Every member opens the group with the same order flag, the same members and the same
+	 * window. */
+	const uint64_t *members; /**< every member's node id, this node's among them */
+	uint32_t n_members;      /**< how many: 2 .. IMAGO_GROUP_ORDER_MAX_MEMBERS */
+	uint32_t order_window;   /**< messages of one member that may be sent and not yet
+	                              delivered everywhere, 1 .. 4096 [256]: the ordering's
+	                              flow control (causal), or its numbering window (total) */
 };
 
 /** Kinds of group events (struct imago_group_event.kind). */
@@ -500,9 +546,41 @@ struct imago_group_event {
  * imago_close() ends both: a source's members get everything it sent, then ENDED (reason
  * CLOSED) and leave; a member leaves every stream (ENDED, reason LEAVE).
  *
+ * Ordered groups (IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; docs/USER.md, docs/PROTOCOL.md
+ * 3.11.3): the members are fixed at open (imago_group_opts.members, this node among them) and
+ * each opens the group alike, SEND | RECV. imago_recv_burst() gives the other members'
+ * messages in causal order, or in the one total order, each source's own order kept. A
+ * member's own messages are not delivered back to it (in total order they take their place
+ * in the sequence the others deliver). Each message carries an ordering header in front of
+ * its bytes (imago_max_message() is smaller by it), which imago_recv_burst() removes.
+ * The ordering runs in the calling thread: the records it sends (credits; in total order the
+ * sequencer's numbers and every member's holds) go out from imago_send*() and
+ * imago_recv_burst(), so every member must keep receiving, or the others' sends wait
+ * (-EAGAIN), never their data. Sends are -EAGAIN until every other member has joined this
+ * node's stream (IMAGO_GROUP_JOINED), and while order_window of this node's messages are not
+ * yet delivered at every member (causal: as their credits say) or not yet stable (total).
+ * imago_buf_alloc() and imago_send_zc() are -ENOTSUP on an ordered endpoint. Events are
+ * delivered as they arrive, not held back with the messages. A member leaves the order when
+ * its stream ends here (ENDED, any reason but DROPPED), or this node's stream expires it or
+ * it leaves it (EXPIRED, LEFT), and the others are told so by this node: causal order stops
+ * waiting for its messages that never came (once its stream ended here); total order starts
+ * a new epoch (the lowest member left numbers from where every member has everything, so
+ * what any member delivered, every member delivers; that member's messages not numbered by
+ * then are dropped everywhere, order_dropped). A member told it was left out, or whose
+ * stream from some source ended with DROPPED (that source expired it, so it cannot have
+ * every message), gets -ECONNRESET from imago_recv_burst() and its sends from then on. The
+ * ordering's records are messages of this node's stream: imago_ep_stats.msgs_sent and
+ * group_pending count them too (order_records says how many). Before closing, wait (and
+ * receive) until order_pending is 0, then group_pending, or a member that left may take its
+ * last messages with it. Messages whose ordering header is malformed, of another mode or
+ * member set, or out of their source's order are dropped and counted (order_bad).
+ *
  * @param opts  NULL for the defaults.
  * @return 0; -EINVAL @p im not live, @p group 0, unknown flags, FROM_OLDEST without RECV or
- *         NACK without SEND,
+ *         NACK without SEND, an order flag without SEND | RECV, with NACK or FROM_OLDEST, or
+ *         both of them, bad members (NULL, fewer than 2 or more than
+ *         IMAGO_GROUP_ORDER_MAX_MEMBERS, ids repeated, 0 or above 2^32 - 1, this node not
+ *         among them), order_window above 4096, members or a window without an order flag,
  *         bad ring size, unknown local node; -EEXIST a group endpoint of @p group is open on
  *         that node already; -EBUSY this node's previous stream of @p group is still ending
  *         (its members leaving: retry shortly); -ENOSPC no free endpoint slot, or the node

@@ -55,13 +55,25 @@ bool inside(const rte_mbuf* m, const uint8_t* p, size_t len) {
 
 int describe_send_pooled(const TierSide& t, uint64_t peer, const void* data, uint32_t len, uint16_t flags,
                          imago_msg& d) {
-  int err;
-  void* obj = lend_tx_buffer(t, len, true, &err);
-  if (obj == nullptr) return -EAGAIN;
-  auto* buf = static_cast<uint8_t*>(obj) + kHeadroom;
-  std::memcpy(buf, data, len);
-  head(d, peer, len, flags, IMAGO_TIER_POOL);
-  d.u.ext = {buf, obj, loan_of(obj)};
+  return describe_send_parts(t, peer, {}, {static_cast<const uint8_t*>(data), len}, flags, d);
+}
+
+int describe_send_parts(const TierSide& t, uint64_t peer, std::span<const uint8_t> first,
+                        std::span<const uint8_t> second, uint16_t flags, imago_msg& d) {
+  const auto len = static_cast<uint32_t>(first.size() + second.size());
+  uint8_t* to = d.u.inline_data;
+  if (len <= IMAGO_MSG_INLINE_MAX) {
+    head(d, peer, len, flags, IMAGO_TIER_INLINE);
+  } else {
+    int err;
+    void* obj = lend_tx_buffer(t, len, true, &err);
+    if (obj == nullptr) return -EAGAIN;
+    to = static_cast<uint8_t*>(obj) + kHeadroom;
+    head(d, peer, len, flags, IMAGO_TIER_POOL);
+    d.u.ext = {to, obj, loan_of(obj)};
+  }
+  if (!first.empty()) std::memcpy(to, first.data(), first.size());
+  if (!second.empty()) std::memcpy(to + first.size(), second.data(), second.size());
   return 0;
 }
 

@@ -45,6 +45,11 @@ inline unsigned send_reserve(const rte_mempool* mp) { return mp->size / 8 > 0 ? 
 int describe_send_pooled(const TierSide& t, uint64_t peer, const void* data, uint32_t len, uint16_t flags,
                          imago_msg& d);
 
+/** Describe one message made of @p first then @p second, copied (inline when they fit, else
+ *  in a pool buffer handed over). @return 0; -EAGAIN no pool buffer now. */
+int describe_send_parts(const TierSide& t, uint64_t peer, std::span<const uint8_t> first,
+                        std::span<const uint8_t> second, uint16_t flags, imago_msg& d);
+
 /** Copy @p len <= IMAGO_MSG_INLINE_MAX bytes with fixed-size (overlapping) moves the compiler
  *  turns into a few loads and stores, instead of a call to memcpy for every small message. */
 inline void copy_inline(uint8_t* to, const uint8_t* from, uint32_t len) {

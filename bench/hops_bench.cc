@@ -13,16 +13,25 @@
 // raw_link (injected, received at node 2's port: one link, nothing in between), l2fwd (node
 // 2's ports read and written back to back, no look at the frame: DPDK's l2fwd) and forwarder
 // (node 2's own poll: decode, VCI look-up, header rewritten in the mbuf, sent on).
+//
+// BM_Lookup/TABLE/ENTRIES: the forwarding look-up alone, (in-port, VCI) to the next hop, for
+// a table of ENTRIES circuits, keys in a random order: our FlatMap (what the forwarder uses),
+// DPDK's rte_hash one key at a time (rte_hash_lookup_data, as a per-frame forwarder would),
+// and rte_hash in bursts of 32 (rte_hash_lookup_bulk_data, prefetching inside).
 #include <benchmark/benchmark.h>
 #include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
 #include <rte_lcore.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "dataplane/eal.h"
 #include "dataplane/encap.h"
+#include "reliability/circuits/flat_map.h"
 #include "reliability/circuits/wire.h"
 #include "tests/eal/fabric.h"
 
@@ -142,6 +151,60 @@ void BM_Frames(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_Frames)->ArgName("raw_link_l2fwd_forwarder")->Arg(kRawLink)->Arg(kL2fwd)->Arg(kForwarder);
+
+enum Table : int64_t { kFlatMap = 0, kRteHash = 1, kRteHashBulk = 2 };
+
+void BM_Lookup(benchmark::State& st) {
+  const auto table = static_cast<Table>(st.range(0));
+  const auto n = static_cast<uint32_t>(st.range(1));
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> keys(n);
+  for (uint64_t& k : keys) k = (rng() % 4) << 32 | ((rng() | 1) & 0xffffffff);  // (port, VCI), never 0
+  rel::circ::FlatMap flat(n);
+  rte_hash_parameters p{};
+  p.name = "bench_lookup";
+  p.entries = 2 * n;
+  p.key_len = sizeof(uint64_t);
+  p.hash_func = rte_hash_crc;
+  p.socket_id = static_cast<int>(rte_socket_id());
+  rte_hash* h = rte_hash_create(&p);
+  if (h == nullptr) return st.SkipWithError("rte_hash_create failed");
+  for (uint32_t i = 0; i < n; ++i) {
+    flat.put(keys[i], i);
+    rte_hash_add_key_data(h, &keys[i], reinterpret_cast<void*>(uintptr_t{i} + 1));
+  }
+  std::vector<uint64_t> order(keys);
+  std::shuffle(order.begin(), order.end(), rng);
+  constexpr unsigned kBurst = 32;
+  uint64_t found = 0, done = 0;
+  size_t at = 0;
+  for (auto _ : st) {
+    const uint64_t* k = &order[at];
+    if (table == kFlatMap) {
+      for (unsigned i = 0; i < kBurst; ++i) found += flat.find(k[i]) != nullptr;
+    } else if (table == kRteHash) {
+      for (unsigned i = 0; i < kBurst; ++i) {
+        void* v;
+        found += rte_hash_lookup_data(h, &k[i], &v) >= 0;
+      }
+    } else {
+      const void* kp[kBurst];
+      void* v[kBurst];
+      uint64_t hits = 0;
+      for (unsigned i = 0; i < kBurst; ++i) kp[i] = &k[i];
+      rte_hash_lookup_bulk_data(h, kp, kBurst, &hits, v);
+      found += static_cast<uint64_t>(__builtin_popcountll(hits));
+    }
+    done += kBurst;
+    at = at + 2 * kBurst <= order.size() ? at + kBurst : 0;
+  }
+  rte_hash_free(h);
+  if (found != done) st.SkipWithError("a key was not found");
+  st.SetItemsProcessed(static_cast<int64_t>(done));
+}
+BENCHMARK(BM_Lookup)
+    ->ArgNames({"flatmap_rtehash_bulk", "entries"})
+    ->ArgsProduct({{kFlatMap, kRteHash, kRteHashBulk}, {1024, 65536}});
 
 }  // namespace
 }  // namespace imago

@@ -36,6 +36,8 @@ struct ex_opts {
 	uint32_t group, members, from_oldest, nack;
 	double rate;
 	uint32_t idle_us;
+	const char *members_list, *order, *order_log; /* --members ID,ID,..; --order; --order-log */
+	uint32_t order_window;
 	/* After `--`: an imagod command line for an embedded attachment (argv[0] included). */
 	int node_argc;
 	char **node_argv;
@@ -97,7 +99,10 @@ static inline int ex_is_role(const char *a, const char *const roles[])
 /* @p roles: NULL-terminated; the third is the default (both sides in one process). */
 static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[], const char *help)
 {
-	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate --idle-us ";
+	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate "
+				     "--idle-us --order --order-window --order-log ";
+	static const char group_only[] = " --group --members --from-oldest --nack --rate --idle-us --order --order-window "
+					 "--order-log ";
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i], *v = NULL;
@@ -109,7 +114,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			o->node_argv[0] = argv[0];
 			break;
 		}
-		int theirs = strstr(" --group --members --from-oldest --nack --rate --idle-us ", key) != NULL;
+		int theirs = strstr(group_only, key) != NULL;
 		if (theirs && (o->own == NULL || strstr(o->own, key) == NULL))
 			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
 		if (a[0] == '-' && strstr(valued, key) != NULL) {
@@ -126,11 +131,15 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (!strcmp(a, "--hold")) o->hold = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--timeout")) o->timeout_s = strtod(v, NULL);
 		else if (!strcmp(a, "--group")) o->group = (uint32_t)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--members")) o->members = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--members")) /* N, or a list of node ids (N: the others) */
+			o->members = (uint32_t)strtoul(v, NULL, 0), o->members_list = strchr(v, ',') ? v : NULL;
 		else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
 		else if (!strcmp(a, "--nack")) o->nack = 1;
 		else if (!strcmp(a, "--rate")) o->rate = strtod(v, NULL);
 		else if (!strcmp(a, "--idle-us")) o->idle_us = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--order")) o->order = v;
+		else if (!strcmp(a, "--order-window")) o->order_window = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--order-log")) o->order_log = v;
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
 		else if (!strcmp(a, "--wait")) o->use_wait = 1;
 		else if (!strcmp(a, "--size")) {

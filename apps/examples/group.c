@@ -8,7 +8,11 @@
  * (embedded); `pub` and `sub` attach to an imagod (--secondary) or embed a node of their own
  * (`-- imagod options`), one process per node. `all` is many-to-many (NASA KSC's streams):
  * every node publishes at --rate and receives every other, and reports per source the
- * end-to-end delay (p50, p99) and throughput.
+ * end-to-end delay (p50, p99) and throughput. `all --order causal|total` opens an ordered
+ * group (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL) of the --members named: each message carries
+ * its source, its number and what its source had delivered of each member when it sent it,
+ * so every delivery's order is checked outside the library; --order-log writes the delivery
+ * order, to compare members' total orders.
  */
 #include "example.h"
 
@@ -25,6 +29,8 @@ static const char help[] =
 	"  --count N           messages to send (pub) or to expect from each source (sub) [100000]\n"
 	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
 	"  --members N         pub, all: send once N members joined (all: and expect N sources) [1]\n"
+	"  --members ID,ID,..  all: every member's node id, this node's among them (2..64): N is the\n"
+	"                      others; the order of the list indexes the vector each message carries\n"
 	"  --rate R            pub: at most R messages per second [0: as fast as the group takes]\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
 	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
@@ -33,13 +39,44 @@ static const char help[] =
 	"                      event reported (lost_silently), whatever the stream's kind\n"
 	"  --idle-us US        sleep US microseconds whenever a pass moved nothing (a core shared by\n"
 	"                      many nodes; with --run-to-completion the node waits too) [0: spin]\n"
+	"  --order fifo|causal|total  all: each source's own order only (fifo), or an ordered group\n"
+	"                      (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL) of the --members ID,ID,.. named;\n"
+	"                      every member gives the same --order, --members and --order-window;\n"
+	"                      not with --nack or --from-oldest. Sending starts once every member\n"
+	"                      joined. Each message then carries its source, its number (1, 2, ..)\n"
+	"                      and how many messages its source had delivered of each member when it\n"
+	"                      sent it: at least 44 + 4 x members bytes (a smaller --size grows to\n"
+	"                      that). Each delivery is checked: its source's next one, and nothing its\n"
+	"                      source had delivered (of this node: sent) before sending it missing\n"
+	"                      here; RESULT order_violations counts those that are not (any fails the\n"
+	"                      run). A member the group left out stops with an error [fifo]\n"
+	"  --order-window N    ordered: how many of a member's messages may be sent and not yet\n"
+	"                      delivered everywhere, 1..4096 [256]\n"
+	"  --order-log FILE    sub, all: write each delivered message as a line 'SRC SEQ' (SEQ 1, 2,\n"
+	"                      ..; the last, 'no more', is --count + 1), in delivery order, at the end.\n"
+	"                      A member's own messages are not delivered to it, so not in its log\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
-	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line.\n";
+	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line (all:\n"
+	"a pub and a sub one; the sub one has order, order_violations, the endpoint's order_held,\n"
+	"order_bad, order_records, order_departed and order_dropped at the end, and order_held_max, the most\n"
+	"order_held seen while it ran). Exit code 1 when a check failed.\n";
 
-enum { kMaxSources = 16, kMaxMembers = 64 };
+enum { kMaxSources = 64, kMaxMembers = 64 };
+
+/* An ordered group (--order causal|total): what a member knows to check the order itself. */
+struct order {
+	uint32_t flag;                /* IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL (0: fifo) */
+	uint32_t n, self;             /* members, and this node's index among them */
+	uint64_t ids[kMaxMembers];    /* --members, in its order: it indexes the vectors */
+	uint64_t count[kMaxMembers];  /* messages delivered of each member; at self: sent */
+	uint64_t last[kMaxMembers];   /* the number of the last one delivered of each */
+	uint64_t violations;
+};
 
 struct pub {
 	imago_ep_t *ep;
+	struct order *ord; /* NULL: fifo */
+	uint32_t slot;     /* bytes of scratch per message */
 	uint64_t next, bytes, t0, t1;
 	uint32_t joined, left, expired;
 	uint64_t expired_ids[kMaxMembers];
@@ -58,6 +95,10 @@ struct source {
 
 struct sub {
 	imago_ep_t *ep;
+	struct order *ord;     /* NULL: fifo */
+	uint64_t (*log)[2];    /* --order-log: (source, number) of each delivery, in order */
+	size_t n_log, cap_log, log_dropped; /* dropped: no memory (the log fails) */
+	uint64_t held_max;     /* ordered: the most order_held seen (sampled each pass) */
 	struct source src[kMaxSources];
 	unsigned n_src;
 	uint64_t t0, t1, own, delay_cap;
@@ -66,6 +107,66 @@ struct sub {
 };
 
 enum { kStampAt = EX_HDR, kStampMin = EX_HDR + 8 }; /* role all: send time after the header */
+/* Ordered: after the send time, the source (8 bytes), its number (8), the members (4), then
+ * per member a uint32_t: what the source had delivered of it (of itself: sent) before. */
+enum { kOrderAt = kStampMin, kOrderVec = kOrderAt + 20 };
+
+/* The bytes of message @p seq (EX_END: the last): at least what an ordered one carries. */
+static uint32_t msg_len(const struct ex_opts *o, const struct order *ord, uint64_t seq)
+{
+	uint32_t len = seq == EX_END ? EX_HDR : ex_size(o, seq), least = ord ? kOrderVec + 4 * ord->n : 0;
+	return len > least ? len : least;
+}
+
+/* Its number in its source's stream: 1, 2, .., and --count + 1 for the last. */
+static uint64_t msg_number(const struct ex_opts *o, uint64_t seq) { return seq == EX_END ? o->count + 1 : seq + 1; }
+
+static int order_index(const struct order *ord, uint64_t id)
+{
+	for (uint32_t k = 0; k < ord->n; ++k)
+		if (ord->ids[k] == id) return (int)k;
+	return -1;
+}
+
+/* Write the ordering part of message @p seq (before stamp(), which sums it too). */
+static void order_put(const struct order *ord, const struct ex_opts *o, uint8_t *buf, uint64_t seq)
+{
+	uint64_t num = msg_number(o, seq);
+	memcpy(buf + kOrderAt, &ord->ids[ord->self], 8);
+	memcpy(buf + kOrderAt + 8, &num, 8);
+	memcpy(buf + kOrderAt + 16, &ord->n, 4);
+	for (uint32_t k = 0; k < ord->n; ++k) {
+		uint32_t d = (uint32_t)(k == ord->self ? num - 1 : ord->count[k]);
+		memcpy(buf + kOrderVec + 4 * k, &d, 4);
+	}
+}
+
+/* One delivery of source @p src (an intact message): it must be its source's next, and
+ * whatever its source had delivered before sending it (of a third member, or of ours what we
+ * sent) must have been delivered here already. Anything else is a violation. */
+static void order_check(struct order *ord, uint64_t src, const uint8_t *data, uint32_t len)
+{
+	uint64_t id = 0, num = 0;
+	uint32_t n = 0;
+	if (len >= kOrderVec) {
+		memcpy(&id, data + kOrderAt, 8);
+		memcpy(&num, data + kOrderAt + 8, 8);
+		memcpy(&n, data + kOrderAt + 16, 4);
+	}
+	int s = order_index(ord, id);
+	if (s < 0 || s == (int)ord->self || id != src || n != ord->n || len < kOrderVec + 4 * n) {
+		ord->violations++;
+		return;
+	}
+	int bad = num != ord->last[s] + 1;
+	for (uint32_t k = 0; k < n; ++k) {
+		uint32_t d;
+		memcpy(&d, data + kOrderVec + 4 * k, 4);
+		bad |= k != (uint32_t)s && d > ord->count[k];
+	}
+	ord->violations += bad != 0;
+	ord->last[s] = num, ord->count[s]++;
+}
 
 static const char *kind_name(uint32_t k)
 {
@@ -116,15 +217,19 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 		room = due > p->next ? (unsigned)(due - p->next < 32 ? due - p->next : 32) : 0;
 	}
 	for (uint64_t s = p->next; n < room && s <= o->count; ++s, ++n) {
-		uint32_t len = s == o->count ? EX_HDR : ex_size(o, s);
-		void *buf = p->scratch + (size_t)n * o->size_max;
-		ex_fill(buf, s == o->count ? EX_END : s, len);
+		uint64_t seq = s == o->count ? EX_END : s;
+		uint32_t len = msg_len(o, p->ord, seq);
+		uint8_t *buf = (uint8_t *)p->scratch + (size_t)n * p->slot;
+		ex_fill(buf, seq, len);
+		if (p->ord) order_put(p->ord, o, buf, seq);
 		if (len >= kStampMin) stamp(buf, len);
 		iov[n] = (struct imago_iov){buf, len};
 	}
 	int k = imago_send_burst(p->ep, iov, n, 0);
+	if (k == -EAGAIN) k = 0; /* an ordered group not yet joined by every member, or its window */
 	for (int i = 0; i < k; ++i) p->bytes += p->next + (uint64_t)i < o->count ? iov[i].len : 0;
 	p->next += k > 0 ? (uint64_t)k : 0;
+	if (p->ord && k > 0) p->ord->count[p->ord->self] += (uint64_t)k;
 	if (!p->done && p->next > o->count) p->done = 1;
 	return k;
 }
@@ -150,8 +255,10 @@ static void sub_event(struct sub *s, const struct imago_group_event *e)
 	if (e->kind == IMAGO_GROUP_LOST) x->lost_reported += e->count, x->lost_since = 1;
 }
 
-/* Check one message of source @p x: the first one sets where its stream started here. */
-static void sub_message(struct source *x, const struct ex_opts *o, const uint8_t *data, uint32_t len)
+/* Check one message of source @p x: the first one sets where its stream started here.
+ * @return its number (msg_number()), 0 when it is corrupted. */
+static uint64_t sub_message(struct source *x, const struct ex_opts *o, const struct order *ord, const uint8_t *data,
+			    uint32_t len)
 {
 	uint64_t seq, sent;
 	if (x->delay_ns && len >= kStampMin && x->n_delay < o->count && ex_check(data, len, &seq) == 0) {
@@ -160,27 +267,54 @@ static void sub_message(struct source *x, const struct ex_opts *o, const uint8_t
 	}
 	if (x->t0 == 0) x->t0 = ex_now_ns();
 	x->t1 = ex_now_ns();
-	if (ex_check(data, len, &seq) < 0 || (seq != EX_END && (seq >= o->count || len != ex_size(o, seq)))) {
+	if (ex_check(data, len, &seq) < 0 || (seq != EX_END && (seq >= o->count || len != msg_len(o, ord, seq)))) {
 		x->bad++;
-		return;
+		return 0;
 	}
 	if (seq == EX_END) {
 		x->got_end = 1;
 		if (x->next != o->count && !x->lost_since) x->silent++;
 		x->lost += o->count - x->next;
 		x->next = o->count;
-		return;
+		return msg_number(o, seq);
 	}
 	if (x->delivered == 0 && x->next == 0) x->first = x->next = seq; /* joined late: starts here */
 	if (seq < x->next) {
 		x->dup++;
-		return;
+		return msg_number(o, seq);
 	}
 	x->lost += seq - x->next; /* a gap: never expected from imago, but after a LOST event */
 	if (seq != x->next && !x->lost_since) x->silent++;
 	x->lost_since = 0;
 	x->next = seq + 1;
 	x->delivered++, x->bytes += len;
+	return msg_number(o, seq);
+}
+
+/* --order-log: keep (source, number) of a delivery; written at the end. */
+static void log_delivery(struct sub *s, uint64_t src, uint64_t num)
+{
+	if (s->n_log == s->cap_log) {
+		size_t cap = s->cap_log ? 2 * s->cap_log : 4096;
+		void *grown = realloc(s->log, cap * sizeof *s->log);
+		if (grown == NULL) {
+			s->log_dropped++;
+			return;
+		}
+		s->log = grown, s->cap_log = cap;
+	}
+	s->log[s->n_log][0] = src, s->log[s->n_log][1] = num;
+	s->n_log++;
+}
+
+static int write_log(const struct sub *s, const char *path, const char *prog)
+{
+	if (s->log_dropped) return fprintf(stderr, "%s: no memory for %s\n", prog, path), -1;
+	FILE *f = fopen(path, "w");
+	for (size_t i = 0; f != NULL && i < s->n_log; ++i)
+		fprintf(f, "%llu %llu\n", (unsigned long long)s->log[i][0], (unsigned long long)s->log[i][1]);
+	if (f != NULL && fclose(f) == 0) return 0;
+	return fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno)), -1;
 }
 
 /* Read one burst of @p ep: the events of our own stream go to @p p, the rest to @p s. */
@@ -199,7 +333,10 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 		struct source *x = s != NULL ? source_of(s, m[i].src) : NULL;
 		if (x == NULL) continue;
 		if (s->t0 == 0) s->t0 = ex_now_ns();
-		sub_message(x, o, imago_msg_data(&m[i]), m[i].len);
+		const uint8_t *data = imago_msg_data(&m[i]);
+		uint64_t num = sub_message(x, o, s->ord, data, m[i].len);
+		if (num && s->ord) order_check(s->ord, m[i].src, data, m[i].len);
+		if (num && o->order_log) log_delivery(s, m[i].src, num);
 		s->t1 = ex_now_ns();
 	}
 	if (n > 0) imago_release(ep, m, (unsigned)n);
@@ -233,9 +370,17 @@ static void print_delay(struct source *x)
 	       (double)x->delay_ns[x->n_delay - 1] / 1e3, (double)x->delivered / s);
 }
 
-static imago_ep_t *open_group(imago_t *im, const struct ex_opts *o, uint64_t node, uint32_t flags, const char *prog)
+static const char *order_name(const struct order *ord)
+{
+	return ord == NULL ? "fifo" : ord->flag == IMAGO_GROUP_CAUSAL ? "causal" : "total";
+}
+
+/* @p ord: open an ordered group of its members (NULL: fifo). */
+static imago_ep_t *open_group(imago_t *im, const struct ex_opts *o, uint64_t node, uint32_t flags,
+			      const struct order *ord, const char *prog)
 {
 	struct imago_group_opts go = {.local_node = node, .flags = flags};
+	if (ord) go.flags |= ord->flag, go.members = ord->ids, go.n_members = ord->n, go.order_window = o->order_window;
 	imago_ep_t *ep = NULL;
 	int rc = imago_group_open(im, o->group, &go, &ep);
 	if (rc < 0) {
@@ -243,8 +388,8 @@ static imago_ep_t *open_group(imago_t *im, const struct ex_opts *o, uint64_t nod
 			strerror(-rc));
 		return NULL;
 	}
-	printf("READY group %u node %llu %s\n", o->group, (unsigned long long)node,
-	       flags & IMAGO_GROUP_SEND ? "send" : "receive");
+	printf("READY group %u node %llu %s%s%s\n", o->group, (unsigned long long)node,
+	       flags & IMAGO_GROUP_SEND ? "send" : "receive", ord ? " order " : "", ord ? order_name(ord) : "");
 	fflush(stdout);
 	return ep;
 }
@@ -286,6 +431,18 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 	       (unsigned long long)ns.group_repair_frames, sent ? cpu_ns / (double)sent : 0.0);
 }
 
+/* The sub RESULT's order part: the application's check, and the endpoint's ordering counters. */
+static void print_order(const struct sub *s)
+{
+	struct imago_ep_stats st = {0};
+	imago_stats(s->ep, &st);
+	printf(",\"order\":\"%s\",\"order_violations\":%llu,\"order_held\":%llu,\"order_held_max\":%llu,"
+	       "\"order_bad\":%llu,\"order_records\":%llu,\"order_departed\":%llu,\"order_dropped\":%llu",
+	       order_name(s->ord), (unsigned long long)(s->ord ? s->ord->violations : 0), (unsigned long long)st.order_held,
+	       (unsigned long long)s->held_max, (unsigned long long)st.order_bad, (unsigned long long)st.order_records,
+	       (unsigned long long)st.order_departed, (unsigned long long)st.order_dropped);
+}
+
 static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node, imago_t *im)
 {
 	struct imago_node_stats ns = node_stats(im, node);
@@ -311,18 +468,99 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 	printf(",\"lost\":%llu,\"lost_reported\":%llu,\"lost_silently\":%llu", (unsigned long long)lost,
 	       (unsigned long long)reported, (unsigned long long)silent);
 	printf(",\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu,\"frames_rejected\":%llu,"
-	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu}\n",
+	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu",
 	       (unsigned long long)dup, (unsigned long long)bad, (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,
 	       (unsigned long long)ns.group_nacks_sent);
+	print_order(s);
+	printf("}\n");
 	/* Every gap must have come after a LOST event (only a NACK stream has them, when its
 	 * source freed what this node still lacked): a silent one is a failure. */
-	return silent != 0 || dup || bad || s->n_src == 0;
+	return silent != 0 || dup || bad || s->n_src == 0 || (s->ord && s->ord->violations);
+}
+
+/* --members ID,ID,..: @return 0, or -1 (not 2..kMaxMembers numbers). */
+static int parse_members(const char *list, struct order *ord)
+{
+	char *end;
+	for (const char *c = list; *c; c = *end == ',' ? end + 1 : end) {
+		if (ord->n == kMaxMembers) return -1;
+		ord->ids[ord->n++] = strtoull(c, &end, 0);
+		if (end == c || (*end != ',' && *end != '\0')) return -1;
+	}
+	return ord->n >= 2 ? 0 : -1;
+}
+
+/* --order, --members ID,ID,.., --order-window, --order-log. @return 0, or 2 (said why). */
+static int order_opts(struct ex_opts *o, struct order *ord, int all, const char *prog)
+{
+	const char *m = o->order ? o->order : "fifo";
+	ord->flag = !strcmp(m, "causal") ? IMAGO_GROUP_CAUSAL : !strcmp(m, "total") ? IMAGO_GROUP_TOTAL : 0;
+	if (ord->flag == 0 && strcmp(m, "fifo")) return fprintf(stderr, "%s: --order is fifo, causal or total\n", prog), 2;
+	if (o->members_list && parse_members(o->members_list, ord) < 0)
+		return fprintf(stderr, "%s: --members ID,ID,..: 2..%d node ids\n", prog, kMaxMembers), 2;
+	if (o->members_list) o->members = ord->n - 1;
+	if (ord->flag && (!all || !o->members_list || o->count >= UINT32_MAX))
+		return fprintf(stderr, "%s: --order %s needs role all, --members ID,ID,.. and --count < 2^32 - 1\n", prog,
+			       m), 2;
+	if (!ord->flag && o->order_window)
+		return fprintf(stderr, "%s: --order-window needs --order causal or total\n", prog), 2;
+	if (o->order_log && !strcmp(o->role, "pub")) return fprintf(stderr, "%s: --order-log is for sub and all\n", prog), 2;
+	return 0;
+}
+
+/* Find this node among --members. @return 0, or -1 (said why). */
+static int order_self(struct order *ord, uint64_t own, const char *prog)
+{
+	int k = order_index(ord, own);
+	if (k < 0) fprintf(stderr, "%s: --members does not name this node (%llu)\n", prog, (unsigned long long)own);
+	ord->self = k < 0 ? 0 : (uint32_t)k;
+	return k < 0 ? -1 : 0;
+}
+
+/* Send and receive until done: @return 0, or a negative errno (a timeout, a failed send or
+ * receive: -ECONNRESET when an ordered group left this node out). */
+static int run(imago_t *im, struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub, int do_sub)
+{
+	int all = p->ep != NULL && p->ep == s->ep, finished = 0, inline_engines = 1, rc = 0;
+	uint64_t last = ex_now_ns(), seen = 0;
+	while (!ex_stop && rc >= 0 && !finished) {
+		struct imago_ep_stats st = {0};
+		/* Embedded with --run-to-completion, this thread drives the node too. */
+		int work = inline_engines ? imago_engine_poll(im) : 0;
+		if (work == -ENOTSUP) inline_engines = 0, work = 0;
+		if (do_pub) {
+			if (!all) work += read_ring(p->ep, p, NULL, o);
+			imago_stats(p->ep, &st);
+			if (st.order_held > s->held_max) s->held_max = st.order_held;
+			if (st.group_members >= o->members && p->t0 == 0) p->t0 = ex_now_ns();
+			if (p->t0 != 0 && !p->done) work += rc = pub_step(p, o);
+		}
+		if (rc >= 0 && do_sub) work += rc = read_ring(s->ep, all ? p : NULL, s, o);
+		if (work == 0 && o->idle_us > 0) { /* nothing moved: leave the core to others a while */
+			struct timespec nap = {0, (long)o->idle_us * 1000};
+			nanosleep(&nap, NULL);
+		}
+		/* The publisher is done once every member holds every message (closing loses none):
+		 * in an ordered group, once they are delivered everywhere (order_pending), and then
+		 * once the stream has nothing unacknowledged, its ordering records included. */
+		uint64_t taken = st.msgs_sent >= st.order_records ? st.msgs_sent - st.order_records : 0;
+		int pub_idle = !do_pub || (p->done && taken >= o->count + 1 && st.order_pending == 0 &&
+					   st.group_pending == 0);
+		if (do_pub && pub_idle && p->t1 == 0) p->t1 = ex_now_ns(); /* every member has everything */
+		finished = pub_idle && (!do_sub || s->done);
+		uint64_t now = ex_now_ns(), progress = p->next + st.msgs_sent + p->joined + s->t1;
+		if (progress != seen) seen = progress, last = now;
+		else if (o->timeout_s > 0 && (double)(now - last) > o->timeout_s * 1e9) rc = -ETIMEDOUT;
+	}
+	return rc < 0 ? rc : 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct ex_opts o = {.count = 100000, .size_min = 64, .size_max = 64, .group = 7, .members = 1,
-			    .own = " --group --members --from-oldest --nack --rate --idle-us "};
+			    .own = " --group --members --from-oldest --nack --rate --idle-us --order --order-window "
+				   "--order-log "};
+	struct order ord = {0};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
 	if (o.group == 0) return fprintf(stderr, "%s: --group must be 1..4294967295\n", argv[0]), 2;
@@ -330,10 +568,14 @@ int main(int argc, char **argv)
 	if (all && o.size_min < kStampMin)
 		return fprintf(stderr, "%s: all needs --size >= %u (the send time travels in each message)\n", argv[0],
 			       (unsigned)kStampMin), 2;
+	if ((rc = order_opts(&o, &ord, all, argv[0])) != 0) return rc;
 	imago_t *im;
 	if (ex_attach(&o, argv[0], &im) < 0) return 1;
-	struct pub p = {.scratch = malloc((size_t)32 * o.size_max)};
-	struct sub s = {.want_sources = all ? o.members : 0, .delay_cap = all ? o.count : 0};
+	struct pub p = {.ord = ord.flag ? &ord : NULL};
+	struct sub s = {.ord = p.ord, .want_sources = all ? o.members : 0, .delay_cap = all ? o.count : 0};
+	uint32_t least = msg_len(&o, p.ord, EX_END); /* an ordered message's least size */
+	p.slot = o.size_max > least ? o.size_max : least;
+	p.scratch = malloc((size_t)32 * p.slot);
 	/* One side: --node, or the attachment's first node (sub: its second, when it serves two).
 	 * Both: its first two (1 and 2). */
 	int both = do_pub && do_sub && !all;
@@ -341,52 +583,30 @@ int main(int argc, char **argv)
 	uint64_t own = o.node ? o.node : imago_node_id(im, deflt);
 	uint64_t pub_node = both ? imago_node_id(im, 0) : own, sub_node = both ? imago_node_id(im, 1) : own;
 	s.own = sub_node;
+	rc = 2;
+	if (p.ord && order_self(&ord, own, argv[0]) < 0) goto out;
 	rc = 1;
 	uint32_t sub_flags = IMAGO_GROUP_RECV | (o.from_oldest ? IMAGO_GROUP_FROM_OLDEST : 0);
 	uint32_t pub_flags = IMAGO_GROUP_SEND | (o.nack ? IMAGO_GROUP_NACK : 0);
 	if (all) { /* one endpoint, both ways */
-		if (!(p.ep = s.ep = open_group(im, &o, pub_node, pub_flags | sub_flags, argv[0]))) goto out;
+		if (!(p.ep = s.ep = open_group(im, &o, pub_node, pub_flags | sub_flags, p.ord, argv[0]))) goto out;
 	} else {
-		if (do_sub && !(s.ep = open_group(im, &o, sub_node, sub_flags, argv[0]))) goto out;
-		if (do_pub && !(p.ep = open_group(im, &o, pub_node, pub_flags, argv[0]))) goto out;
+		if (do_sub && !(s.ep = open_group(im, &o, sub_node, sub_flags, NULL, argv[0]))) goto out;
+		if (do_pub && !(p.ep = open_group(im, &o, pub_node, pub_flags, NULL, argv[0]))) goto out;
 	}
-	uint64_t last = ex_now_ns(), seen = 0;
-	int finished = 0, inline_engines = 1;
-	rc = 0;
-	while (!ex_stop && rc >= 0 && !finished) {
-		struct imago_ep_stats st = {0};
-		/* Embedded with --run-to-completion, this thread drives the node too. */
-		int work = inline_engines ? imago_engine_poll(im) : 0;
-		if (work == -ENOTSUP) inline_engines = 0, work = 0;
-		if (do_pub) {
-			if (!all) work += read_ring(p.ep, &p, NULL, &o);
-			imago_stats(p.ep, &st);
-			if (st.group_members >= o.members && p.t0 == 0) p.t0 = ex_now_ns();
-			if (p.t0 != 0 && !p.done) work += rc = pub_step(&p, &o);
-		}
-		if (rc >= 0 && do_sub) work += rc = read_ring(s.ep, all ? &p : NULL, &s, &o);
-		if (work == 0 && o.idle_us > 0) { /* nothing moved: leave the core to others a while */
-			struct timespec nap = {0, (long)o.idle_us * 1000};
-			nanosleep(&nap, NULL);
-		}
-		/* The publisher is done once every member holds every message (closing loses none). */
-		int pub_idle = !do_pub || (p.done && st.msgs_sent == o.count + 1 && st.group_pending == 0);
-		if (do_pub && pub_idle && p.t1 == 0) p.t1 = ex_now_ns(); /* every member has everything */
-		finished = pub_idle && (!do_sub || s.done);
-		uint64_t now = ex_now_ns(), progress = p.next + st.msgs_sent + p.joined + s.t1;
-		if (progress != seen) seen = progress, last = now;
-		else if (o.timeout_s > 0 && (double)(now - last) > o.timeout_s * 1e9) rc = -ETIMEDOUT;
-	}
+	rc = run(im, &p, &s, &o, do_pub, do_sub);
 	if (rc < 0) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
 	int bad = 0;
 	if (do_pub) print_pub(&p, &o, pub_node, im);
 	if (do_sub) bad = print_sub(&s, &o, sub_node, im);
 	fflush(stdout);
+	if (o.order_log && write_log(&s, o.order_log, argv[0]) < 0) bad = 1;
 	rc = rc < 0 || bad ? 1 : 0;
 out:
 	imago_detach(im);
 	free(p.scratch);
+	free(s.log);
 	for (unsigned i = 0; i < s.n_src; ++i) free(s.src[i].delay_ns);
 	return rc;
 }

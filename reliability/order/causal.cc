@@ -17,7 +17,7 @@ int CausalOrder::init(std::span<const NodeId> members, NodeId self, uint32_t per
   self_ = static_cast<uint32_t>(it - members_.begin());
   const size_t w = members_.size();
   v_.assign(w, 0), offered_.assign(w, 0);
-  head_.assign(w, kNone), tail_.assign(w, kNone), share_.assign(w, 0);
+  head_.assign(w, kNone), tail_.assign(w, kNone), share_.assign(w, 0), gone_.assign(w, 0);
   per_source_ = per_source;
   const auto holdback = static_cast<uint32_t>(per_source * (w - 1 ? w - 1 : 1));
   pool_.assign(holdback, Held{0, kNone});
@@ -42,8 +42,16 @@ bool CausalOrder::deliverable(uint32_t src, uint32_t h) const {
   // it depends on still undelivered here.
   const uint32_t* vt = vt_of(h);
   if (vt[src] != v_[src] + 1) return false;
+  // A member that left: once what we got of it is delivered, nothing more of it will come.
   for (uint32_t k = 0; k < members_.size(); ++k)
-    if (k != src && vt[k] > v_[k]) return false;
+    if (k != src && vt[k] > v_[k] && !(gone_[k] && head_[k] == kNone)) return false;
+  return true;
+}
+
+bool CausalOrder::gone(NodeId n) {
+  const int s = slot_of(n);
+  if (s < 0 || static_cast<uint32_t>(s) == self_) return false;
+  gone_[static_cast<size_t>(s)] = 1;
   return true;
 }
 

@@ -66,6 +66,22 @@ class CausalOrder {
   template <typename F>
   uint32_t drain(F&& fn);
 
+  /** Take back the last stamp(): the message it was for was not sent after all. */
+  void unstamp() { --v_[self_]; }
+  /**
+   * Member @p n left (its stream ended here, or it was expired): its messages held here are
+   * still delivered in order, and once they are, nothing waits for more of its (those never
+   * come). @return false if @p n is no member (or is this node).
+   */
+  bool gone(NodeId n);
+  /** @return how many of member @p n's messages were delivered here (ours: sent), or 0. */
+  uint32_t delivered(NodeId n) const {
+    const int s = slot_of(n);
+    return s < 0 ? 0 : v_[static_cast<size_t>(s)];
+  }
+  /** @return this view's members, sorted (slot order: a stamp's entries follow it). */
+  std::span<const NodeId> members() const { return members_; }
+
   /** @return messages held back now. */
   uint32_t held() const { return held_; }
   const CausalCounters& counters() const { return c_; }
@@ -90,6 +106,7 @@ class CausalOrder {
   std::vector<uint32_t> stamps_;   ///< each held message's stamp, width() entries
   std::vector<uint32_t> head_, tail_;  ///< per slot: its held messages, oldest first
   std::vector<uint32_t> share_;        ///< per slot: its messages held now
+  std::vector<uint8_t> gone_;          ///< per slot: left the view (gone())
   uint32_t per_source_ = 0;
   uint32_t free_ = kNone;
   uint32_t held_ = 0;

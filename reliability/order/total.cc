@@ -30,6 +30,15 @@ TotalOrder::Src* TotalOrder::find(NodeId n) {
   return it == srcs_.end() || it->id != n ? nullptr : &*it;
 }
 
+uint64_t TotalOrder::own_pending() const {
+  const auto it = std::lower_bound(srcs_.begin(), srcs_.end(), self_, [](const Src& x, NodeId v) { return x.id < v; });
+  return it->arrived - it->delivered;
+}
+
+bool TotalOrder::may_send() const { return own_pending() < window_; }
+
+bool TotalOrder::in_view(NodeId n) const { return std::binary_search(members_.begin(), members_.end(), n); }
+
 uint32_t TotalOrder::index(const Src& x) const { return static_cast<uint32_t>(&x - srcs_.data()); }
 
 bool TotalOrder::push(Src& x, uint64_t handle) {
@@ -55,10 +64,12 @@ bool TotalOrder::on_data(NodeId src, uint64_t handle) {
   Src* x = find(src);
   if (x == nullptr || src == self_) {
     ++c_.bad;
-    return true;  // dropped
+    dropped_.push_back(handle);
+    return true;
   }
   if (x->closed) {  // gone from the view, and past what was numbered before it went
     ++c_.dropped_departed;
+    dropped_.push_back(handle);
     return true;
   }
   return on_message(*x, handle);

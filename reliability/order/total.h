@@ -88,6 +88,21 @@ class TotalOrder {
   template <typename F>
   uint32_t drain(F&& fn);
 
+  /** Hand over, through @p fn(handle), the messages dropped since the last call: offered
+   *  for no member, or of a departed member past what a new epoch kept of it (never
+   *  delivered anywhere). The caller frees them. */
+  template <typename F>
+  void take_dropped(F&& fn) {
+    for (uint64_t h : dropped_) fn(h);
+    dropped_.clear();
+  }
+  /** @return our messages sent and not yet delivered here (not yet stable everywhere). */
+  uint64_t own_pending() const;
+  /** @return whether sent() would take our next message now (flow control). */
+  bool may_send() const;
+  /** @return whether @p n is in our view now. */
+  bool in_view(NodeId n) const;
+
   bool sequencer() const { return members_.front() == self_; }
   uint32_t epoch() const { return epoch_; }
   const TotalCounters& counters() const { return c_; }
@@ -142,6 +157,7 @@ class TotalOrder {
   bool flushing_ = false;
   uint32_t flush_epoch_ = 0;
   std::vector<TotalCtl> reps_;   ///< per srcs_ index: its FLUSH_REP (kind 0: none yet)
+  std::vector<uint64_t> dropped_;  ///< handles for take_dropped()
   TotalCounters c_;
 };
 

@@ -75,6 +75,7 @@ void TotalOrder::install(NodeId seq, uint32_t epoch, uint64_t h) {
     if (x.live || x.closed) continue;
     const uint64_t keep = x.ordered - x.delivered;  // a departed source: the rest never comes
     c_.dropped_departed += x.arrived - x.ordered;
+    for (uint64_t i = keep; i < x.q_len; ++i) dropped_.push_back(x.q[(x.q_head + i) % x.q.size()]);
     x.q_len = static_cast<uint32_t>(std::min<uint64_t>(x.q_len, keep));
     x.arrived = x.ordered, x.closed = true;
   }

@@ -336,6 +336,102 @@ TEST(Group, ANackStreamNeverWaitsForAMemberAndReportsWhatItCouldNotRepair) {
   EXPECT_EQ(imago_close(rx), 0);
 }
 
+imago_ep_t* open_ordered(uint32_t g, uint64_t node, uint32_t order, const uint64_t* members, uint32_t n,
+                         uint32_t window, int* rc) {
+  imago_group_opts o{node, 0, IMAGO_GROUP_SEND | IMAGO_GROUP_RECV | order, members, n, window};
+  imago_ep_t* ep = nullptr;
+  *rc = imago_group_open(g_im, g, &o, &ep);
+  return *rc == 0 ? ep : nullptr;
+}
+
+TEST(Group, OrderedGroupOptionsAreChecked) {
+  const uint64_t both[] = {1, 2}, twice[] = {1, 1}, without[] = {2, 3}, huge[] = {1, 1ull << 33};
+  int rc;
+  const uint32_t c = IMAGO_GROUP_CAUSAL;
+  EXPECT_EQ(open_ordered(30, 1, c, nullptr, 2, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);
+  EXPECT_EQ(open_ordered(30, 1, c, both, 1, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // fewer than two
+  EXPECT_EQ(open_ordered(30, 1, c, twice, 2, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // repeated
+  EXPECT_EQ(open_ordered(30, 1, c, huge, 2, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // not a node id
+  EXPECT_EQ(open_ordered(30, 1, c, without, 2, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // this node not among them
+  EXPECT_EQ(open_ordered(30, 1, c | IMAGO_GROUP_TOTAL, both, 2, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // both orders
+  EXPECT_EQ(open_ordered(30, 1, c, both, 2, 5000, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);  // window
+  EXPECT_EQ(open_ordered(30, 1, c | IMAGO_GROUP_NACK, both, 2, 0, &rc), nullptr);
+  EXPECT_EQ(rc, -EINVAL);
+  imago_group_opts o{1, 0, IMAGO_GROUP_SEND | IMAGO_GROUP_CAUSAL, both, 2, 0};
+  imago_ep_t* ep = nullptr;
+  EXPECT_EQ(imago_group_open(g_im, 30, &o, &ep), -EINVAL);  // SEND without RECV
+  o = imago_group_opts{1, 0, IMAGO_GROUP_SEND | IMAGO_GROUP_RECV, both, 2, 0};
+  EXPECT_EQ(imago_group_open(g_im, 30, &o, &ep), -EINVAL);  // members without an order
+  ep = open_ordered(30, 1, c, both, 2, 0, &rc);  // and the failures above left nothing open
+  ASSERT_NE(ep, nullptr) << rc;
+  EXPECT_EQ(imago_close(ep), 0);
+}
+
+/** Both nodes of the pair open ordered group @p g and send each other kN messages of every
+ *  tier while they receive: each gets the other's, whole, in order, once, headers removed. */
+void ordered_exchange(uint32_t g, uint32_t order) {
+  constexpr uint32_t kN = 3000;
+  const uint64_t members[] = {2, 1};
+  int rc;
+  imago_ep_t* a = open_ordered(g, 1, order, members, 2, 16, &rc);
+  ASSERT_NE(a, nullptr) << rc;
+  const std::vector<uint8_t> first = message(0, size_of(0));
+  EXPECT_EQ(imago_send(a, first.data(), 0, 0), -EAGAIN);  // node 2 has not joined
+  void* buf = nullptr;
+  EXPECT_EQ(imago_buf_alloc(a, 64, &buf), -ENOTSUP);
+  imago_ep_t* b = open_ordered(g, 2, order, members, 2, 16, &rc);
+  ASSERT_NE(b, nullptr) << rc;
+  EXPECT_LT(imago_max_message(a), imago_max_message(b) + 1);
+  imago_ep_t* ep[2] = {a, b};
+  Got got[2];
+  uint32_t sent[2] = {0, 0};
+  auto messages_from = [](const Got& g, uint64_t src) {
+    uint32_t s = 0;
+    for (const Got::Item& i : g.items) {
+      if (i.event) continue;
+      EXPECT_EQ(i.src, src);
+      EXPECT_EQ(i.bytes, message(s, size_of(s))) << "message " << s << " from " << src;
+      ++s;
+    }
+    return s;
+  };
+  const auto end = Clock::now() + 20s;
+  while (Clock::now() < end && !(sent[0] == kN && sent[1] == kN && messages_from(got[0], 2) == kN &&
+                                 messages_from(got[1], 1) == kN)) {
+    for (int i = 0; i < 2; ++i) {
+      for (int k = 0; k < 8 && sent[i] < kN; ++k) {
+        const std::vector<uint8_t> m = message(sent[i], size_of(sent[i]));
+        rc = imago_send(ep[i], m.data(), static_cast<uint32_t>(m.size()), 0);
+        ASSERT_TRUE(rc == 0 || rc == -EAGAIN) << rc;
+        if (rc != 0) break;
+        ++sent[i];
+      }
+      ASSERT_GE(drain_once(ep[i], got[i]), 0);
+    }
+  }
+  EXPECT_EQ(messages_from(got[0], 2), kN);
+  EXPECT_EQ(messages_from(got[1], 1), kN);
+  imago_ep_stats st{};
+  ASSERT_EQ(imago_stats(a, &st), 0);
+  EXPECT_EQ(st.order_bad, 0u);
+  EXPECT_EQ(st.order_held, 0u);
+  if (order == IMAGO_GROUP_TOTAL) {
+    EXPECT_GT(st.order_records, 0u);  // numbers and holds
+  }
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
+}
+
+TEST(Group, CausalGroupBetweenTwoNodes) { ordered_exchange(31, IMAGO_GROUP_CAUSAL); }
+TEST(Group, TotalGroupBetweenTwoNodes) { ordered_exchange(32, IMAGO_GROUP_TOTAL); }
+
 }  // namespace
 
 // Arguments after the test's own go to the library: the same suite runs on two networks

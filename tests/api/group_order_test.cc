@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// An ordered group endpoint's ordering (api/group_order.h) without EAL: members whose streams
+// are FIFO per source and interleaved at random at each receiver, sends refused at random (a
+// full ring), members crashing mid-stream (their streams cut, then ENDED), and hostile
+// records. Each message carries what its sender had delivered, so the test checks causal
+// order itself; total order's members must agree on one sequence; nothing is lost or
+// delivered twice, and every buffer comes back once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tests/api/order_net.h"
+
+namespace {
+
+using namespace imago::api::test;
+
+/** The application's payload: its seq and what it had delivered of each member. */
+std::vector<uint8_t> payload(const Member& me) {
+  std::vector<uint8_t> p(4 + 4 * me.delivered.size());
+  const uint32_t seq = me.sent_msgs + 1;
+  std::memcpy(p.data(), &seq, 4);
+  std::memcpy(p.data() + 4, me.delivered.data(), 4 * me.delivered.size());
+  return p;
+}
+
+void check(Net& net, Member& me, imago_msg& d, const std::vector<bool>& crashed) {
+  if (d.flags & IMAGO_MSG_F_EVENT) return;
+  const auto* p = static_cast<const uint8_t*>(imago_msg_data(&d));
+  const uint32_t s = static_cast<uint32_t>(d.src) - 1;
+  ASSERT_EQ(d.len, 4 + 4 * me.delivered.size());
+  uint32_t seq;
+  std::memcpy(&seq, p, 4);
+  std::vector<uint32_t> dep(me.delivered.size());
+  std::memcpy(dep.data(), p + 4, 4 * dep.size());
+  if (seq != me.delivered[s] + 1) ++net.violations;  // FIFO per source, once each
+  for (uint32_t k = 0; k < dep.size(); ++k) {
+    if (k == s || crashed[k]) continue;  // a crashed member's lost messages are waived
+    if (k == me.slot ? dep[k] > me.sent_msgs : dep[k] > me.delivered[k]) ++net.violations;
+  }
+  me.delivered[s] = seq;
+  me.log.emplace_back(static_cast<NodeId>(d.src), seq);
+}
+
+void receive(Net& net, Member& me, const std::vector<bool>& crashed) {
+  imago_msg out[8];
+  const unsigned want = 1 + static_cast<unsigned>(net.rng() % 8);
+  const int n = me.g.receive(out, want, [&me](imago_msg* in, unsigned max) { return pull(me, in, max); });
+  ASSERT_GE(n, 0);
+  for (int i = 0; i < n; ++i) {
+    check(net, me, out[i], crashed);
+    give_back(net, out[i]);
+  }
+}
+
+bool send_one(Member& me) {
+  uint8_t head[order::kMaxRecord];
+  if (me.g.prepare(head) != 0) return false;
+  const std::vector<uint8_t> body = payload(me);
+  const int rc = me.send({head, me.g.head_len()}, body);
+  me.g.sent(rc == 0);
+  if (rc == 0) ++me.sent_msgs;
+  return rc == 0;
+}
+
+/** Cut @p x's streams at a random point at every member, then tell them it ended. */
+void crash(Net& net, Member& x) {
+  x.crashed = true;
+  for (auto& o : net.m) {
+    if (o.get() == &x) continue;
+    auto& q = o->in[x.slot];
+    const size_t keep = q.empty() ? 0 : net.rng() % (q.size() + 1);
+    while (q.size() > keep) give_back(net, q.back()), q.pop_back();
+    q.push_back(event(IMAGO_GROUP_ENDED, x.id, o->id, IMAGO_GROUP_END_GONE));
+  }
+}
+
+void forge(Net& net, Member& to) {
+  uint8_t junk[40];
+  for (uint8_t& b : junk) b = static_cast<uint8_t>(net.rng());
+  junk[0] = order::kMagic;
+  const uint32_t s = static_cast<uint32_t>(net.rng() % net.m.size());
+  if (s != to.slot && !net.m[s]->crashed) {
+    imago_msg d = make(net, net.ids[s], {junk, 1 + net.rng() % sizeof junk}, {});
+    to.in[s].push_back(d);  // in a member's name: bad, or a record that must do no harm
+  }
+}
+
+struct Tally {
+  uint64_t delivered = 0, sent = 0, bad = 0;
+};
+
+Tally run(uint64_t seed, order::Mode mode, uint32_t n, bool crashes, bool hostile) {
+  Net net;
+  net.rng.seed(seed);
+  Tally r;
+  if (!build(net, n, mode, 1 + static_cast<uint32_t>(net.rng() % 16))) {
+    ADD_FAILURE() << "init";
+    return r;
+  }
+  const uint32_t per = 200;
+  std::vector<bool> crashed(n, false);
+  for (int step = 0; step < 200000; ++step) {
+    Member& me = *net.m[net.rng() % n];
+    if (me.crashed) continue;
+    if (crashes && step == 3000 && !crashed[1]) crashed[1] = true, crash(net, *net.m[1]);
+    if (hostile && net.chance(0.002) && mode == order::Mode::kCausal) forge(net, me);
+    if (me.sent_msgs < per && net.chance(0.5)) {
+      send_one(me);
+    } else {
+      receive(net, me, crashed);
+    }
+    bool done = true;
+    for (auto& x : net.m)
+      if (!x->crashed) {
+        for (uint32_t s = 0; s < n; ++s)
+          if (s != x->slot && !net.m[s]->crashed && x->delivered[s] < per) done = false;
+        if (x->sent_msgs < per) done = false;
+      }
+    if (done) break;
+  }
+  EXPECT_EQ(net.violations, 0u) << "seed " << seed;
+  for (auto& x : net.m) {
+    if (x->crashed) continue;
+    for (uint32_t s = 0; s < n; ++s)
+      if (s != x->slot && !net.m[s]->crashed) {
+        EXPECT_EQ(x->delivered[s], per) << "seed " << seed << " member " << x->id << " from " << s + 1;
+      }
+    r.delivered += x->log.size(), r.sent += x->sent_msgs, r.bad += x->g.counters().bad;
+  }
+  if (mode == order::Mode::kTotal) {
+    // One order: a's sequence without b's messages is b's without a's.
+    for (auto& a : net.m)
+      for (auto& b : net.m) {
+        if (a->crashed || b->crashed || a == b) continue;
+        std::vector<std::pair<NodeId, uint32_t>> x, y;
+        for (auto& e : a->log) if (e.first != b->id) x.push_back(e);
+        for (auto& e : b->log) if (e.first != a->id) y.push_back(e);
+        EXPECT_EQ(x, y) << "seed " << seed << " members " << a->id << ", " << b->id;
+      }
+  }
+  close_all(net);
+  EXPECT_EQ(net.buffers, 0u) << "seed " << seed << ": buffers not given back";
+  return r;
+}
+
+TEST(GroupOrder, CausalOrderHoldsAcrossSourcesEveryMessageOnce) {
+  Tally sum;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const Tally r = run(seed, order::Mode::kCausal, 2 + seed % (kMaxN - 1), false, false);
+    sum.delivered += r.delivered;
+  }
+  EXPECT_GT(sum.delivered, 0u);
+}
+
+TEST(GroupOrder, TotalOrderIsOneSequenceEveryMessageOnce) {
+  for (uint64_t seed = 100; seed <= 160; ++seed) run(seed, order::Mode::kTotal, 2 + seed % (kMaxN - 1), false, false);
+}
+
+TEST(GroupOrder, ACrashedMemberLeavesAndTheOthersGoOn) {
+  for (uint64_t seed = 200; seed <= 240; ++seed) {
+    run(seed, order::Mode::kCausal, 3 + seed % 3, true, false);
+    run(seed, order::Mode::kTotal, 3 + seed % 3, true, false);
+  }
+}
+
+TEST(GroupOrder, ForgedRecordsAreDroppedAndCountedNeverDelivered) {
+  uint64_t bad = 0;
+  for (uint64_t seed = 300; seed <= 330; ++seed) bad += run(seed, order::Mode::kCausal, 3, false, true).bad;
+  EXPECT_GT(bad, 0u);
+}
+
+TEST(GroupOrder, OptionsAreChecked) {
+  Member m;
+  const NodeId two[] = {1, 2};
+  const NodeId one[] = {1};
+  EXPECT_EQ(m.g.init(order::Mode::kCausal, one, 1, 4, 8, &m), -EINVAL);
+  EXPECT_EQ(m.g.init(order::Mode::kCausal, two, 3, 4, 8, &m), -EINVAL);  // not a member
+  EXPECT_EQ(m.g.init(order::Mode::kTotal, two, 1, 0, 8, &m), -EINVAL);
+  EXPECT_EQ(m.g.init(order::Mode::kTotal, two, 1, 4, 8, nullptr), -EINVAL);
+  EXPECT_EQ(m.g.init(order::Mode::kTotal, two, 2, 4, 8, &m), 0);
+  uint8_t head[order::kMaxRecord];
+  EXPECT_EQ(m.g.prepare(head), -EAGAIN);  // member 1 has not joined our stream
+}
+
+}  // namespace
