@@ -8,7 +8,8 @@
  * returner. The lender writes an owner pointer into a free slot and passes the loan's id
  * along with the buffer; the returner takes it back with a compare-and-swap. Whoever wins
  * the swap frees the buffer, so a reclaim after the returner died frees every buffer exactly
- * once (at worst one buffer leaks if it dies between the swap and the free).
+ * once (a returner that dies between the swap and the free is finished by the reclaim from
+ * its slot's ReturnJournal, return_journal.h).
  *
  * A loan id is a slot index and that slot's generation, which grows at every loan: ids and
  * buffers are reused, so without it a stale id (a descriptor released twice, or kept from

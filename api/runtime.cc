@@ -468,7 +468,10 @@ int Runtime::close_endpoint(uint32_t slot) {
 
 unsigned Runtime::reclaim(uint32_t slot) {
   EndpointSlot& s = shm_->slots[slot];
-  unsigned n = s.rx_loans.reclaim(put_loaned_uncached) + s.tx_loans.reclaim(put_loaned_uncached);
+  const ReturnSettled r = settle_return(s);  // a return the application died in the middle of
+  if (r == ReturnSettled::kUnknown)
+    IMAGO_LOG(WARNING, api, "endpoint '%s': its process died returning a buffer; it is left in doubt\n", s.name);
+  unsigned n = (r == ReturnSettled::kPut) + s.rx_loans.reclaim(put_loaned_uncached) + s.tx_loans.reclaim(put_loaned_uncached);
   pool_caches_free(s.app_caches);  // an application that died with buffers in its caches
   rte_ring_free(s.rx);
   rte_ring_free(s.tx);

@@ -21,12 +21,13 @@
 #include "api/buffers.h"
 #include "dataplane/stats_board.h"
 #include "api/loan.h"
+#include "api/return_journal.h"
 
 namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 9;
+inline constexpr uint32_t kShmVersion = 10;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -83,6 +84,7 @@ struct alignas(64) EndpointSlot {
   LoanTable rx_loans;                ///< lent by the engine, returned by the application
   LoanTable tx_loans;                ///< lent by the application, returned by the engine
   PoolCaches app_caches;             ///< the application's (made at open, freed at close or reclaim)
+  ReturnJournal app_return;          ///< the application's buffer return under way (a kill half-way)
 };
 
 struct ShmRoot {

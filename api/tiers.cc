@@ -94,11 +94,56 @@ int describe_send_zc(const TierSide& t, void* buf, uint32_t len, uint16_t flags,
 
 void undo_send_zc(const TierSide& t, const imago_msg& d) { t.slot->tx_loans.hand_back(d.u.ext.loan, d.u.ext.owner); }
 
+// The application gives back loan @p id of @p owner (return_journal.h): journaled, so a kill
+// half-way is finished by the reclaim. @p table 1: tx_loans, held only (not handed over).
+// @return true when it was this endpoint's to give back (and now is the pool's).
+bool give_back(const TierSide& t, uint32_t table, uint32_t id, void* owner) {
+  ReturnJournal& j = t.slot->app_return;
+  j.loan = id, j.table = table, j.obj = owner;
+  j.stage.store(1, std::memory_order_release);
+  LoanTable& loans = table ? t.slot->tx_loans : t.slot->rx_loans;
+  void* o = table ? loans.take_held(id, owner) : loans.take_owned(id, owner);
+  if (o == nullptr) {
+    j.stage.store(0, std::memory_order_release);
+    return false;
+  }
+  // Validated now: the buffer is a pool object (or a tagged mbuf) this endpoint lent.
+  rte_mempool_cache* c = is_mbuf_tag(o) || t.caches == nullptr ? nullptr : t.caches->of(rte_mempool_from_obj(o));
+  j.cache = c, j.len = c ? c->len : 0;
+  j.stage.store(2, std::memory_order_release);
+  put_loaned(o, t.caches);
+  j.stage.store(0, std::memory_order_release);
+  return true;
+}
+
+ReturnSettled settle_return(EndpointSlot& s) {
+  ReturnJournal& j = s.app_return;
+  const uint32_t stage = j.stage.load(std::memory_order_acquire);
+  if (stage == 0) return ReturnSettled::kNone;
+  j.stage.store(0, std::memory_order_relaxed);
+  LoanTable& loans = j.table ? s.tx_loans : s.rx_loans;
+  void* o = j.obj;
+  if (loans.peek(j.loan) == o) return ReturnSettled::kNone;  // never taken: the loans' reclaim frees it
+  rte_mempool_cache* c = j.cache;
+  if (stage == 1 || (c != nullptr && c->len == j.len)) {  // taken, not put
+    put_loaned(o, nullptr);
+    return ReturnSettled::kPut;
+  }
+  if (c == nullptr) return ReturnSettled::kUnknown;  // an mbuf, or a put straight to the ring
+  if (c->len == j.len + 1) {  // the put raised the length: its pointer may not be written
+    c->objs[j.len] = o;
+    return ReturnSettled::kCompleted;
+  }
+  if (c->len == 1 && j.len + 1 > c->flushthresh) {  // it flushed the cache first, then put
+    c->objs[0] = o;
+    return ReturnSettled::kCompleted;
+  }
+  return ReturnSettled::kUnknown;
+}
+
 int free_send_buffer(const TierSide& t, void* buf) {
   void* obj = own_buffer(t, buf);
-  void* o = obj ? t.slot->tx_loans.take_held(loan_of(obj), obj) : nullptr;
-  if (o == nullptr) return -EINVAL;  // not ours, or sent already: imago's now
-  buffer_put(o, t.caches);
+  if (obj == nullptr || !give_back(t, 1, loan_of(obj), obj)) return -EINVAL;  // not ours, or sent already
   return 0;
 }
 
@@ -109,12 +154,7 @@ unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n) {
     if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
     void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
     // Only what this endpoint lent, in this loan's generation, once.
-    void* o = m.tier <= IMAGO_TIER_MBUF ? t.slot->rx_loans.take_owned(m.u.ext.loan, expect) : nullptr;
-    if (o != nullptr) {
-      put_loaned(o, t.caches);
-    } else {
-      ++refused;
-    }
+    if (m.tier > IMAGO_TIER_MBUF || expect == nullptr || !give_back(t, 0, m.u.ext.loan, expect)) ++refused;
     m.tier = IMAGO_TIER_INLINE;
   }
   return refused;

@@ -99,6 +99,16 @@ void undo_send_zc(const TierSide& t, const imago_msg& d);
 /** Give back a buffer from alloc_send_buffer() that was not sent. @return 0 or -EINVAL. */
 int free_send_buffer(const TierSide& t, void* buf);
 
+/** What settle_return() found. */
+enum class ReturnSettled { kNone, kPut, kCompleted, kUnknown };
+/**
+ * Control path, the application dead, before the loans are reclaimed and its caches freed:
+ * finish the buffer return it was in the middle of (return_journal.h). kNone: none, or one
+ * the loans' reclaim frees; kPut: the buffer was put now; kCompleted: its put was finished;
+ * kUnknown: it cannot be told whether the put was done (the buffer is left).
+ */
+ReturnSettled settle_return(EndpointSlot& s);
+
 /** Give back @p n received descriptors (each marked released). @return how many were
  *  refused: stale, forged, or lent by another endpoint. */
 unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n);
