@@ -49,7 +49,10 @@ static const char help[] =
 	"                      that). Each delivery is checked: its source's next one, and nothing its\n"
 	"                      source had delivered (of this node: sent) before sending it missing\n"
 	"                      here; RESULT order_violations counts those that are not (any fails the\n"
-	"                      run). A member the group left out stops with an error [fifo]\n"
+	"                      run). Not missing: what a member whose stream ended here 'gone' or\n"
+	"                      'dropped' never delivered here (lost, and the order no longer waits for\n"
+	"                      it): RESULT order_deps_ended counts deliveries that depended on such.\n"
+	"                      A member the group left out stops with an error [fifo]\n"
 	"  --order-window N    ordered: how many of a member's messages may be sent and not yet\n"
 	"                      delivered everywhere, 1..4096 [256]\n"
 	"  --order-log FILE    sub, all: write each delivered message as a line 'SRC SEQ' (SEQ 1, 2,\n"
@@ -57,9 +60,11 @@ static const char help[] =
 	"                      A member's own messages are not delivered to it, so not in its log\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
 	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line (all:\n"
-	"a pub and a sub one; the sub one has order, order_violations, the endpoint's order_held,\n"
-	"order_bad, order_records, order_departed and order_dropped at the end, and order_held_max, the most\n"
-	"order_held seen while it ran). Exit code 1 when a check failed.\n";
+	"a pub and a sub one; the sub one has order, order_violations, order_deps_ended, the endpoint's\n"
+	"order_held, order_bad, order_records, order_departed and order_dropped at the end, and\n"
+	"order_held_max, the most order_held seen while it ran). Exit code 1 when a check failed.\n"
+	"What a stream that ended 'gone' or 'dropped' (its source died, or expired this node) lacks is\n"
+	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not.\n";
 
 enum { kMaxSources = 64, kMaxMembers = 64 };
 
@@ -70,7 +75,10 @@ struct order {
 	uint64_t ids[kMaxMembers];    /* --members, in its order: it indexes the vectors */
 	uint64_t count[kMaxMembers];  /* messages delivered of each member; at self: sent */
 	uint64_t last[kMaxMembers];   /* the number of the last one delivered of each */
+	uint8_t ended[kMaxMembers];   /* its stream ended here gone or dropped: no more will come */
 	uint64_t violations;
+	uint64_t deps_ended;          /* deliveries that had a dependency skipped: on a member whose
+	                                 stream ended here (gone, dropped) before it was delivered */
 };
 
 struct pub {
@@ -143,7 +151,9 @@ static void order_put(const struct order *ord, const struct ex_opts *o, uint8_t 
 
 /* One delivery of source @p src (an intact message): it must be its source's next, and
  * whatever its source had delivered before sending it (of a third member, or of ours what we
- * sent) must have been delivered here already. Anything else is a violation. */
+ * sent) must have been delivered here already. Anything else is a violation, but for what a
+ * member whose stream ended here gone or dropped never delivered here: its ENDED event said
+ * that is lost, and the order no longer waits for it (counted in deps_ended). */
 static void order_check(struct order *ord, uint64_t src, const uint8_t *data, uint32_t len)
 {
 	uint64_t id = 0, num = 0;
@@ -158,13 +168,16 @@ static void order_check(struct order *ord, uint64_t src, const uint8_t *data, ui
 		ord->violations++;
 		return;
 	}
-	int bad = num != ord->last[s] + 1;
+	int bad = num != ord->last[s] + 1, skipped = 0;
 	for (uint32_t k = 0; k < n; ++k) {
 		uint32_t d;
 		memcpy(&d, data + kOrderVec + 4 * k, 4);
-		bad |= k != (uint32_t)s && d > ord->count[k];
+		int missing = k != (uint32_t)s && d > ord->count[k];
+		skipped |= missing && ord->ended[k];
+		bad |= missing && !ord->ended[k];
 	}
 	ord->violations += bad != 0;
+	ord->deps_ended += skipped && !bad;
 	ord->last[s] = num, ord->count[s]++;
 }
 
@@ -245,6 +258,12 @@ static struct source *source_of(struct sub *s, uint64_t id)
 	return x;
 }
 
+/* A stream that ended with what its source had not delivered here lost (and said so). */
+static int ended_lossy(const struct source *x)
+{
+	return x->ended && (x->reason == IMAGO_GROUP_END_GONE || x->reason == IMAGO_GROUP_END_DROPPED);
+}
+
 static void sub_event(struct sub *s, const struct imago_group_event *e)
 {
 	print_event("sub", e);
@@ -252,6 +271,8 @@ static void sub_event(struct sub *s, const struct imago_group_event *e)
 	if (x == NULL) return;
 	if (e->kind == IMAGO_GROUP_STARTED) x->started++;
 	if (e->kind == IMAGO_GROUP_ENDED) x->ended = 1, x->reason = (int)e->reason;
+	int k = s->ord != NULL ? order_index(s->ord, e->source) : -1;
+	if (k >= 0 && ended_lossy(x)) s->ord->ended[k] = 1;
 	if (e->kind == IMAGO_GROUP_LOST) x->lost_reported += e->count, x->lost_since = 1;
 }
 
@@ -436,9 +457,11 @@ static void print_order(const struct sub *s)
 {
 	struct imago_ep_stats st = {0};
 	imago_stats(s->ep, &st);
-	printf(",\"order\":\"%s\",\"order_violations\":%llu,\"order_held\":%llu,\"order_held_max\":%llu,"
-	       "\"order_bad\":%llu,\"order_records\":%llu,\"order_departed\":%llu,\"order_dropped\":%llu",
-	       order_name(s->ord), (unsigned long long)(s->ord ? s->ord->violations : 0), (unsigned long long)st.order_held,
+	printf(",\"order\":\"%s\",\"order_violations\":%llu,\"order_deps_ended\":%llu,\"order_held\":%llu,"
+	       "\"order_held_max\":%llu,\"order_bad\":%llu,\"order_records\":%llu,\"order_departed\":%llu,"
+	       "\"order_dropped\":%llu",
+	       order_name(s->ord), (unsigned long long)(s->ord ? s->ord->violations : 0),
+	       (unsigned long long)(s->ord ? s->ord->deps_ended : 0), (unsigned long long)st.order_held,
 	       (unsigned long long)s->held_max, (unsigned long long)st.order_bad, (unsigned long long)st.order_records,
 	       (unsigned long long)st.order_departed, (unsigned long long)st.order_dropped);
 }
@@ -446,12 +469,13 @@ static void print_order(const struct sub *s)
 static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node, imago_t *im)
 {
 	struct imago_node_stats ns = node_stats(im, node);
-	uint64_t delivered = 0, bytes = 0, lost = 0, dup = 0, bad = 0, reported = 0, silent = 0;
+	uint64_t delivered = 0, bytes = 0, lost = 0, dup = 0, bad = 0, reported = 0, silent = 0, ended = 0;
 	printf("RESULT {\"mode\":\"group\",\"role\":\"sub\",\"node\":%llu,\"group\":%u,\"sources\":[", (unsigned long long)node,
 	       o->group);
 	for (unsigned i = 0; i < s->n_src; ++i) {
 		const struct source *x = &s->src[i];
-		/* A stream the source dropped us from (expired) ends early: what is missing is lost. */
+		/* A stream that ended early (its source died, or dropped us): what is missing is lost,
+		 * and its ENDED event (gone, dropped) said so. */
 		uint64_t missing = x->got_end ? 0 : o->count - x->next;
 		printf("%s{\"source\":%llu,\"first\":%llu,\"delivered\":%llu,\"complete\":%s,\"ended\":\"%s\"", i ? "," : "",
 		       (unsigned long long)x->id, (unsigned long long)x->first, (unsigned long long)x->delivered,
@@ -460,13 +484,15 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 		printf("}");
 		delivered += x->delivered, bytes += x->bytes, lost += x->lost + missing, dup += x->dup, bad += x->bad;
 		reported += x->lost_reported;
-		silent += x->silent + (missing && !x->lost_since);
+		ended += ended_lossy(x) ? missing : 0;
+		silent += x->silent + (missing && !x->lost_since && !ended_lossy(x));
 	}
 	printf("],\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)delivered,
 	       (unsigned long long)bytes);
 	ex_print_rate(delivered, bytes, s->t1 - s->t0);
-	printf(",\"lost\":%llu,\"lost_reported\":%llu,\"lost_silently\":%llu", (unsigned long long)lost,
-	       (unsigned long long)reported, (unsigned long long)silent);
+	printf(",\"lost\":%llu,\"lost_reported\":%llu,\"lost_ended\":%llu,\"lost_silently\":%llu",
+	       (unsigned long long)lost, (unsigned long long)reported, (unsigned long long)ended,
+	       (unsigned long long)silent);
 	printf(",\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu,\"frames_rejected\":%llu,"
 	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu",
 	       (unsigned long long)dup, (unsigned long long)bad, (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,

@@ -92,15 +92,15 @@ class TestSuiteGroup(TestSuite):
         for end in br.ports.values():
             host.ip("link", "set", "dev", end.peer.name, "up" if up else "down", netns=end.peer.netns)
 
-    def _nft_drop_from(self, member: Interface, rule: list[str]) -> list[str]:
-        """nftables on the bridge side of @p member's port: @p rule on what it sends. @return
-        the nft command prefix (to list or delete the table)."""
+    def _nft_drop_from(self, member: Interface, rule: list[str], hook: str = "ingress") -> list[str]:
+        """nftables on the bridge side of @p member's port: @p rule on what it sends (@p hook
+        egress: on what it receives). @return the nft command prefix (to list or delete the table)."""
         sw_port = member.peer
-        chain = f"in_{sw_port.name.replace('-', '_')}"
+        chain = f"{hook}_{sw_port.name.replace('-', '_')}"
         nft = ["ip", "netns", "exec", sw_port.netns, "nft"]
         host.run_cmd(nft + ["add", "table", "netdev", "imago_dts"])
         host.run_cmd(nft + ["add", "chain", "netdev", "imago_dts", chain,
-                            f'{{ type filter hook ingress device "{sw_port.name}" priority 0; }}'])
+                            f'{{ type filter hook {hook} device "{sw_port.name}" priority 0; }}'])
         host.run_cmd(nft + ["add", "rule", "netdev", "imago_dts", chain, *rule, "counter", "drop"])
         return nft
 
@@ -159,6 +159,36 @@ class TestSuiteGroup(TestSuite):
         self.verify(src["msgs_sent"] == count and src["joined"] == members and src["expired"] == 0,
                     f"source: {src}")
         return src, results
+
+    def _ordered(self, topology: Topology, tmp_path: Path, order: str, ids: list[int], count: int, rate: int, *,
+                 loss: float = 0.0, node_opts: list[str] = ()) -> tuple[list[Interface], list]:
+        """``imago-group all --order ORDER`` on every node of a bridge (node ids @p ids, 64-byte
+        messages at @p rate per second each, delivery order logged to tmp_path/order<i>.log),
+        each node a peer of every other; each losing @p loss of what it receives (its own
+        seed). Each process runs its node in its own thread (--run-to-completion) and naps
+        when idle: the nodes share the machine's cores. @return their ports and processes, in id order."""
+        ports = self._bridge(topology, len(ids) - 1)
+        members, procs = ",".join(map(str, ids)), []
+        for i, port in zip(ids, ports):
+            peers = [(j, p) for j, p in zip(ids, ports) if j != i]
+            fault = ["--fault-rx", f"loss={loss},seed={300 + i}"] if loss else []
+            procs.append(self._start(port, i, peers, "all", count,
+                                     extra=["--order", order, "--members", members, "--rate", str(rate), "--size",
+                                            "64", "--idle-us", "20", "--order-log", str(tmp_path / f"order{i}.log")],
+                                     node_opts=["--run-to-completion", *fault, *node_opts]))
+        return ports, procs
+
+    def _verify_one_order(self, logs: dict[int, list[tuple[int, int]]]) -> None:
+        """Total order: for each pair (a, b) of @p logs (member id -> its --order-log), a's log
+        without b's messages equals b's log without a's (a member's own are not in its log)."""
+        ids = sorted(logs)
+        for n, a in enumerate(ids):
+            for b in ids[n + 1:]:
+                seen_a = [m for m in logs[a] if m[0] != b]
+                seen_b = [m for m in logs[b] if m[0] != a]
+                first = next((k for k, (x, y) in enumerate(zip(seen_a, seen_b)) if x != y), None)
+                self.verify(seen_a == seen_b, f"members {a} and {b} differ from delivery {first} "
+                            f"(of {len(seen_a)} and {len(seen_b)})")
 
     # ---------------------------------------------------------------- tests
     @pytest.mark.parametrize("members", [1, 3])
@@ -290,15 +320,8 @@ class TestSuiteGroup(TestSuite):
         without a's (one order; a member's own messages are not in its own log: with 4
         members, the two others' messages interleave alike).
         """
-        ports = self._bridge(topology, 3)
-        count, ids, procs = 20_000, [1, 2, 3, 4], []
-        members = ",".join(map(str, ids))
-        for i, port in enumerate(ports, 1):
-            peers = [(j, p) for j, p in enumerate(ports, 1) if j != i]
-            procs.append(self._start(port, i, peers, "all", count,
-                                     extra=["--order", order, "--members", members, "--rate", "2500", "--size",
-                                            "64", "--idle-us", "20", "--order-log", str(tmp_path / f"order{i}.log")],
-                                     node_opts=["--run-to-completion", "--fault-rx", f"loss=0.02,seed={300 + i}"]))
+        count, ids = 20_000, [1, 2, 3, 4]
+        _, procs = self._ordered(topology, tmp_path, order, ids, count, 2500, loss=0.02)
         for i, proc in enumerate(procs, 1):
             rc = proc.wait(RUN_LIMIT_S)
             sub = _result(proc, "sub")
@@ -320,12 +343,83 @@ class TestSuiteGroup(TestSuite):
             self.verify(len(log) == (len(ids) - 1) * (count + 1) and all(src != i for src, _ in log),
                         f"member {i}: {len(log)} deliveries logged")
         if order == "total":
-            for a in ids:
-                for b in ids[a:]:
-                    seen_a = [m for m in logs[a] if m[0] != b]
-                    seen_b = [m for m in logs[b] if m[0] != a]
-                    first = next((k for k, (x, y) in enumerate(zip(seen_a, seen_b)) if x != y), None)
-                    self.verify(seen_a == seen_b, f"members {a} and {b} differ from delivery {first}")
+            self._verify_one_order(logs)
+
+    @pytest.mark.parametrize("order,victim", [("causal", 3), ("total", 1), ("total", 3)],
+                             ids=["causal-member", "total-sequencer", "total-member"])
+    def test_ordered_member_killed_mid_stream_the_others_complete(self, topology: Topology, tmp_path: Path,
+                                                                  order: str, victim: int) -> None:
+        """An ordered group of 4 (``imago-group all --order causal|total``, 6,000 messages of
+        64 bytes at 2,000 per second each, 1 % loss on receive); 1 s into the stream one
+        member stops reaching member 4 (nftables on the bridge), and 0.1 s later it is
+        SIGKILLed: in total order the sequencer (node 1, the lowest id) or another (node 3),
+        in causal order node 3. So its last messages reach two survivors and not the third.
+        Its peers declare it dead after 1 s of silence and expire it from their streams after
+        0.5 s of holding them back.
+
+        Expect: the three survivors complete (exit code 0): each sent all its messages, none
+        pending, and delivered all 6,001 of each other survivor, once, in order, intact,
+        with no order violation and nothing dropped as out of order; the killed member's
+        stream ended here (gone), what it lacks of it is all the loss there is (lost_ended,
+        none silent); each counted at least one member leaving the order. Causal: member 4
+        delivered fewer of the killed member's messages than the others, and delivered the
+        others' messages that depend on those it never got (order_deps_ended: the app skips
+        a dependency on a member whose stream ended here, as the library stops waiting for
+        it). Total: every survivor delivered the same messages of the killed member; every
+        two survivors delivered the others' messages, the killed member's included, in one
+        order; the new epoch dropped the killed member's messages member 4 never got (its
+        order_dropped, at the survivors that held them).
+        """
+        count, ids, cut = 6_000, [1, 2, 3, 4], 4
+        ports, procs = self._ordered(topology, tmp_path, order, ids, count, 2000, loss=0.01,
+                                     node_opts=["--group-expire-ms", "500", "--dead-after-ms", "1000"])
+        for proc in procs:  # every member joined every stream: sending has started
+            proc.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(1.0)
+        nft = self._nft_drop_from(ports[cut - 1], ["ether", "saddr", ports[victim - 1].mac], hook="egress")
+        time.sleep(0.1)
+        procs[victim - 1].signal(signal.SIGKILL)
+        procs[victim - 1].wait(RUN_LIMIT_S)
+        shutil.rmtree(f"/var/run/dpdk/imago-{procs[victim - 1].pid}", ignore_errors=True)  # its EAL's, left behind
+        survivors, subs = [i for i in ids if i != victim], {}
+        for i in survivors:
+            proc = procs[i - 1]
+            rc = proc.wait(RUN_LIMIT_S)
+            sub = subs[i] = _result(proc, "sub")
+            pub = _result(proc, "pub")
+            print(f"member {i} RESULT", json.dumps(sub))
+            self.verify(rc == 0, f"member {i} exited {rc}; last lines:\n{proc.tail()}")
+            self.verify(pub["msgs_sent"] == count and pub["pending"] == 0, f"member {i}: {pub}")
+            self.verify(sub["duplicated"] == 0 and sub["corrupted"] == 0 and sub["lost_silently"] == 0,
+                        f"member {i}: {sub}")
+            self.verify(sub["order"] == order and sub["order_violations"] == 0 and sub["order_bad"] == 0
+                        and sub["order_departed"] >= 1, f"member {i}: {sub}")
+            by_src = {x["source"]: x for x in sub["sources"]}
+            self.verify(sorted(by_src) == [j for j in ids if j != i], f"member {i}: sources {sub['sources']}")
+            for j in survivors:
+                x = by_src.get(j)
+                self.verify(x is None if j == i else x["complete"] and x["first"] == 0 and x["delivered"] == count,
+                            f"member {i}: source {j}: {x}")
+            dead = by_src[victim]
+            self.verify(dead["ended"] == "gone" and not dead["complete"], f"member {i}: killed source {dead}")
+            self.verify(sub["lost"] == sub["lost_ended"] == count - dead["delivered"], f"member {i}: {sub}")
+        drops = re.findall(r"counter packets (\d+)", host.run_cmd(nft + ["list", "table", "netdev", "imago_dts"]).stdout)
+        self.verify(drops and int(drops[0]) > 0, "nftables cut nothing")
+        of_dead = {i: next(x["delivered"] for x in subs[i]["sources"] if x["source"] == victim) for i in survivors}
+        logs = {i: _order_log(tmp_path / f"order{i}.log") for i in survivors}
+        for i, log in logs.items():
+            from_survivors = [m for m in log if m[0] != victim]
+            self.verify(len(from_survivors) == (len(survivors) - 1) * (count + 1) and all(s != i for s, _ in log),
+                        f"member {i}: {len(from_survivors)} deliveries of survivors logged")
+        if order == "causal":
+            self.verify(of_dead[cut] < min(n for i, n in of_dead.items() if i != cut)
+                        and subs[cut]["order_deps_ended"] > 0, f"delivered of the killed member: {of_dead}; "
+                        f"member {cut}: order_deps_ended {subs[cut]['order_deps_ended']}")
+        else:
+            self.verify(len(set(of_dead.values())) == 1, f"delivered of the killed member: {of_dead}")
+            self.verify(sum(subs[i]["order_dropped"] for i in survivors) > 0,
+                        f"order_dropped: {[subs[i]['order_dropped'] for i in survivors]}")
+            self._verify_one_order(logs)
 
     @pytest.mark.parametrize("mode", ["active-standby", "duplicate", "ping-pong"])
     def test_two_networks_members_keep_the_stream_when_one_dies(self, topology: Topology, mode: str) -> None:

@@ -36,6 +36,14 @@ struct Rig {
     *id = slot->rx_loans.lend(o);
     return o;
   }
+  /** A buffer lent, and the application's return of it begun (journal stage 1): the kill
+   *  comes next. @return the buffer, its loan id in *id. */
+  void* lend_and_name(uint32_t* id) {
+    void* o = lend(id);
+    slot->app_return.loan = *id, slot->app_return.obj = o;
+    slot->app_return.stage.store(1);
+    return o;
+  }
   /** What the primary does once the application is dead. */
   ReturnSettled reclaim() {
     const ReturnSettled r = settle_return(*slot);
@@ -65,9 +73,7 @@ TEST(ReturnJournal, KilledBeforeTheSwapTheLoansReclaimFreesIt) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
   uint32_t id;
-  void* o = r.lend(&id);
-  r.slot->app_return.loan = id, r.slot->app_return.obj = o;
-  r.slot->app_return.stage.store(1);  // named, not yet taken
+  void* o = r.lend_and_name(&id);  // named, not yet taken
   EXPECT_EQ(r.reclaim(), ReturnSettled::kNone);
   EXPECT_TRUE(r.whole(o));
 }
@@ -76,9 +82,7 @@ TEST(ReturnJournal, KilledAfterTheSwapBeforeThePutItIsPut) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
   uint32_t id;
-  void* o = r.lend(&id);
-  r.slot->app_return.loan = id, r.slot->app_return.obj = o;
-  r.slot->app_return.stage.store(1);
+  void* o = r.lend_and_name(&id);
   ASSERT_EQ(r.slot->rx_loans.take_owned(id, o), o);  // the swap won, then the kill
   EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
   EXPECT_TRUE(r.whole(o));
@@ -98,9 +102,8 @@ TEST(ReturnJournal, KilledInsideTheCachePutItIsCompletedNotDoubled) {
   void* stale = nullptr;
   ASSERT_EQ(rte_mempool_generic_get(r.mp, &stale, 1, r.pc.cache[0]), 0);  // one out again: its pointer stays
   uint32_t id;
-  void* o = r.lend(&id);
+  void* o = r.lend_and_name(&id);
   ReturnJournal& j = r.slot->app_return;
-  j.loan = id, j.obj = o, j.stage.store(1);
   ASSERT_EQ(r.slot->rx_loans.take_owned(id, o), o);
   j.cache = r.pc.cache[0], j.len = r.pc.cache[0]->len, j.stage.store(2);
   ++r.pc.cache[0]->len;  // DPDK's put raised the length; the kill came before the pointer
