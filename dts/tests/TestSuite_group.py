@@ -166,7 +166,8 @@ class TestSuiteGroup(TestSuite):
         messages at @p rate per second each, delivery order logged to tmp_path/order<i>.log),
         each node a peer of every other; each losing @p loss of what it receives (its own
         seed). Each process runs its node in its own thread (--run-to-completion) and naps
-        when idle: the nodes share the machine's cores. @return their ports and processes, in id order."""
+        when idle: EAL's default ``-l 0`` pins every process's thread to CPU 0, so the nodes
+        share one core. @return their ports and processes, in id order."""
         ports = self._bridge(topology, len(ids) - 1)
         members, procs = ",".join(map(str, ids)), []
         for i, port in zip(ids, ports):
@@ -311,7 +312,7 @@ class TestSuiteGroup(TestSuite):
         carries its source's number and what its source had delivered of each member when it
         sent it; the members check each delivery against that and log the order they
         delivered in. Each process runs its node in its own thread (--run-to-completion) and
-        naps when idle: four nodes share the machine's cores.
+        naps when idle: the four share CPU 0 (EAL's default ``-l 0``).
 
         Expect: every member delivers all 20,001 messages of each other member (the last is
         "no more"), once, in order, intact, with no order violation (causal order, and FIFO per
