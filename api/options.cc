@@ -43,7 +43,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
                              "without a valid tag [none]",
        [](RuntimeOptions& o, const std::string& v) { return dp::auth_key_option(v, o.auth_key, "imago"); }},
       {"run-to-completion", nullptr, "embedded only: no engine lcore; the application drives its nodes from its own "
-                                     "thread with imago_engine_poll() (one lcore in all)",
+                                     "thread with imago_engine_poll() (one lcore in all, free to run on any CPU: EAL --lcores 0@(0-N))",
        [](RuntimeOptions& o, const std::string&) { return o.run_to_completion = true; }},
       {"engine-lcore", "N", "lcore running the engines [first worker]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},

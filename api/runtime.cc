@@ -103,7 +103,11 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     d.vdevs = o_.vdevs;
     if (!o_.iface.empty()) d.vdevs.push_back(dp::iface_vdev(o_.pmd, o_.iface));
     if (!o_.iface_b.empty()) d.vdevs.push_back(dp::iface_vdev(o_.pmd, o_.iface_b, 1));
-    d.lcores = o_.run_to_completion ? "0" : "0-1";  // the caller's thread, and a worker for the engines
+    // The caller's thread, and a worker for the engines. Run to completion, the caller's
+    // thread alone, free to run on any CPU: several such processes on a small machine are
+    // spread by the kernel instead of all pinned to CPU 0.
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    d.lcores = !o_.run_to_completion ? "0-1" : cpus > 1 ? "0@(0-" + std::to_string(cpus - 1) + ")" : "0";
     d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;
     if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;

@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <csignal>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "dataplane/eal_args.h"
 #include "dataplane/log.h"
 
 namespace imago::dp {
@@ -47,7 +49,10 @@ int eal_start(const std::string& prog, const std::vector<std::string>& eal_args)
 
 bool eal_was_started() { return g_started; }
 
-void eal_own_runtime_dir() { g_runtime_dir = rte_eal_get_runtime_dir(); }
+void eal_own_runtime_dir() {
+  g_runtime_dir = rte_eal_get_runtime_dir();
+  sweep_dead_runtime_dirs(std::filesystem::path(g_runtime_dir).parent_path().string());
+}
 
 namespace {
 

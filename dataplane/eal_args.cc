@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "dataplane/eal_args.h"
 
+#include <signal.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+
 namespace imago::dp {
 
 ArgSplit split_args(int argc, const char* const* argv) {
@@ -44,12 +50,27 @@ std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {
   a.push_back("--file-prefix");
   a.push_back(d.file_prefix.empty() ? "imago-" + std::to_string(pid) : d.file_prefix);
   if (!d.lcores.empty()) {
-    a.push_back("-l");
+    // A map (lcore@cpus) is EAL's --lcores; a plain list its -l.
+    a.push_back(d.lcores.find('@') != std::string::npos ? "--lcores" : "-l");
     a.push_back(d.lcores);
   }
   for (const auto& v : d.vdevs) a.push_back("--vdev=" + v);
   if (!d.log_level.empty()) a.push_back("--log-level=" + d.log_level);
   return a;
+}
+
+unsigned sweep_dead_runtime_dirs(const std::string& parent) {
+  unsigned n = 0;
+  std::error_code ec;  // best effort
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("imago-", 0) != 0 || name.size() == 6 || name.size() > 16) continue;
+    if (name.find_first_not_of("0123456789", 6) != std::string::npos) continue;
+    const long pid = std::stol(name.substr(6));
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH && std::filesystem::remove_all(e.path(), ec) > 0)
+      ++n;
+  }
+  return n;
 }
 
 }  // namespace imago::dp

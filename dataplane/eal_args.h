@@ -36,11 +36,16 @@ bool parse_iface_pmd(const std::string& s, IfacePmd& out);
  *  or net_af_xdp0,iface=X (one queue; XDP on a veth needs its MTU at most 3000). */
 std::string iface_vdev(IfacePmd pmd, const std::string& iface, unsigned index = 0);
 
+/** Remove the runtime directories under @p parent (/var/run/dpdk) of embedded processes
+ *  (prefix imago-<pid>, ours) that died without cleaning up (a SIGKILL): those whose pid is
+ *  gone. Best effort. @return how many. */
+unsigned sweep_dead_runtime_dirs(const std::string& parent);
+
 /** What an app needs from EAL when the user gave no EAL arguments. */
 struct EalDefaults {
   unsigned memory_mb = 512;            ///< -m, enough for the default mempools
   std::vector<std::string> vdevs;      ///< each becomes --vdev=...
-  std::string lcores;                  ///< -l value; empty lets EAL take every core
+  std::string lcores;                  ///< -l value (--lcores for a map, "0@(0-1)"); empty: every core
   std::string file_prefix;             ///< empty means "imago-<pid>"
   std::string log_level = "lib.*:warning";  ///< keeps EAL's start-up chatter out of the way
   /** A primary that secondary processes attach to: hugepages and a shared config instead of

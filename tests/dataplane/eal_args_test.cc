@@ -5,7 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -166,6 +171,39 @@ TEST(EalArgs, AnInterfaceOpensThroughEitherKernelPmd) {
   EXPECT_EQ(iface_vdev(p, "veth1"), "net_af_packet0,iface=veth1");
   for (const char* bad : {"", "af_xdp0", "AF_XDP", "pcap"}) EXPECT_FALSE(parse_iface_pmd(bad, p)) << bad;
   EXPECT_STREQ(iface_pmd_name(IfacePmd::kAfXdp), "af_xdp");
+}
+
+TEST(EalArgs, ALcoreMapGoesToLcoresAPlainListToL) {
+  EalDefaults d;
+  d.lcores = "0@(0-1)";
+  auto a = default_eal_args(d, 5);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "--lcores"), 1);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "-l"), 0);
+  d.lcores = "0-1";
+  a = default_eal_args(d, 5);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "-l"), 1);
+}
+
+TEST(EalArgs, OnlyTheRuntimeDirectoriesOfDeadEmbeddedProcessesAreSwept) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("imago_sweep_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  // A pid that is gone: a child that exited and was reaped.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  int st;
+  ASSERT_EQ(waitpid(dead, &st, 0), dead);
+  const std::vector<std::string> keep = {"imago-" + std::to_string(getpid()), "imago", "imago-12ab", "immc1",
+                                         "imago-123456789012"};
+  for (const std::string& n : keep) fs::create_directories(root / n);
+  fs::create_directories(root / ("imago-" + std::to_string(dead)));
+  std::ofstream(root / ("imago-" + std::to_string(dead)) / "config") << "x";
+  EXPECT_EQ(sweep_dead_runtime_dirs(root.string()), 1u);
+  EXPECT_FALSE(fs::exists(root / ("imago-" + std::to_string(dead))));
+  for (const std::string& n : keep) EXPECT_TRUE(fs::exists(root / n)) << n;
+  EXPECT_EQ(sweep_dead_runtime_dirs((root / "none").string()), 0u);
+  fs::remove_all(root);
 }
 
 }  // namespace
