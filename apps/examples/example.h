@@ -23,7 +23,7 @@
 struct ex_hdr {
 	uint64_t seq;
 	uint32_t len;
-	uint32_t sum; /* FNV-1a over seq, len and the bytes after the header */
+	uint32_t sum; /* FNV-1a (64-bit words, folded) over seq, len and the bytes after the header */
 };
 
 struct ex_opts {
@@ -61,10 +61,21 @@ static inline uint32_t ex_size(const struct ex_opts *o, uint64_t seq)
 
 static inline uint32_t ex_sum(const uint8_t *p, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; ++i)
-		if (i < 12 || i >= EX_HDR) h = (h ^ p[i]) * 16777619u;
-	return h;
+	/* FNV-1a, 64 bits, a word at a time (a byte at a time took more of a small message's
+	 * cycles than imago did): seq and len, then the bytes after the header. */
+	uint64_t h = 14695981039346656037u, w = 0;
+	memcpy(&w, p, 8);
+	h = (h ^ w) * 1099511628211u;
+	w = 0;
+	memcpy(&w, p + 8, 4);
+	h = (h ^ w) * 1099511628211u;
+	uint32_t i = EX_HDR;
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 1099511628211u;
+	}
+	for (; i < len; ++i) h = (h ^ p[i]) * 1099511628211u;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 /* Write message @p seq of @p len bytes (>= EX_HDR) into @p buf. */

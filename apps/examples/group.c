@@ -211,10 +211,9 @@ static void pub_event(struct pub *p, const struct imago_group_event *e)
 	if (e->kind == IMAGO_GROUP_EXPIRED && p->expired < kMaxMembers) p->expired_ids[p->expired++] = e->member;
 }
 
-/* Write the send time after the header (the checksum covers it). */
-static void stamp(uint8_t *buf, uint32_t len)
+/* Write the send time @p now after the header (the checksum covers it). */
+static void stamp(uint8_t *buf, uint32_t len, uint64_t now)
 {
-	uint64_t now = ex_now_ns();
 	memcpy(buf + kStampAt, &now, sizeof now);
 	uint32_t sum = ex_sum(buf, len);
 	memcpy(buf + offsetof(struct ex_hdr, sum), &sum, sizeof sum);
@@ -225,8 +224,9 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 {
 	struct imago_iov iov[32];
 	unsigned n = 0, room = 32;
+	const uint64_t now = ex_now_ns(); /* one clock read a burst */
 	if (o->rate > 0) { /* paced: what is due by now */
-		uint64_t due = (uint64_t)((double)(ex_now_ns() - p->t0) * o->rate / 1e9) + 1;
+		uint64_t due = (uint64_t)((double)(now - p->t0) * o->rate / 1e9) + 1;
 		room = due > p->next ? (unsigned)(due - p->next < 32 ? due - p->next : 32) : 0;
 	}
 	for (uint64_t s = p->next; n < room && s <= o->count; ++s, ++n) {
@@ -235,7 +235,7 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 		uint8_t *buf = (uint8_t *)p->scratch + (size_t)n * p->slot;
 		ex_fill(buf, seq, len);
 		if (p->ord) order_put(p->ord, o, buf, seq);
-		if (len >= kStampMin) stamp(buf, len);
+		if (len >= kStampMin) stamp(buf, len, now);
 		iov[n] = (struct imago_iov){buf, len};
 	}
 	int k = imago_send_burst(p->ep, iov, n, 0);
@@ -276,21 +276,22 @@ static void sub_event(struct sub *s, const struct imago_group_event *e)
 	if (e->kind == IMAGO_GROUP_LOST) x->lost_reported += e->count, x->lost_since = 1;
 }
 
-/* Check one message of source @p x: the first one sets where its stream started here.
+/* Check one message of source @p x, received at @p now (the burst's clock: one read a
+ * burst, not a message): the first one sets where its stream started here.
  * @return its number (msg_number()), 0 when it is corrupted. */
 static uint64_t sub_message(struct source *x, const struct ex_opts *o, const struct order *ord, const uint8_t *data,
-			    uint32_t len)
+			    uint32_t len, uint64_t now)
 {
 	uint64_t seq, sent;
-	if (x->delay_ns && len >= kStampMin && x->n_delay < o->count && ex_check(data, len, &seq) == 0) {
-		memcpy(&sent, data + kStampAt, sizeof sent);
-		x->delay_ns[x->n_delay++] = ex_now_ns() - sent;
-	}
-	if (x->t0 == 0) x->t0 = ex_now_ns();
-	x->t1 = ex_now_ns();
+	if (x->t0 == 0) x->t0 = now;
+	x->t1 = now;
 	if (ex_check(data, len, &seq) < 0 || (seq != EX_END && (seq >= o->count || len != msg_len(o, ord, seq)))) {
 		x->bad++;
 		return 0;
+	}
+	if (x->delay_ns && len >= kStampMin && x->n_delay < o->count) {
+		memcpy(&sent, data + kStampAt, sizeof sent);
+		x->delay_ns[x->n_delay++] = now - sent;
 	}
 	if (seq == EX_END) {
 		x->got_end = 1;
@@ -343,6 +344,7 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 {
 	struct imago_msg m[32];
 	int n = imago_recv_burst(ep, m, 32);
+	uint64_t now = n > 0 ? ex_now_ns() : 0;
 	for (int i = 0; i < n; ++i) {
 		if (m[i].flags & IMAGO_MSG_F_EVENT) {
 			struct imago_group_event e;
@@ -353,12 +355,12 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 		}
 		struct source *x = s != NULL ? source_of(s, m[i].src) : NULL;
 		if (x == NULL) continue;
-		if (s->t0 == 0) s->t0 = ex_now_ns();
+		if (s->t0 == 0) s->t0 = now;
 		const uint8_t *data = imago_msg_data(&m[i]);
-		uint64_t num = sub_message(x, o, s->ord, data, m[i].len);
+		uint64_t num = sub_message(x, o, s->ord, data, m[i].len, now);
 		if (num && s->ord) order_check(s->ord, m[i].src, data, m[i].len);
 		if (num && o->order_log) log_delivery(s, m[i].src, num);
-		s->t1 = ex_now_ns();
+		s->t1 = now;
 	}
 	if (n > 0) imago_release(ep, m, (unsigned)n);
 	if (s == NULL) return n;
