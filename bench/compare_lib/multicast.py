@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,7 +302,7 @@ class ImagoRunner:
     def _argv(self, bed: McastBed, node: Node, node_id: int, peers: list[tuple[int, Node]], role: list[str],
               size: int, msgs: int) -> list[str]:
         iface = bed.iface(node).name
-        eal = ["-l", "0", "--no-huge", "-m", "1024", "--no-shconf", "--no-pci", "--no-telemetry",
+        eal = ["--lcores", f"0@(0-{(os.cpu_count() or 1) - 1})", "--no-huge", "-m", "1024", "--no-shconf", "--no-pci", "--no-telemetry",
                "--file-prefix", f"immc{node_id}", "--vdev", af_packet_vdev(iface, bed.mtu)]
         node_opts = ["--node-id", str(node_id), "--mtu", str(bed.mtu), "--run-to-completion", *self.extra,
                      *[a for pid, p in peers for a in ("--peer", f"{pid}@{bed.iface(p).mac}")]]
