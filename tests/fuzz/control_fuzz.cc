@@ -89,7 +89,7 @@ CtlMsg build_request(Reader& in) {
   // A group endpoint now and then (peer 0, the flags of imago.h, or the fuzzer's raw ones).
   if (f & 64) {
     m.group = in.u8() % 4;
-    m.group_flags = f & 128 ? in.u32() : in.u8() % 8;
+    m.group_flags = f & 128 ? in.u32() : in.u8() % 16;
     if (in.u8() & 1) m.peer = 0;
   }
   return m;
@@ -106,9 +106,10 @@ int model_open(const Table& t, const CtlMsg& m, int* node_index) {
   for (uint32_t i = 0; i < t.shm->n_nodes && idx < 0; ++i)
     if (t.shm->node_ids[i] == m.node) idx = static_cast<int>(i);
   if (idx < 0) return -EINVAL;
-  if (m.group != 0) {  // a group endpoint: no peer, SEND and/or RECV, FROM_OLDEST only with RECV
+  if (m.group != 0) {  // a group endpoint: no peer, SEND and/or RECV, FROM_OLDEST only with
+                       // RECV, NACK only with SEND
     const uint32_t f = m.group_flags;
-    if (m.peer != 0 || f > 7 || (f & 3) == 0 || f == 5) return -EINVAL;
+    if (m.peer != 0 || f > 15 || (f & 3) == 0 || ((f & 4) && !(f & 2)) || ((f & 8) && !(f & 1))) return -EINVAL;
     *node_index = idx;
     for (const auto& s : t.shm->slots)
       if (s.state.load() != SlotState::kFree && s.node_index == static_cast<uint32_t>(idx) && s.group == m.group)
