@@ -33,7 +33,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   self_ = self, window_ = window, io_ = io;
   self_slot_ = static_cast<uint32_t>(slot_of(self));
   joined_.assign(w, 0), departed_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0);
-  joined_[self_slot_] = 1;
+  joined_[self_slot_] = 1, all_joined_ = false;
   scratch_.assign(w, 0);
   slots_.assign(holdable + slack, imago_msg{});
   ready_.init(slots_.size()), outbox_.init(kOutboxHigh + 64), used_.assign(slots_.size(), 0);
@@ -47,10 +47,11 @@ int GroupOrder::slot_of(NodeId n) const {
   return it == members_.end() || *it != n ? -1 : static_cast<int>(it - members_.begin());
 }
 
-bool GroupOrder::all_joined() const {
+// Called when a member joins or leaves (control events), not at every send and receive.
+void GroupOrder::note_membership() {
+  all_joined_ = true;
   for (size_t k = 0; k < members_.size(); ++k)
-    if (!joined_[k] && !departed_[k]) return false;
-  return true;
+    if (!joined_[k] && !departed_[k]) all_joined_ = false;
 }
 
 bool GroupOrder::window_open() const {
@@ -142,7 +143,7 @@ void GroupOrder::on_event(imago_msg& m) {
     std::memcpy(&ev, imago_msg_data(&m), sizeof ev);
     const bool ours = ev.source == self_;
     if (ours && ev.kind == IMAGO_GROUP_JOINED && ev.member <= UINT32_MAX) {
-      if (const int k = slot_of(static_cast<NodeId>(ev.member)); k >= 0) joined_[static_cast<size_t>(k)] = 1;
+      if (const int k = slot_of(static_cast<NodeId>(ev.member)); k >= 0) joined_[static_cast<size_t>(k)] = 1, note_membership();
     } else if (ours && (ev.kind == IMAGO_GROUP_LEFT || ev.kind == IMAGO_GROUP_EXPIRED)) {
       if (ev.member <= UINT32_MAX) depart(static_cast<NodeId>(ev.member), true, false);
     } else if (!ours && ev.kind == IMAGO_GROUP_ENDED && ev.reason == IMAGO_GROUP_END_DROPPED) {
@@ -267,6 +268,7 @@ void GroupOrder::depart(NodeId n, bool tell, bool ended_here) {
   if (causal() && ended_here) co_.gone(n);
   if (departed_[static_cast<size_t>(k)]) return;
   departed_[static_cast<size_t>(k)] = 1;
+  note_membership();
   ++c_.departed;
   if (tell) {  // the others may not have seen it: total order would wait for it for ever
     uint8_t b[8];

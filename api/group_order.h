@@ -135,7 +135,8 @@ class GroupOrder {
   void ready(uint32_t h) { ready_.push() = h; }
   void queue(order::Kind kind, std::span<const uint8_t> body);
   void queue_ctl(const rel::order::TotalCtl& c, rel::NodeId dst);
-  bool all_joined() const;
+  bool all_joined() const { return all_joined_; }
+  void note_membership();
   bool window_open() const;
 
   order::Head head_{};
@@ -179,6 +180,7 @@ class GroupOrder {
   uint8_t batch_[kBatch];             ///< records being joined into one message
   uint64_t held_ = 0;
   uint32_t idle_ = 0;                 ///< receive calls in a row that found nothing
+  bool all_joined_ = false;           ///< every member joined our stream or left (stays true)
   bool left_out_ = false;
   bool pending_ = false;              ///< prepare() stamped a message not yet sent()
   OrderCounters c_;

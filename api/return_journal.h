@@ -10,10 +10,12 @@
  * application's cache of its pool. The journal says which loan (stage 1, before the swap),
  * then which cache and its length before the put (stage 2), then is cleared. The reclaim,
  * once the application is dead, settles a journal left behind: a loan still recorded was
- * never taken (the table's reclaim frees it); taken but not put (stage 1, or the cache's
- * length unchanged) is put; a put that raised the length is completed (its pointer written).
- * A buffer whose put cannot be told done or not (an mbuf reference, a pool without caches:
- * their puts go straight to DPDK's rings) is left, and counted.
+ * never taken (the table's reclaim frees it); taken but not put (stage 2, the cache's length
+ * unchanged) is put; a put that raised the length is completed (its pointer written). A
+ * buffer it cannot tell about is left, and logged: stage 1 with the loan gone (the swap lost,
+ * for a stale or forged descriptor, or won in the few instructions before stage 2: freeing
+ * could free another's buffer), or a put that goes straight to DPDK's rings (an mbuf
+ * reference, a pool without caches).
  *
  * One journal per slot: each endpoint is used by one application thread at a time.
  */

@@ -124,8 +124,12 @@ ReturnSettled settle_return(EndpointSlot& s) {
   LoanTable& loans = j.table ? s.tx_loans : s.rx_loans;
   void* o = j.obj;
   if (loans.peek(j.loan) == o) return ReturnSettled::kNone;  // never taken: the loans' reclaim frees it
+  // Stage 1: the swap was not yet known to have won. A stale or forged descriptor's lost
+  // (the buffer is someone else's) and one that won a few instructions ago look alike here:
+  // freeing would free another's buffer, so the buffer is left.
+  if (stage == 1) return ReturnSettled::kUnknown;
   rte_mempool_cache* c = j.cache;
-  if (stage == 1 || (c != nullptr && c->len == j.len)) {  // taken, not put
+  if (c != nullptr && c->len == j.len) {  // taken, not put
     put_loaned(o, nullptr);
     return ReturnSettled::kPut;
   }

@@ -105,7 +105,7 @@ enum class ReturnSettled { kNone, kPut, kCompleted, kUnknown };
  * Control path, the application dead, before the loans are reclaimed and its caches freed:
  * finish the buffer return it was in the middle of (return_journal.h). kNone: none, or one
  * the loans' reclaim frees; kPut: the buffer was put now; kCompleted: its put was finished;
- * kUnknown: it cannot be told whether the put was done (the buffer is left).
+ * kUnknown: it cannot be told whether the buffer was taken or put (it is left).
  */
 ReturnSettled settle_return(EndpointSlot& s);
 

@@ -79,8 +79,6 @@ class CausalOrder {
     const int s = slot_of(n);
     return s < 0 ? 0 : v_[static_cast<size_t>(s)];
   }
-  /** @return this view's members, sorted (slot order: a stamp's entries follow it). */
-  std::span<const NodeId> members() const { return members_; }
 
   /** @return messages held back now. */
   uint32_t held() const { return held_; }

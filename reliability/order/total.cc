@@ -37,8 +37,6 @@ uint64_t TotalOrder::own_pending() const {
 
 bool TotalOrder::may_send() const { return own_pending() < window_; }
 
-bool TotalOrder::in_view(NodeId n) const { return std::binary_search(members_.begin(), members_.end(), n); }
-
 uint32_t TotalOrder::index(const Src& x) const { return static_cast<uint32_t>(&x - srcs_.data()); }
 
 bool TotalOrder::push(Src& x, uint64_t handle) {

@@ -100,8 +100,6 @@ class TotalOrder {
   uint64_t own_pending() const;
   /** @return whether sent() would take our next message now (flow control). */
   bool may_send() const;
-  /** @return whether @p n is in our view now. */
-  bool in_view(NodeId n) const;
 
   bool sequencer() const { return members_.front() == self_; }
   uint32_t epoch() const { return epoch_; }

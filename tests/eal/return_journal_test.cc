@@ -44,6 +44,14 @@ struct Rig {
     slot->app_return.stage.store(1);
     return o;
   }
+  /** The swap on loan @p id of @p o won and stage 2 was written: the put comes next. */
+  void take_and_record(uint32_t id, void* o) {
+    ASSERT_EQ(slot->rx_loans.take_owned(id, o), o);
+    ReturnJournal& j = slot->app_return;
+    j.cache = pc.cache[0], j.len = pc.cache[0]->len, j.stage.store(2);
+  }
+  /** A buffer lent and given back by an ordinary return. @return it, its loan id in *id. */
+  void* lend_and_return(uint32_t* id);
   /** What the primary does once the application is dead. */
   ReturnSettled reclaim() {
     const ReturnSettled r = settle_return(*slot);
@@ -69,6 +77,13 @@ imago_msg received(void* o, uint32_t id) {
   return m;
 }
 
+void* Rig::lend_and_return(uint32_t* id) {
+  void* o = lend(id);
+  imago_msg m = received(o, *id);
+  EXPECT_EQ(release_received(side(), &m, 1), 0u);
+  return o;
+}
+
 TEST(ReturnJournal, KilledBeforeTheSwapTheLoansReclaimFreesIt) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
@@ -83,9 +98,22 @@ TEST(ReturnJournal, KilledAfterTheSwapBeforeThePutItIsPut) {
   ASSERT_NE(r.mp, nullptr);
   uint32_t id;
   void* o = r.lend_and_name(&id);
-  ASSERT_EQ(r.slot->rx_loans.take_owned(id, o), o);  // the swap won, then the kill
+  r.take_and_record(id, o);  // then the kill
   EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
   EXPECT_TRUE(r.whole(o));
+}
+
+TEST(ReturnJournal, AStaleDescriptorsJournalNeverFreesAnothersBuffer) {
+  Rig r;
+  ASSERT_NE(r.mp, nullptr);
+  // A buffer lent and given back (into the cache), its descriptor kept and released again:
+  // the killed application had named the stale loan when it died.
+  uint32_t id;
+  void* o = r.lend_and_return(&id);
+  ReturnJournal& j = r.slot->app_return;
+  j.loan = id, j.obj = o, j.stage.store(1);
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kUnknown);
+  EXPECT_TRUE(r.whole(o)) << "the buffer was put twice";
 }
 
 TEST(ReturnJournal, KilledInsideTheCachePutItIsCompletedNotDoubled) {
@@ -103,9 +131,7 @@ TEST(ReturnJournal, KilledInsideTheCachePutItIsCompletedNotDoubled) {
   ASSERT_EQ(rte_mempool_generic_get(r.mp, &stale, 1, r.pc.cache[0]), 0);  // one out again: its pointer stays
   uint32_t id;
   void* o = r.lend_and_name(&id);
-  ReturnJournal& j = r.slot->app_return;
-  ASSERT_EQ(r.slot->rx_loans.take_owned(id, o), o);
-  j.cache = r.pc.cache[0], j.len = r.pc.cache[0]->len, j.stage.store(2);
+  r.take_and_record(id, o);
   ++r.pc.cache[0]->len;  // DPDK's put raised the length; the kill came before the pointer
   EXPECT_EQ(r.reclaim(), ReturnSettled::kCompleted);  // m[2] and m[3] come back with the loans
   rte_mempool_put(r.mp, stale);  // whoever held it gives it back
@@ -116,12 +142,10 @@ TEST(ReturnJournal, AnOrdinaryReturnLeavesNothingToSettle) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
   uint32_t id;
-  void* o = r.lend(&id);
-  imago_msg m = received(o, id);
-  ASSERT_EQ(release_received(r.side(), &m, 1), 0u);
+  void* o = r.lend_and_return(&id);
   EXPECT_EQ(r.slot->app_return.stage.load(), 0u);
   EXPECT_EQ(r.reclaim(), ReturnSettled::kNone);
-  EXPECT_EQ(r.avail(), 255u);
+  EXPECT_TRUE(r.whole(o));
 }
 
 }  // namespace
