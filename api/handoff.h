@@ -30,6 +30,11 @@ rte_ring* handoff_create(const char* name, unsigned slots, int socket);
 // single consumer, as handoff_create() makes them) and filled with memcpy: one call for the
 // whole burst (two when it wraps), instead of rte_ring's 4-byte-at-a-time element copy.
 
+/** Slot @p i of a zero-copy reservation @p z (it may wrap: two spans). */
+inline imago_msg& zc_slot(const rte_ring_zc_data& z, unsigned i) {
+  return i < z.n1 ? static_cast<imago_msg*>(z.ptr1)[i] : static_cast<imago_msg*>(z.ptr2)[i - z.n1];
+}
+
 /** Enqueue up to @p n descriptors. @return how many went in; the caller keeps the rest. */
 inline unsigned handoff_put(rte_ring* r, const imago_msg* msgs, unsigned n) {
   rte_ring_zc_data z;

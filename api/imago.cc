@@ -24,6 +24,7 @@
 #include "api/handles.h"
 #include "api/handoff.h"
 #include "api/runtime.h"
+#include "api/rx_arena.h"
 #include "api/tiers.h"
 #include "dataplane/eal.h"
 
@@ -71,6 +72,8 @@ struct Endpoint {
   rte_ring* tx;
   bool recv_only;  ///< a group endpoint without IMAGO_GROUP_SEND: sends are refused
   std::unique_ptr<Ordered> ord;  ///< IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; else null
+  std::unique_ptr<RxArena> arena;  ///< a unicast endpoint's receive area (IMAGO_TIER_COPY)
+  uint64_t rx_got = 0;             ///< messages and events taken from the rx ring
 };
 
 HandleTable<Attachment, 1> g_atts;  // one attachment per process
@@ -109,12 +112,57 @@ bool is_open(const Endpoint* ep) { return ep->slot->state.load(std::memory_order
 
 constexpr uint32_t kKnownFlags = IMAGO_FASTPATH | IMAGO_ACK_REQ;
 
-TierSide side(Endpoint* ep) { return {ep->att->shm, ep->slot, &ep->slot->app_caches}; }
+TierSide side(Endpoint* ep) { return {ep->att->shm, ep->slot, &ep->slot->app_caches, ep->arena.get()}; }
 
 // A buffer that is not the application's to send or free: refused and counted.
 int bad_buffer(Endpoint* ep) {
   ep->slot->buffer_invalid.add();
   return -EINVAL;
+}
+
+// Copy the kTierRing message at slot @p at of @p z (and the slots after it) into the receive
+// area, described in @p m. @return false when the area is all held.
+bool copy_out(Endpoint* ep, const rte_ring_zc_data& z, unsigned at, imago_msg& m) {
+  const imago_msg& h = zc_slot(z, at);
+  uint32_t id;
+  uint8_t* to = ep->arena ? ep->arena->take(&id) : nullptr;
+  if (to == nullptr) return false;
+  ring_gather(z, at, to);
+  m.src = h.src;
+  m.len = h.len;
+  m.flags = h.flags;
+  m.tier = IMAGO_TIER_COPY;
+  m.reserved = 0;
+  m.u.ext = {to, ep->arena->base(), id};
+  return true;
+}
+
+// Up to @p n messages from the rx ring into @p msgs: descriptors as they are, kTierRing ones
+// copied into the receive area (IMAGO_TIER_COPY). @return how many.
+unsigned receive(Endpoint* ep, imago_msg* msgs, unsigned n) {
+  rte_ring_zc_data z{};
+  const unsigned avail = rte_ring_dequeue_zc_burst_elem_start(ep->rx, sizeof(imago_msg), n * tx_slots(IMAGO_SEND_INLINE_MAX), &z, nullptr);
+  if (avail == 0) return 0;
+  unsigned at = 0, out = 0;
+  while (out < n && at < avail) {
+    const imago_msg& h = zc_slot(z, at);
+    const unsigned k = ring_spill_of(h);
+    if (k == 0) {
+      msgs[out++] = h;
+      ++at;
+      continue;
+    }
+    if (at + 1 + k > avail) break;  // the engine puts a message's slots together: never
+    if (!copy_out(ep, z, at, msgs[out])) {
+      ep->slot->rx_copy_full.add();  // the application holds the whole area: later
+      break;
+    }
+    ++out;
+    at += 1 + k;
+  }
+  rte_ring_dequeue_zc_elem_finish(ep->rx, at);
+  ep->rx_got += out;
+  return out;
 }
 
 int put_parts(Endpoint* ep, std::span<const uint8_t> head, std::span<const uint8_t> body, uint32_t flags) {
@@ -188,13 +236,19 @@ int open_slot(imago_t* h, CtlMsg& m, uint64_t node, uint32_t ring_size, imago_ep
   m.op = CtlOp::kOpen;
   m.node = node;
   m.ring_size = ring_size;
+  // A unicast endpoint's messages of 49 to IMAGO_SEND_INLINE_MAX bytes come inline in the rx
+  // ring and are copied here: room for twice the ring's worth held at once.
+  // (A ring size out of range is refused by the open itself.)
+  const uint32_t ring = ring_size >= kRingMin && ring_size <= kRingMax ? ring_size : kRingDefault;
+  auto arena = m.group == 0 ? std::make_unique<RxArena>() : nullptr;
+  if (arena && !arena->init(2 * ring)) return -ENOMEM;
   if (int rc = control(im, m); rc < 0) return rc;
   EndpointSlot* s = &im->shm->slots[m.slot];
   // This thread's buffer caches; without them (no memory) every buffer goes to the pool ring.
   if (pool_caches_create(s->app_caches, im->shm->msg_pool, im->shm->frame_pool) < 0)
     s->app_caches = PoolCaches{};
   const bool recv_only = s->group != 0 && !(s->group_flags & IMAGO_GROUP_SEND);
-  uintptr_t e = g_eps.add([&](Endpoint& ep) { ep = Endpoint{im, s, m.slot, s->rx, s->tx, recv_only}; });
+  uintptr_t e = g_eps.add([&](Endpoint& ep) { ep = Endpoint{im, s, m.slot, s->rx, s->tx, recv_only, nullptr, std::move(arena)}; });
   *out = reinterpret_cast<imago_ep_t*>(e);
   return 0;
 }
@@ -444,27 +498,33 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   if (n == 0) return 0;
   if (ep->ord) return ordered_send(ep, msgs, n, flags);
   // Reserve room on the tx ring (we are its only producer) and describe the messages straight
-  // into it: no local batch, no second copy. The ring may wrap: two spans.
-  rte_ring_zc_data zcd;
-  const unsigned room = rte_ring_enqueue_zc_burst_elem_start(ep->tx, sizeof(imago_msg), n, &zcd, nullptr);
-  if (room < n) ep->slot->tx_ring_full.add();
+  // into it: no local batch, no second copy. The ring may wrap: two spans. A message of up to
+  // IMAGO_SEND_INLINE_MAX bytes goes on in the slots after its descriptor: no pool buffer.
+  unsigned want = 0;
+  for (unsigned i = 0; i < n; ++i) want += tx_slots(msgs[i].len);
+  rte_ring_zc_data zcd{};
+  const unsigned room = rte_ring_enqueue_zc_burst_elem_start(ep->tx, sizeof(imago_msg), want, &zcd, nullptr);
+  if (room < want) ep->slot->tx_ring_full.add();
   if (room == 0 && primary_lost(ep->att)) return -ENOTCONN;
   const uint64_t peer = ep->slot->peer;
   const uint32_t max = ep->slot->max_message.load(std::memory_order_relaxed);
   const TierSide t = side(ep);
-  unsigned done = 0;
+  unsigned done = 0, used = 0;
   int rc = 0;
-  for (; done < room; ++done) {
-    imago_msg& d = done < zcd.n1 ? static_cast<imago_msg*>(zcd.ptr1)[done]
-                                 : static_cast<imago_msg*>(zcd.ptr2)[done - zcd.n1];
+  for (; done < n; ++done) {
     const imago_iov& m = msgs[done];
+    const unsigned k = tx_slots(m.len);
+    if (used + k > room) break;  // back-pressure: the rest later
+    imago_msg& d = zc_slot(zcd, used);
     rc = (m.data == nullptr && m.len > 0) ? -EINVAL
          : m.len > max                    ? -EMSGSIZE
-                                          : describe_send_copy(t, peer, m.data, m.len, static_cast<uint16_t>(flags), d);
+         : k > 1 ? (describe_ring_zc(zcd, used, peer, m.data, m.len, static_cast<uint16_t>(flags)), 0)
+                 : describe_send_copy(t, peer, m.data, m.len, static_cast<uint16_t>(flags), d);
     if (rc < 0) [[unlikely]]
       break;
+    used += k;
   }
-  if (room > 0) rte_ring_enqueue_zc_elem_finish(ep->tx, done);  // fewer than reserved: the rest is unreserved
+  if (room > 0) rte_ring_enqueue_zc_elem_finish(ep->tx, used);  // fewer than reserved: the rest is unreserved
   return done > 0 || rc == 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
 }
 
@@ -508,7 +568,7 @@ int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
     const int r = ep->ord->order.receive(msgs, n, [ep](imago_msg* in, unsigned k) { return handoff_get(ep->rx, in, k); });
     return r == 0 && n > 0 && primary_lost(ep->att) ? -ENOTCONN : r;
   }
-  const unsigned got = handoff_get(ep->rx, msgs, n);
+  const unsigned got = receive(ep, msgs, n);
   return got == 0 && n > 0 && primary_lost(ep->att) ? -ENOTCONN : static_cast<int>(got);
 }
 
@@ -523,7 +583,10 @@ int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
 int imago_poll(imago_ep_t* h) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
-  return static_cast<int>(rte_ring_count(ep->rx) + (ep->ord ? ep->ord->order.ready() : 0));
+  if (ep->ord) return static_cast<int>(rte_ring_count(ep->rx) + ep->ord->order.ready());
+  // Messages, not ring slots (a medium one takes several): what the engine put, less what
+  // this application took.
+  return static_cast<int>(ep->slot->c.rx_put.v.load(std::memory_order_acquire) - ep->rx_got);
 }
 
 int imago_wait(imago_ep_t* h, int64_t timeout_us) {
@@ -573,7 +636,7 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
       c.peer_resets.get(), c.peer_deaths.get(), c.msgs_unconfirmed.get(), c.last_unconfirmed_first.get(),
       c.last_unconfirmed_count.get(), c.rx_rebuilt.get(), c.events.get(), c.events_lost.get(),
       static_cast<uint32_t>(c.group_members.get()), static_cast<uint32_t>(c.group_view.get()), c.group_pending.get(),
-      0, 0, 0, 0};
+      0, 0, 0, 0, 0, 0, s.rx_copy_full.get()};
   if (ep->ord) {
     const OrderCounters& o = ep->ord->order.counters();
     st->order_held = ep->ord->order.held(), st->order_bad = o.bad, st->order_records = o.records;

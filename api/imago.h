@@ -209,7 +209,9 @@ int imago_node_stats_get(const imago_t *im, unsigned index, struct imago_node_st
 /** Endpoint options. Zero fields take the default. */
 struct imago_ep_opts {
 	uint64_t local_node; /**< which node of this attachment (0: the first) */
-	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..4096 [1024] */
+	uint32_t ring_size;  /**< slots per ring, a power of two, 64..4096 [1024] (a descriptor
+	                          takes one; a message of 49 to IMAGO_SEND_INLINE_MAX bytes inline
+	                          in the ring 2 to 4) */
 	union {
 		uint32_t flags;    /**< IMAGO_EP_NET_EVENTS, or 0 */
 		uint32_t reserved; /**< the name this field had before it took flags (0 as before) */
@@ -269,8 +271,9 @@ struct imago_iov {
 };
 
 /**
- * Send one message by copy: up to IMAGO_MSG_INLINE_MAX bytes inside the descriptor,
- * larger ones in a pooled buffer.
+ * Send one message by copy: up to IMAGO_MSG_INLINE_MAX bytes inside the descriptor, up to
+ * IMAGO_SEND_INLINE_MAX in the descriptor and the tx ring slots after it (one more slot per
+ * 64 bytes), larger ones in a pooled buffer.
  * @param flags  IMAGO_FASTPATH, IMAGO_ACK_REQ, or 0.
  * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later; senders
  *         never take the last eighth of a pool: it is left to deliveries);
@@ -317,7 +320,11 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
 
 /**
  * Receive up to @p n message descriptors. Each stays valid (imago_msg_data(), len, src,
- * flags) until given back with imago_release(). Non-blocking.
+ * flags) until given back with imago_release(). Non-blocking. On a unicast endpoint a
+ * message of 49 to IMAGO_SEND_INLINE_MAX bytes comes inline in the rx ring and is copied
+ * here into the endpoint's receive area (IMAGO_TIER_COPY), which holds twice ring_size
+ * messages: while the application holds all of them this returns what it can (0 if need
+ * be) and counts rx_copy_full; the rest waits, in order, until some are released.
  * @return how many were received (0: none ready); -EINVAL @p ep not live, NULL pointer;
  *         -ENOTCONN the endpoint was closed under the application, or (secondary) imagod
  *         is gone; -ECONNRESET an ordered group endpoint whose node was left out of the
@@ -371,18 +378,23 @@ struct imago_ep_stats {
 	uint64_t bytes_sent;
 	uint64_t msgs_received;   /**< messages the engine put on the rx ring */
 	uint64_t bytes_received;
-	uint64_t tx_inline;       /**< sent inline in the descriptor */
+	uint64_t tx_inline;       /**< sent inline in the tx ring: in the descriptor (up to
+	                               IMAGO_MSG_INLINE_MAX bytes) or, by copy, in the ring slots
+	                               after it (up to IMAGO_SEND_INLINE_MAX) */
 	uint64_t tx_pool;         /**< sent in a pooled buffer (copied by imago_send) */
 	uint64_t tx_zero_copy;    /**< sent with imago_send_zc */
-	uint64_t rx_inline;       /**< received inline in the descriptor */
+	uint64_t rx_inline;       /**< received inline in the rx ring: in the descriptor, or (a
+	                               unicast endpoint, up to IMAGO_SEND_INLINE_MAX bytes) in the
+	                               slots after it, copied out by imago_recv_burst() */
 	uint64_t rx_pool;         /**< received in a pooled buffer */
 	uint64_t rx_mbuf;         /**< received zero-copy in the frame's mbuf */
 	uint64_t tx_ring_full;    /**< sends refused with -EAGAIN (back-pressure) */
 	uint64_t rx_ring_full;    /**< deliveries the engine held back: rx ring or loans full */
 	uint64_t rx_no_buffer;    /**< deliveries held back: no pooled buffer free */
 	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded */
-	uint32_t tx_ring_used;    /**< descriptors waiting in the tx ring now */
-	uint32_t rx_ring_used;    /**< descriptors waiting in the rx ring now */
+	uint32_t tx_ring_used;    /**< ring slots in use in the tx ring now (a message of 49 to
+	                               IMAGO_SEND_INLINE_MAX bytes sent by copy takes 2 to 5) */
+	uint32_t rx_ring_used;    /**< ring slots in use in the rx ring now (the same) */
 	uint32_t peer_ready;      /**< 1 when the peer's endpoint is open */
 	uint32_t reserved;
 	uint64_t release_invalid; /**< descriptors imago_release() refused (stale, forged, foreign) */
@@ -431,6 +443,9 @@ struct imago_ep_stats {
 	                               meanwhile) before closing, as for group_pending */
 	uint64_t order_dropped;   /**< total order: messages of departed members dropped at a new
 	                               epoch, past what it kept of them (delivered nowhere) */
+	uint64_t rx_copy_full;    /**< imago_recv_burst() calls cut short because the application
+	                               held its whole receive area (IMAGO_TIER_COPY messages not
+	                               released: at most twice ring_size): release some */
 };
 
 /** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */
@@ -467,7 +482,9 @@ int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
 /** Group endpoint options. Zero fields take the default. */
 struct imago_group_opts {
 	uint64_t local_node; /**< which node of this attachment (0: the first) */
-	uint32_t ring_size;  /**< descriptors per ring, a power of two, 64..4096 [1024] */
+	uint32_t ring_size;  /**< slots per ring, a power of two, 64..4096 [1024] (a descriptor
+	                          takes one; a message of 49 to IMAGO_SEND_INLINE_MAX bytes inline
+	                          in the ring 2 to 4) */
 	uint32_t flags;      /**< IMAGO_GROUP_* [IMAGO_GROUP_SEND | IMAGO_GROUP_RECV] */
 	/* Ordered groups only (IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; NULL and 0 otherwise).
 	 * Every member opens the group with the same order flag, the same members and the same

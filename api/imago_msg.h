@@ -4,9 +4,11 @@
  * The message descriptor: what travels through an endpoint's rings between the engine lcore
  * and the application, one cache line each.
  *
- * A message lives in one of three tiers (Pupa's buffers): small ones inline in the
- * descriptor itself, medium ones in a buffer from a pool, large ones left in the received
- * mbuf (zero-copy). The application reads imago_msg_data() whatever the tier, and gives
+ * A message lives in one of four tiers (Pupa's three buffers and a copy): small ones inline in
+ * the descriptor itself, medium ones in a buffer from a pool, large ones left in the received
+ * mbuf (zero-copy); a unicast endpoint's messages of 49 to IMAGO_SEND_INLINE_MAX bytes
+ * arrive inline in the rx ring's slots and are copied into the endpoint's receive area in
+ * the application's own memory. The application reads imago_msg_data() whatever the tier, and gives
  * descriptors back in bulk with the endpoint's release call; the tier says what release frees.
  */
 #ifndef IMAGO_MSG_H
@@ -21,12 +23,17 @@ extern "C" {
 
 /** Bytes a message may have and still travel inside its descriptor. */
 #define IMAGO_MSG_INLINE_MAX 48
+/** Bytes a message sent by copy may have and still travel inline in the tx ring: in its
+ *  descriptor and the (up to three) ring slots right after it, with no pool buffer. */
+#define IMAGO_SEND_INLINE_MAX (IMAGO_MSG_INLINE_MAX + 3 * 64)
 
 /** Where a message's bytes are. */
 enum imago_msg_tier {
 	IMAGO_TIER_INLINE = 0, /**< in the descriptor (u.inline_data) */
 	IMAGO_TIER_POOL = 1,   /**< in a pooled buffer (u.ext.data; u.ext.owner is the buffer) */
 	IMAGO_TIER_MBUF = 2,   /**< in a received mbuf (u.ext.data; u.ext.owner is the mbuf) */
+	IMAGO_TIER_COPY = 3,   /**< in the endpoint's receive area, in the application's memory
+	                            (u.ext.data): imago_recv_burst() copied it there */
 };
 
 /** Message flags of a descriptor on the send side (0 in a received one: see imago.h). */

@@ -127,7 +127,7 @@ void Node::activate(uint32_t slot_index) {
   a.slot = &shm_->slots[slot_index];
   a.slot_index = slot_index;
   a.peer_index = static_cast<uint32_t>(peer_index(a.slot->peer));  // open_endpoint checked it
-  a.stash_n = a.stash_pos = a.staged_n = 0;
+  a.staged_room = a.staged_n = a.staged_msgs = 0;
   a.group_ok = false;
   if (a.slot->group != 0) return activate_group(a);
   for (unsigned i = 0; i < n_remote_; ++i)
@@ -150,7 +150,10 @@ void Node::activate_group(Active& a) {
   }
   if (rc == -EINVAL) rc = -ENOSPC;  // the node was started with no room for groups
   a.group_ok = rc == 0;
-  if (rc < 0) a.staged_n = 0;  // nothing to tell of a group not joined
+  if (rc < 0) {  // nothing to tell of a group not joined
+    a.staged_n = a.staged_msgs = 0;
+    flush_staged(a);
+  }
   if (rc == 0 && send) {
     const auto cap = static_cast<uint32_t>(std::min<uint64_t>(s.max_message.load(std::memory_order_relaxed), e.group_max_message()));
     s.max_message.store(cap, std::memory_order_relaxed);
@@ -161,8 +164,7 @@ void Node::activate_group(Active& a) {
 
 void Node::retire(Active& a) {
   EndpointSlot& s = *a.slot;
-  for (; a.stash_pos < a.stash_n; ++a.stash_pos) release_sent(side(s), a.stash[a.stash_pos]);
-  flush_staged(a);  // their loans are reclaimed with the slot
+  flush_staged(a);  // the loans of what is left on the rings are reclaimed with the slot
   if (s.group != 0) {
     if (a.group_ok && (s.group_flags & IMAGO_GROUP_SEND)) ne_.engine->group_close(s.group, now_ns_);
     if (a.group_ok && (s.group_flags & IMAGO_GROUP_RECV)) ne_.engine->group_leave(s.group, now_ns_);
@@ -196,41 +198,51 @@ void Node::set_ready(uint64_t peer, uint32_t hash, bool ready) {
 unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
   EndpointSlot& s = *a.slot;
   if (!s.peer_ready.load(std::memory_order_relaxed)) return 0;  // wait for the peer's endpoint
-  if (a.stash_pos == a.stash_n) {
-    a.stash_n = static_cast<uint16_t>(handoff_get(s.tx, a.stash, kStage));
-    a.stash_pos = 0;
-  }
-  unsigned done = 0;
+  // Read in place (a zero-copy dequeue): what the engine does not take now stays on the ring.
+  rte_ring_zc_data z{};
+  const unsigned avail = rte_ring_dequeue_zc_burst_elem_start(s.tx, sizeof(imago_msg), kStageSlots, &z, nullptr);
+  if (avail == 0) return 0;
+  unsigned done = 0, at = 0;
   uint64_t bytes = 0;
-  uint8_t scratch[kTagBytes + IMAGO_MSG_INLINE_MAX];
-  for (; a.stash_pos < a.stash_n; ++a.stash_pos) {
-    imago_msg& d = a.stash[a.stash_pos];
+  uint8_t scratch[kTagBytes + IMAGO_SEND_INLINE_MAX];
+  for (unsigned taken = 0; at < avail && taken < kStage; ++taken) {
+    imago_msg& d = zc_slot(z, at);
+    const unsigned k = ring_spill_of(d);
+    // A message's slots are put on the ring together: past this burst's end they are there
+    // next time. A descriptor that claims more slots than the whole ring holds is forged.
+    if (at + 1 + k > avail && at > 0) break;
+    const uint16_t flags = d.flags;  // tx_view() may write the endpoint tag over these
+    const uint8_t tier = d.tier;
     std::span<const uint8_t> msg;
-    if (!tx_view(a, d, &msg, scratch)) {
+    if (at + 1 + k > avail || !tx_view(a, z, at, &msg, scratch)) {
       s.c.tx_invalid.add();
       release_sent(side(s), d);
+      at = std::min(at + 1 + k, avail);
       continue;
     }
-    if (s.group != 0) {
-      const int rc = ne_.engine->group_send(s.group, msg, engine_flags(d.flags), now_ns);
-      if (rc == -EAGAIN) break;  // the slowest member's window is full: later
-      if (rc < 0) {              // above the group's largest message (a zero-copy buffer's length)
-        s.c.tx_invalid.add();
-        release_sent(side(s), d);
-        continue;
-      }
-    } else {
-      if (ne_.engine->send(s.peer, msg, engine_flags(d.flags), now_ns) < 0) break;  // window full: later
-      record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
+    const int rc = s.group != 0 ? ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns)
+                                : ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
+    if (rc == -EAGAIN || (rc < 0 && s.group == 0)) {  // the window (the slowest member's) is full: later
+      d.flags = flags, d.tier = tier, d.reserved = 0;  // as the application wrote them (the tag went over them)
+      break;
     }
-    bytes += d.len;
-    (d.tier == IMAGO_TIER_INLINE                ? s.c.tx_inline
-     : (d.flags & IMAGO_MSG_F_ZERO_COPY) != 0 ? s.c.tx_zero_copy
+    if (rc < 0) {  // above the group's largest message (a zero-copy buffer's length)
+      s.c.tx_invalid.add();
+    } else {
+      if (s.group == 0) record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));
+      bytes += d.len;
+      (tier != IMAGO_TIER_POOL                  ? s.c.tx_inline
+       : (flags & IMAGO_MSG_F_ZERO_COPY) != 0 ? s.c.tx_zero_copy
                                                 : s.c.tx_pool)
-        .add();
-    release_sent(side(s), d);
-    ++done;
+          .add();
+      ++done;
+    }
+    // Only a pool buffer to free (its descriptor is untouched: its tag went in the headroom).
+    // The slots are not written again: the application's next write finds them as it left them.
+    if (tier == IMAGO_TIER_POOL) release_sent(side(s), d);
+    at += 1 + k;
   }
+  rte_ring_dequeue_zc_elem_finish(s.tx, at);
   // A sender's pending units grow with what it just took: published before msgs_sent counts
   // it, so that nobody reads everything taken with a pending count from before (a close, or
   // a publisher that ends once nothing is pending, then loses nothing).
@@ -241,23 +253,24 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
   return done;
 }
 
-// Check a descriptor written by the application (it may be buggy) and point @p msg at its
-// bytes with the endpoint tag in front: in @p scratch for inline ones, in the pool buffer's
-// headroom otherwise.
-bool Node::tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch) {
-  const std::span<const uint8_t> bytes = send_bytes(*a.slot, d);
+// Check the descriptor at slot @p at of @p z, written by the application (it may be buggy),
+// and point @p msg at its bytes with the endpoint tag in front: for the inline tiers over
+// the descriptor's flags, tier and reserved fields (the caller puts them back), or in
+// @p scratch when the ring wraps inside the message; in the pool buffer's headroom otherwise.
+bool Node::tx_view(Active& a, const rte_ring_zc_data& z, unsigned at, std::span<const uint8_t>* msg, uint8_t* scratch) {
+  imago_msg& d = zc_slot(z, at);
+  const unsigned k = ring_spill_of(d);
+  const bool wraps = k != 0 && !ring_contiguous(z, at, k);
+  if (wraps) ring_gather(z, at, scratch + kTagBytes);  // the message's bytes, joined
+  std::span<const uint8_t> bytes = send_bytes(*a.slot, d);
   if (bytes.data() == nullptr) return false;
+  if (wraps) bytes = {scratch + kTagBytes, bytes.size()};
   if (a.slot->group != 0) {  // the group is the stream: no tag
     *msg = bytes;
     return true;
   }
-  if (d.tier == IMAGO_TIER_INLINE) {
-    put_tag(scratch, a.slot->hash);
-    std::memcpy(scratch + kTagBytes, bytes.data(), bytes.size());
-    *msg = {scratch, kTagBytes + bytes.size()};
-    return true;
-  }
-  auto* tagged = const_cast<uint8_t*>(bytes.data()) - kTagBytes;  // in the buffer's headroom
+  static_assert(offsetof(imago_msg, u) - offsetof(imago_msg, flags) == kTagBytes, "the tag fits over flags, tier, reserved");
+  auto* tagged = const_cast<uint8_t*>(bytes.data()) - kTagBytes;  // the descriptor, scratch, or the buffer's headroom
   put_tag(tagged, a.slot->hash);
   *msg = {tagged, kTagBytes + bytes.size()};
   return true;
@@ -309,21 +322,36 @@ bool Node::take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt) {
   return rc < 0 ? dropped() : rc > 0;
 }
 
-bool Node::stage_room(Active& a) {
-  if (a.staged_n == kStage) flush_staged(a);
-  return a.staged_n < kStage && rte_ring_free_count(a.slot->rx) > a.staged_n;
+bool Node::stage_room(Active& a, unsigned slots) {
+  if (a.staged_n + slots <= a.staged_room && a.staged_msgs < kStage) return true;  // published kStage at a time
+  flush_staged(a);
+  a.staged_room = static_cast<uint16_t>(
+      rte_ring_enqueue_zc_burst_elem_start(a.slot->rx, sizeof(imago_msg), kStageSlots, &a.staged, nullptr));
+  if (a.staged_room == 0) return false;
+  if (slots <= a.staged_room) return true;
+  flush_staged(a);  // the ring has fewer free slots than this message takes
+  return false;
 }
 
 int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* rebuilt) {
   EndpointSlot& s = *a.slot;
-  if (!stage_room(a)) {
+  const auto len = static_cast<uint32_t>(body.size());
+  // A unicast endpoint's medium message goes inline in the ring's slots (its application
+  // copies it out: IMAGO_TIER_COPY); a group endpoint's may be held by its ordering.
+  const unsigned slots = rebuilt == nullptr && s.group == 0 ? tx_slots(len) : 1;
+  if (!stage_room(a, slots)) {
     s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
     return 0;
   }
-  imago_msg& d = a.staged[a.staged_n];
-  const auto len = static_cast<uint32_t>(body.size());
-  int rc = rebuilt != nullptr ? describe_pooled(side(s), src, rebuilt, len, d)
-                              : describe_received(side(s), src, body, dp::node_engine_current_frame(ne_), kMbufLoanCap, d);
+  imago_msg& d = zc_slot(a.staged, a.staged_n);
+  int rc = 0;
+  if (slots > 1) {
+    describe_ring_zc(a.staged, a.staged_n, src, body.data(), len, 0);
+    s.c.rx_inline.add();
+  } else {
+    rc = rebuilt != nullptr ? describe_pooled(side(s), src, rebuilt, len, d)
+                            : describe_received(side(s), src, body, dp::node_engine_current_frame(ne_), kMbufLoanCap, d);
+  }
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be
     return -1;
@@ -332,7 +360,8 @@ int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* re
     (rc == -ENOBUFS ? s.c.rx_no_buffer : s.c.rx_ring_full).add();
     return 0;
   }
-  ++a.staged_n;
+  a.staged_n = static_cast<uint16_t>(a.staged_n + slots);
+  ++a.staged_msgs;
   if (rebuilt != nullptr) s.c.rx_rebuilt.add();
   s.c.msgs_received.add();
   s.c.bytes_received.add(body.size());
@@ -380,7 +409,8 @@ bool Node::on_group_lost(const rel::GroupEvent& e) {
 void Node::stage_event(Active& a, uint64_t src, const void* ev, uint32_t len) {
   EndpointSlot& s = *a.slot;
   if (!stage_room(a)) return s.c.events_lost.add();
-  imago_msg& d = a.staged[a.staged_n++];
+  imago_msg& d = zc_slot(a.staged, a.staged_n++);
+  ++a.staged_msgs;
   d = imago_msg{};
   d.src = src;
   d.len = len;
@@ -404,10 +434,13 @@ void Node::on_net_event(const rel::red::NetEvent& e) {
 }
 
 void Node::flush_staged(Active& a) {
-  if (a.staged_n == 0) return;
-  // deliver() checked the room: the engine lcore is the only producer, so it is still there.
-  handoff_put(a.slot->rx, a.staged, a.staged_n);
-  a.staged_n = 0;
+  if (a.staged_room == 0) return;
+  rte_ring_enqueue_zc_elem_finish(a.slot->rx, a.staged_n);  // the slots reserved and not written go back
+  a.staged_room = 0;
+  // After the put, released: imago_poll() never counts a message not on the ring yet.
+  Counter& put = a.slot->c.rx_put;
+  put.v.store(put.v.load(std::memory_order_relaxed) + a.staged_msgs, std::memory_order_release);
+  a.staged_n = a.staged_msgs = 0;
 }
 
 // --- the control channel: endpoints announced to peers ---

@@ -67,7 +67,9 @@ struct NodeCounters {
 
 class Node final : public rel::AppSink, public rel::red::Listener {
  public:
-  static constexpr unsigned kStage = 32;  ///< descriptors gathered per endpoint before the ring
+  static constexpr unsigned kStage = 32;  ///< messages taken from, or put on, an endpoint's ring at once
+  /// ...and the ring slots they may take (a message of up to IMAGO_SEND_INLINE_MAX bytes takes four)
+  static constexpr unsigned kStageSlots = kStage * (1 + (IMAGO_SEND_INLINE_MAX - IMAGO_MSG_INLINE_MAX) / 64);
 
   /** Control path. @return 0 or a negative errno. */
   int init(const NodeSpec& spec, ShmRoot* shm);
@@ -110,10 +112,12 @@ class Node final : public rel::AppSink, public rel::red::Listener {
     EndpointSlot* slot;
     uint32_t slot_index;
     uint32_t peer_index;  // in peers_
-    imago_msg stash[kStage];  // taken from the tx ring, not yet accepted by the engine
-    uint16_t stash_n, stash_pos;
-    imago_msg staged[kStage];  // delivered, not yet on the rx ring
-    uint16_t staged_n;
+    // Deliveries are written straight into slots reserved on the rx ring (a zero-copy
+    // enqueue, kept open within one poll()) and published together by flush_staged().
+    rte_ring_zc_data staged;
+    uint16_t staged_room;  // slots reserved
+    uint16_t staged_n;     // slots written
+    uint16_t staged_msgs;  // messages and events among them
     bool group_ok;  // a group endpoint the engine joined or opened (to leave or close)
   };
   struct Announce {
@@ -145,14 +149,14 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   /** Put one message from @p src on @p a's rx ring (staged). @return 1 handed over, 0 kept
    *  by the engine for later (back-pressure), -1 dropped (it can never be handed over). */
   int stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* rebuilt);
-  /** @return room for one more staged descriptor on @p a (flushing if need be). */
-  bool stage_room(Active& a);
+  /** @return room for @p slots more staged slots (one message) on @p a (flushing if need be). */
+  bool stage_room(Active& a, unsigned slots = 1);
   /** A SEND group endpoint's stream, for its statistics. */
   void publish_group(EndpointSlot& s);
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
 
   unsigned drain_tx(Active& a, uint64_t now_ns);
-  bool tx_view(Active& a, imago_msg& d, std::span<const uint8_t>* msg, uint8_t* scratch);
+  bool tx_view(Active& a, const rte_ring_zc_data& z, unsigned at, std::span<const uint8_t>* msg, uint8_t* scratch);
   bool take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt);
   /** Put event @p ev (@p len bytes, from @p src) among @p a's staged descriptors, or count
    *  it lost when there is no room. */

@@ -27,7 +27,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 10;
+inline constexpr uint32_t kShmVersion = 11;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -50,6 +50,7 @@ struct EngineSideCounters {
   Counter msgs_sent, bytes_sent, msgs_received, bytes_received;
   Counter tx_inline, tx_pool, tx_zero_copy, rx_inline, rx_pool, rx_mbuf, rx_rebuilt;
   Counter rx_ring_full, rx_no_buffer, tx_invalid;
+  Counter rx_put;  ///< messages and events put on the rx ring (imago_poll() counts from it)
   // The peer node restarted or died: messages of this endpoint the engine dropped
   // unconfirmed (the last ones it took, always), and the latest such drop's range.
   Counter peer_resets, peer_deaths, msgs_unconfirmed;
@@ -81,6 +82,7 @@ struct alignas(64) EndpointSlot {
   alignas(64) Counter tx_ring_full;
   Counter release_invalid;  ///< stale, forged or foreign descriptors imago_release() refused
   Counter buffer_invalid;   ///< buffers imago_send_zc() / imago_buf_free() refused
+  Counter rx_copy_full;     ///< receives stopped short: the receive area (rx_arena.h) all held
   LoanTable rx_loans;                ///< lent by the engine, returned by the application
   LoanTable tx_loans;                ///< lent by the application, returned by the engine
   PoolCaches app_caches;             ///< the application's (made at open, freed at close or reclaim)

@@ -50,7 +50,7 @@ void add_slot(rte_tel_data* d, const ShmRoot& shm, uint32_t i) {
                       {"tx_invalid", &c.tx_invalid}, {"peer_resets", &c.peer_resets},
                       {"peer_deaths", &c.peer_deaths}, {"msgs_unconfirmed", &c.msgs_unconfirmed},
                       {"tx_ring_full", &s.tx_ring_full}, {"release_invalid", &s.release_invalid},
-                      {"buffer_invalid", &s.buffer_invalid}})
+                      {"buffer_invalid", &s.buffer_invalid}, {"rx_copy_full", &s.rx_copy_full}})
     rte_tel_data_add_dict_u64(d, k, v->get());
 }
 

@@ -156,6 +156,11 @@ unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n) {
   for (unsigned i = 0; i < n; ++i) {
     imago_msg& m = msgs[i];
     if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
+    if (m.tier == IMAGO_TIER_COPY) {  // in the application's own receive area
+      if (t.arena == nullptr || !t.arena->give(m.u.ext.loan, m.u.ext.data)) ++refused;
+      m.tier = IMAGO_TIER_INLINE;
+      continue;
+    }
     void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
     // Only what this endpoint lent, in this loan's generation, once.
     if (m.tier > IMAGO_TIER_MBUF || expect == nullptr || !give_back(t, 0, m.u.ext.loan, expect)) ++refused;
@@ -169,6 +174,10 @@ std::span<const uint8_t> send_bytes(const EndpointSlot& s, const imago_msg& d) {
     if (d.len > IMAGO_MSG_INLINE_MAX) return {};
     return {d.u.inline_data, d.len};
   }
+  if (d.tier == kTierRing) {
+    if (ring_spill_of(d) == 0) return {};
+    return {d.u.inline_data, d.len};
+  }
   if (d.tier != IMAGO_TIER_POOL) return {};
   // Only a loan the application handed over (a copy, or a zero-copy buffer it sent).
   void* owner = s.tx_loans.peek(d.u.ext.loan);
@@ -179,7 +188,7 @@ std::span<const uint8_t> send_bytes(const EndpointSlot& s, const imago_msg& d) {
 }
 
 void release_sent(const TierSide& t, const imago_msg& d) {
-  if (d.tier == IMAGO_TIER_INLINE) return;
+  if (d.tier != IMAGO_TIER_POOL) return;  // nothing lent
   if (void* o = t.slot->tx_loans.take(d.u.ext.loan)) put_loaned(o, t.caches);
 }
 

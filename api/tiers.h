@@ -20,10 +20,13 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <span>
 
+#include "api/handoff.h"
 #include "api/imago_msg.h"
+#include "api/rx_arena.h"
 #include "api/shm.h"
 
 namespace imago::api {
@@ -33,7 +36,26 @@ struct TierSide {
   const ShmRoot* shm;
   EndpointSlot* slot;
   const PoolCaches* caches;  ///< the calling thread's (an application's, an engine lcore's)
+  RxArena* arena = nullptr;  ///< the application's receive area (IMAGO_TIER_COPY), if any
 };
+
+/** The tier of a ring descriptor whose message goes on, inline, in the ring slots right
+ *  after it (IMAGO_SEND_INLINE_MAX): internal to the rings (imago_recv_burst() turns it into
+ *  IMAGO_TIER_COPY), never in a descriptor the application is given. */
+inline constexpr uint8_t kTierRing = 4;
+
+/** Ring slots after its descriptor that a kTierRing message of @p len bytes takes. */
+constexpr unsigned ring_spill(uint32_t len) {
+  return (len - IMAGO_MSG_INLINE_MAX + sizeof(imago_msg) - 1) / sizeof(imago_msg);
+}
+/** @return the tx ring slots a message of @p len bytes sent by copy takes. */
+constexpr unsigned tx_slots(uint32_t len) {
+  return len > IMAGO_MSG_INLINE_MAX && len <= IMAGO_SEND_INLINE_MAX ? 1 + ring_spill(len) : 1;
+}
+/** @return the slots after @p d that belong to it: nonzero only for a well-formed kTierRing. */
+inline unsigned ring_spill_of(const imago_msg& d) {
+  return d.tier == kTierRing && d.len > IMAGO_MSG_INLINE_MAX && d.len <= IMAGO_SEND_INLINE_MAX ? ring_spill(d.len) : 0;
+}
 
 /** Buffers of pool @p mp an application's send may not take: deliveries always find one
  *  (an eighth of the pool, at least one). */
@@ -70,8 +92,9 @@ inline void copy_inline(uint8_t* to, const uint8_t* from, uint32_t len) {
   }
 }
 
-/** Describe a message to send by copy into @p d (every field written: @p d may be ring
- *  memory). Inline here, on the hot path. @return 0; -EAGAIN no pool buffer now. */
+/** Describe a message of at most IMAGO_MSG_INLINE_MAX bytes, or above IMAGO_SEND_INLINE_MAX,
+ *  to send by copy into @p d (every field written: @p d may be ring memory). Inline here, on
+ *  the hot path. @return 0; -EAGAIN no pool buffer now. */
 inline int describe_send_copy(const TierSide& t, uint64_t peer, const void* data, uint32_t len, uint16_t flags,
                               imago_msg& d) {
   if (len > IMAGO_MSG_INLINE_MAX) [[unlikely]]
@@ -83,6 +106,50 @@ inline int describe_send_copy(const TierSide& t, uint64_t peer, const void* data
   d.reserved = 0;
   copy_inline(d.u.inline_data, static_cast<const uint8_t*>(data), len);
   return 0;
+}
+
+/** Describe a message of IMAGO_MSG_INLINE_MAX < @p len <= IMAGO_SEND_INLINE_MAX bytes into
+ *  @p d as kTierRing, its bytes going on into the tx_slots(@p len) - 1 slots after @p d
+ *  (either ring: the application's sends, the engine's unicast deliveries). @p cont is where
+ *  those slots are: nullptr when they follow @p d in memory, else each one's address. */
+inline void describe_ring(uint64_t peer, const void* data, uint32_t len, uint16_t flags, imago_msg& d,
+                               imago_msg* const* cont) {
+  d.src = peer;
+  d.len = len;
+  d.flags = flags;
+  d.tier = kTierRing;
+  d.reserved = 0;
+  const auto* from = static_cast<const uint8_t*>(data);
+  if (cont == nullptr) {
+    std::memcpy(d.u.inline_data, from, len);
+    return;
+  }
+  std::memcpy(d.u.inline_data, from, IMAGO_MSG_INLINE_MAX);
+  for (uint32_t at = IMAGO_MSG_INLINE_MAX, i = 0; at < len; at += sizeof(imago_msg), ++i)
+    std::memcpy(cont[i], from + at, std::min<uint32_t>(sizeof(imago_msg), len - at));
+}
+
+/** @return true when the @p k slots after slot @p at of reservation @p z follow it in memory. */
+inline bool ring_contiguous(const rte_ring_zc_data& z, unsigned at, unsigned k) { return at + k < z.n1 || at >= z.n1; }
+
+/** describe_ring() into slot @p at of ring reservation @p z and the slots after it. */
+inline void describe_ring_zc(const rte_ring_zc_data& z, unsigned at, uint64_t peer, const void* data, uint32_t len,
+                             uint16_t flags) {
+  const unsigned k = ring_spill(len);
+  if (ring_contiguous(z, at, k)) return describe_ring(peer, data, len, flags, zc_slot(z, at), nullptr);
+  imago_msg* cont[IMAGO_SEND_INLINE_MAX / sizeof(imago_msg)];
+  for (unsigned i = 1; i <= k; ++i) cont[i - 1] = &zc_slot(z, at + i);
+  describe_ring(peer, data, len, flags, zc_slot(z, at), cont);
+}
+
+/** Copy the bytes of the kTierRing message at slot @p at of reservation @p z to @p to: one
+ *  span, whether or not the ring wraps inside it. */
+inline void ring_gather(const rte_ring_zc_data& z, unsigned at, uint8_t* to) {
+  const imago_msg& h = zc_slot(z, at);
+  if (ring_contiguous(z, at, ring_spill(h.len))) return (void)std::memcpy(to, h.u.inline_data, h.len);
+  std::memcpy(to, h.u.inline_data, IMAGO_MSG_INLINE_MAX);
+  for (uint32_t off = IMAGO_MSG_INLINE_MAX, i = 1; off < h.len; off += sizeof(imago_msg), ++i)
+    std::memcpy(to + off, &zc_slot(z, at + i), std::min<uint32_t>(sizeof(imago_msg), h.len - off));
 }
 
 /** A buffer of at least @p len bytes for a zero-copy send, lent to the engine but still the
@@ -118,7 +185,8 @@ unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n);
 /** @return the bytes of a descriptor the application queued for sending, checked (tier,
  *  length, a loan it handed over); an empty span when it is malformed. For the pool tier
  *  the span starts kHeadroom bytes into the buffer, so @p tag_room bytes in front of it are
- *  writable. */
+ *  writable. For kTierRing the span goes on past @p d: its ring_spill_of() slots must
+ *  follow @p d in memory. */
 std::span<const uint8_t> send_bytes(const EndpointSlot& s, const imago_msg& d);
 
 /** The engine is done with a descriptor it took from the tx ring: free what it holds. */

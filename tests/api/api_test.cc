@@ -375,10 +375,11 @@ TEST(Messages, EveryTierArrivesInOrderAndIntact) {
   Pair p;
   const uint32_t max = imago_max_message(p.a);
   const uint32_t pool_max = shm()->pool_max;
-  // Inline (0..48), pool (49..pool_max), frame pool (..2048, in one frame: the mbuf tier on
-  // receive), big (fragmented, reassembled: a pooled copy on receive), up to the largest.
-  const std::vector<uint32_t> sizes = {0,    1,    4,    17,   48,   49,   100,  pool_max, pool_max + 1,
-                                       1000, 1400, 2048, 2049, 4000, 9000, 30000, max};
+  // Inline (0..48), inline in the ring's slots (49..240: copied out on receive), pool
+  // (..pool_max), frame pool (..2048, in one frame: the mbuf tier on receive), big
+  // (fragmented, reassembled: a pooled copy on receive), up to the largest.
+  const std::vector<uint32_t> sizes = {0,    1,    4,    17,   48,   49,   100,  112,  113,  240, 241, pool_max,
+                                       pool_max + 1, 1000, 1400, 2048, 2049, 4000, 9000, 30000, max};
   auto size_of = [&](uint32_t seq) { return sizes[seq % sizes.size()]; };
   const uint32_t count = 40 * static_cast<uint32_t>(sizes.size());
   const PoolUse before = pool_use();
@@ -386,7 +387,7 @@ TEST(Messages, EveryTierArrivesInOrderAndIntact) {
   // Expect: the counters agree with what was sent, tier by tier.
   uint64_t bytes = 0, small = 0, big = 0;
   for (uint32_t s = 0; s < count; ++s)
-    bytes += size_of(s), small += size_of(s) <= IMAGO_MSG_INLINE_MAX, big += size_of(s) > imago::api::kFrameClass;
+    bytes += size_of(s), small += size_of(s) <= IMAGO_SEND_INLINE_MAX, big += size_of(s) > imago::api::kFrameClass;
   imago_ep_stats tx = stats_of(p.a), rx = stats_of(p.b);
   EXPECT_EQ(tx.msgs_sent, count);
   EXPECT_EQ(tx.bytes_sent, bytes);
@@ -538,6 +539,139 @@ TEST(Messages, BurstsCutShortByABadMessageAcrossTheRingWrap) {
   EXPECT_EQ(c.bad, 0u);
   EXPECT_GT(seq, 2000u);
   EXPECT_EQ(stats_of(p.a).tx_invalid, 0u);
+}
+
+// --- medium messages inline in the rings (49 to IMAGO_SEND_INLINE_MAX bytes) ---
+
+imago_msg receive_one(Pair& p, uint32_t len, uint32_t seq);  // under "release and reclaim"
+
+TEST(RingInline, EverySizeAcrossTheRingWrapArrivesIntact) {
+  // Rings of 64 slots: messages of 2 to 4 slots wrap round their ends again and again, both
+  // in the tx ring (the application writes, the engine reads) and the rx ring.
+  Pair p(64, 64);
+  auto size_of = [](uint32_t seq) { return IMAGO_MSG_INLINE_MAX + 1 + (seq * 37u) % (IMAGO_SEND_INLINE_MAX - IMAGO_MSG_INLINE_MAX); };
+  const PoolUse before = pool_use();
+  Checker c = transfer(p.a, p.b, 20000, size_of, 32);
+  EXPECT_EQ(c.bad, 0u);
+  imago_ep_stats tx = stats_of(p.a), rx = stats_of(p.b);
+  // Expect: no pool buffer either way; every one counted inline.
+  EXPECT_EQ(tx.tx_inline, 20000u);
+  EXPECT_EQ(tx.tx_pool, 0u);
+  EXPECT_EQ(rx.rx_inline, 20000u);
+  EXPECT_EQ(rx.rx_pool + rx.rx_mbuf, 0u);
+  EXPECT_EQ(tx.tx_invalid, 0u);
+  EXPECT_TRUE(settles_to(before)) << show(before) << " now " << show(pool_use());
+}
+
+TEST(RingInline, ReceivedCopiesAreReleasedOnceAndForgeriesRefused) {
+  Pair p;
+  // Do: receive a 200-byte message: copied into the endpoint's receive area.
+  imago_msg m = receive_one(p, 200, 1);
+  ASSERT_EQ(m.tier, IMAGO_TIER_COPY);
+  imago_msg forged[4];
+  for (imago_msg& f : forged) f = m;
+  forged[0].u.ext.loan += 1u << 16;                              // another generation
+  forged[1].u.ext.loan ^= 1;                                     // another chunk
+  forged[2].u.ext.data = static_cast<uint8_t*>(m.u.ext.data) + 64;  // inside it
+  forged[3].u.ext.loan = UINT32_MAX;
+  // Expect: each forgery refused, and the message still intact and releasable once.
+  EXPECT_EQ(imago_release(p.b, forged, 4), 4);
+  EXPECT_TRUE(intact(1, 200, m));
+  imago_msg stale = m;
+  EXPECT_EQ(imago_release(p.b, &m, 1), 0);
+  EXPECT_EQ(m.tier, IMAGO_TIER_INLINE);
+  EXPECT_EQ(imago_release(p.b, &stale, 1), 1) << "a stale copy gives nothing back";
+  EXPECT_EQ(stats_of(p.b).release_invalid, 5u);
+  // On the other endpoint it is foreign.
+  imago_msg other = receive_one(p, 150, 2);
+  imago_msg copy = other;
+  EXPECT_EQ(imago_release(p.a, &copy, 1), 1);
+  EXPECT_EQ(imago_release(p.b, &other, 1), 0);
+}
+
+TEST(RingInline, AFullReceiveAreaStopsReceivesUntilReleased) {
+  // Rings of 64 slots: the receive area holds 128 messages.
+  Pair p(64, 64);
+  std::vector<uint8_t> buf(100);
+  std::vector<imago_msg> held;
+  uint32_t sent = 0;
+  const auto end = Clock::now() + 10s;
+  // Do: receive and hold everything while sending 200 messages of 100 bytes.
+  while ((sent < 200 || imago_poll(p.b) > 0) && held.size() < 200 && Clock::now() < end) {
+    if (sent < 200) {
+      fill(sent, 100, buf.data());
+      if (imago_send(p.a, buf.data(), 100, 0) == 0) ++sent;
+    }
+    imago_msg m[8];
+    const int n = imago_recv_burst(p.b, m, 8);
+    ASSERT_GE(n, 0);
+    held.insert(held.end(), m, m + n);
+    if (n == 0 && held.size() == 128 && imago_poll(p.b) > 0) break;
+  }
+  // Expect: 128 held; the rest waits (on the rx ring, and behind it in the engine and the tx
+  // ring), counted, and imago_poll() says some is there.
+  ASSERT_EQ(held.size(), 128u);
+  EXPECT_GT(imago_poll(p.b), 0);
+  imago_msg more[8];
+  EXPECT_EQ(imago_recv_burst(p.b, more, 8), 0);
+  EXPECT_GT(stats_of(p.b).rx_copy_full, 0u);
+  for (uint32_t i = 0; i < 128; ++i) EXPECT_TRUE(intact(i, 100, held[i])) << i;
+  // Do: release them. Expect: the rest arrives, in order, intact.
+  EXPECT_EQ(imago_release(p.b, held.data(), 128), 0);
+  Checker c{[](uint32_t) { return 100u; }, 1, 128};
+  EXPECT_TRUE(eventually([&] {
+    if (sent < 200) {
+      fill(sent, 100, buf.data());
+      if (imago_send(p.a, buf.data(), 100, 0) == 0) ++sent;
+    }
+    c.poll(p.b);
+    return c.next == 200;
+  }));
+  EXPECT_EQ(c.bad, 0u);
+}
+
+TEST(RingInline, ForgedRingDescriptorsAreDiscardedAndCounted) {
+  Pair p;
+  // The tx ring of endpoint a (node 1 towards 2), written here as a buggy application would.
+  rte_ring* tx = nullptr;
+  for (const imago::api::EndpointSlot& s : shm()->slots)
+    if (s.state.load() == imago::api::SlotState::kOpen && p.name == s.name && s.peer == 2) tx = s.tx;
+  ASSERT_NE(tx, nullptr);
+  auto forge = [&](uint32_t len) {
+    imago_msg d{};
+    d.src = 2, d.len = len, d.tier = imago::api::kTierRing;
+    return d;
+  };
+  // Do: a ring descriptor too long, one short enough to be inline, and one whose slots
+  // were never put (alone on the ring).
+  imago_msg bad[2] = {forge(IMAGO_SEND_INLINE_MAX + 1), forge(IMAGO_MSG_INLINE_MAX)};
+  ASSERT_EQ(imago::api::handoff_put(tx, bad, 2), 2u);
+  ASSERT_TRUE(eventually([&] { return stats_of(p.a).tx_invalid == 2; }));
+  imago_msg alone = forge(200);
+  ASSERT_EQ(imago::api::handoff_put(tx, &alone, 1), 1u);
+  // Expect: each discarded and counted, nothing sent; then real messages flow, intact.
+  ASSERT_TRUE(eventually([&] { return stats_of(p.a).tx_invalid == 3 && stats_of(p.a).tx_ring_used == 0; }));
+  EXPECT_EQ(stats_of(p.a).msgs_sent, 0u);
+  Checker c = transfer(p.a, p.b, 100, [](uint32_t seq) { return 60u + seq; });
+  EXPECT_EQ(c.bad, 0u);
+  EXPECT_EQ(stats_of(p.a).tx_invalid, 3u);
+}
+
+TEST(RingInline, PollCountsMessagesNotSlots) {
+  Pair p;
+  std::vector<uint8_t> buf(200);
+  for (uint32_t s = 0; s < 10; ++s) {
+    fill(s, 200, buf.data());
+    ASSERT_EQ(imago_send(p.a, buf.data(), 200, 0), 0);
+  }
+  // Expect: ten messages of four slots each are ten ready.
+  EXPECT_TRUE(eventually([&] { return imago_poll(p.b) == 10; }));
+  EXPECT_EQ(stats_of(p.b).rx_ring_used, 40u);
+  Checker c{[](uint32_t) { return 200u; }, 1};
+  EXPECT_EQ(c.poll(p.b, 4), 4);
+  EXPECT_EQ(imago_poll(p.b), 6);
+  EXPECT_EQ(c.poll(p.b), 6);
+  EXPECT_EQ(imago_poll(p.b), 0);
 }
 
 // --- zero-copy send ---
@@ -776,8 +910,8 @@ TEST(Peer, SendsBeforeThePeerOpensWaitThenFlow) {
   imago_ep_t *a = nullptr, *b = nullptr;
   ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
   // Do: send while node 2 has no such endpoint.
-  auto size_of = [](uint32_t seq) { return seq % 2 ? 300u : 30u; };
-  std::vector<uint8_t> buf(300);
+  auto size_of = [](uint32_t seq) { return seq % 2 ? 200u : 30u; };
+  std::vector<uint8_t> buf(200);
   for (uint32_t s = 0; s < 100; ++s) {
     fill(s, size_of(s), buf.data());
     ASSERT_EQ(imago_send(a, buf.data(), size_of(s), 0), 0);
@@ -787,7 +921,7 @@ TEST(Peer, SendsBeforeThePeerOpensWaitThenFlow) {
   EXPECT_EQ(imago_peer_ready(a), 0);
   imago_ep_stats st = stats_of(a);
   EXPECT_EQ(st.msgs_sent, 0u);
-  EXPECT_EQ(st.tx_ring_used, 100u);
+  EXPECT_EQ(st.tx_ring_used, 50u + 50u * 4u) << "30 bytes take one ring slot, 200 bytes four";
   EXPECT_EQ(st.peer_ready, 0u);
   // Do: the peer opens. Expect: both ready, and all 100 arrive in order.
   imago_ep_opts node2{.local_node = 2, .ring_size = 0, .reserved = 0};
@@ -846,7 +980,7 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   Pair p;
   const PoolUse base = pool_use();
   // Pool tier: a stale copy released after the real one frees nothing.
-  imago_msg pooled = receive_one(p, 200, 1);
+  imago_msg pooled = receive_one(p, 400, 1);
   ASSERT_EQ(pooled.tier, IMAGO_TIER_POOL);
   EXPECT_EQ(pool_use().msg, base.msg + 1);
   imago_msg stale = pooled;
@@ -867,7 +1001,7 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   imago_release(p.b, &stale_frame, 1);
   EXPECT_TRUE(settles_to(base)) << "a stale mbuf descriptor freed something: " << show(pool_use());
   // Forged: a real loan index with another owner, bad indexes, a wrong tier, garbage.
-  imago_msg held = receive_one(p, 300, 3);
+  imago_msg held = receive_one(p, 450, 3);
   ASSERT_EQ(held.tier, IMAGO_TIER_POOL);
   const PoolUse holding = pool_use();
   imago_msg forged[6];
@@ -883,12 +1017,12 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
     // Frames in flight come and go; a forgery that freed the real buffer never settles back.
     EXPECT_TRUE(settles_to(holding)) << "forgery " << &f - forged << ": " << show(pool_use());
   }
-  EXPECT_TRUE(intact(3, 300, held)) << "the real message is untouched";
+  EXPECT_TRUE(intact(3, 450, held)) << "the real message is untouched";
   // The real one still releases, once.
   imago_release(p.b, &held, 1);
   EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
   // A descriptor released on the wrong endpoint frees nothing either.
-  imago_msg elsewhere = receive_one(p, 200, 4);
+  imago_msg elsewhere = receive_one(p, 400, 4);
   imago_msg copy = elsewhere;
   imago_release(p.a, &copy, 1);
   EXPECT_EQ(pool_use().msg, base.msg + 1);
@@ -899,7 +1033,7 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
 TEST(Release, AStaleDescriptorNeverFreesABufferHeldElsewhere) {
   Pair p;
   // Do: receive A (pool tier), keep a copy, release it.
-  imago_msg a = receive_one(p, 200, 0);
+  imago_msg a = receive_one(p, 400, 0);
   ASSERT_EQ(a.tier, IMAGO_TIER_POOL);
   const imago_msg stale = a;
   EXPECT_EQ(imago_release(p.b, &a, 1), 0);
@@ -909,7 +1043,7 @@ TEST(Release, AStaleDescriptorNeverFreesABufferHeldElsewhere) {
   imago_msg b{};
   bool reused = false;
   for (uint32_t seq = 1; seq < 4 * imago::api::LoanTable::kSlots && !reused; ++seq) {
-    b = receive_one(p, 200, seq);
+    b = receive_one(p, 400, seq);
     reused = (b.u.ext.loan & slot_mask) == (stale.u.ext.loan & slot_mask);
     if (!reused) {
       ASSERT_EQ(imago_release(p.b, &b, 1), 0);
@@ -923,12 +1057,12 @@ TEST(Release, AStaleDescriptorNeverFreesABufferHeldElsewhere) {
   EXPECT_EQ(imago_release(p.b, &again, 1), 1);
   EXPECT_EQ(stats_of(p.b).release_invalid, 1u);
   EXPECT_TRUE(settles_to(holding)) << show(holding) << " now " << show(pool_use());
-  EXPECT_EQ(imago_buf_alloc(p.a, 200, nullptr), -EINVAL);
+  EXPECT_EQ(imago_buf_alloc(p.a, 400, nullptr), -EINVAL);
   // Overwrite whatever buffer the pool hands out next: B's bytes must not change.
   void* grab = nullptr;
-  ASSERT_EQ(imago_buf_alloc(p.b, 200, &grab), 0);
-  std::memset(grab, 0xee, 200);
-  EXPECT_TRUE(intact(b_seq, 200, b)) << "B changed under the application";
+  ASSERT_EQ(imago_buf_alloc(p.b, 400, &grab), 0);
+  std::memset(grab, 0xee, 400);
+  EXPECT_TRUE(intact(b_seq, 400, b)) << "B changed under the application";
   EXPECT_EQ(imago_buf_free(p.b, grab), 0);
   EXPECT_EQ(imago_release(p.b, &b, 1), 0);
 }
@@ -939,7 +1073,7 @@ TEST(Release, CloseReclaimsUnreleasedDescriptors) {
     Pair p;
     // Do: receive pooled and framed messages and keep them; leave more in the rx ring.
     std::vector<imago_msg> kept;
-    for (uint32_t s = 0; s < 20; ++s) kept.push_back(receive_one(p, s % 2 ? 1000 : 200, s));
+    for (uint32_t s = 0; s < 20; ++s) kept.push_back(receive_one(p, s % 2 ? 1000 : 400, s));
     std::vector<uint8_t> buf(3000, 1);
     for (uint32_t s = 0; s < 30; ++s) ASSERT_EQ(imago_send(p.a, buf.data(), s % 3 == 0 ? 3000 : 700, 0), 0);
     ASSERT_TRUE(eventually([&] { return imago_poll(p.b) == 30; }));
@@ -963,7 +1097,8 @@ TEST(Release, CloseReclaimsUnsentAndAllocatedBuffers) {
   ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);
   // Do: no peer: copies wait in the tx ring; zero-copy buffers held, one sent, one not.
   std::vector<uint8_t> buf(10000, 7);
-  for (uint32_t len : {100u, 100u, 1000u, 1000u, 10000u}) ASSERT_EQ(imago_send(a, buf.data(), len, 0), 0);
+  for (uint32_t len : {400u, 400u, 1000u, 1000u, 10000u}) ASSERT_EQ(imago_send(a, buf.data(), len, 0), 0);
+  ASSERT_EQ(imago_send(a, buf.data(), 100, 0), 0);  // inline in the ring: no buffer
   void *zc1 = nullptr, *zc2 = nullptr;
   ASSERT_EQ(imago_buf_alloc(a, 500, &zc1), 0);
   ASSERT_EQ(imago_buf_alloc(a, 5000, &zc2), 0);
