@@ -30,6 +30,8 @@ struct CtlMsg {
   char name[kNameMax + 1];
   uint32_t group;        ///< kOpen of a group endpoint (peer 0): its group
   uint32_t group_flags;  ///< IMAGO_GROUP_* for a group endpoint, IMAGO_EP_* for the others
+  uint32_t rx_inline;    ///< kOpen: 1 when the application copies medium deliveries out of the
+                         ///< rx ring (kTierRing, tiers.h); 0 (an ordered group) for pool buffers
 };
 
 /** @return true when process @p pid is gone: it does not exist, or it is a zombie (killed,

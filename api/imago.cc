@@ -72,7 +72,7 @@ struct Endpoint {
   rte_ring* tx;
   bool recv_only;  ///< a group endpoint without IMAGO_GROUP_SEND: sends are refused
   std::unique_ptr<Ordered> ord;  ///< IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; else null
-  std::unique_ptr<RxArena> arena;  ///< a unicast endpoint's receive area (IMAGO_TIER_COPY)
+  std::unique_ptr<RxArena> arena;  ///< the receive area (IMAGO_TIER_COPY; none for an ordered group)
   uint64_t rx_got = 0;             ///< messages and events taken from the rx ring
 };
 
@@ -236,11 +236,11 @@ int open_slot(imago_t* h, CtlMsg& m, uint64_t node, uint32_t ring_size, imago_ep
   m.op = CtlOp::kOpen;
   m.node = node;
   m.ring_size = ring_size;
-  // A unicast endpoint's messages of 49 to IMAGO_SEND_INLINE_MAX bytes come inline in the rx
-  // ring and are copied here: room for twice the ring's worth held at once.
+  // Messages of 49 to IMAGO_SEND_INLINE_MAX bytes come inline in the rx ring and are copied
+  // here (m.rx_inline): room for twice the ring's worth held at once.
   // (A ring size out of range is refused by the open itself.)
   const uint32_t ring = ring_size >= kRingMin && ring_size <= kRingMax ? ring_size : kRingDefault;
-  auto arena = m.group == 0 ? std::make_unique<RxArena>() : nullptr;
+  auto arena = m.rx_inline ? std::make_unique<RxArena>() : nullptr;
   if (arena && !arena->init(2 * ring)) return -ENOMEM;
   if (int rc = control(im, m); rc < 0) return rc;
   EndpointSlot* s = &im->shm->slots[m.slot];
@@ -435,6 +435,7 @@ int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_e
   CtlMsg m{};
   m.peer = peer;
   m.group_flags = opts ? opts->flags : 0;  // IMAGO_EP_*: checked by the primary
+  m.rx_inline = 1;
   std::memcpy(m.name, name, len);
   return open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
 }
@@ -447,6 +448,7 @@ int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* 
   CtlMsg m{};
   m.group = group;
   m.group_flags = flags & ~kOrderFlags;  // the ordering is ours, above the engine's streams
+  m.rx_inline = members.empty();  // an ordering holds what it receives: in pool buffers
   std::snprintf(m.name, sizeof m.name, "group-%u", group);
   int rc = open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
   if (rc < 0 || members.empty()) return rc;

@@ -320,9 +320,9 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
 
 /**
  * Receive up to @p n message descriptors. Each stays valid (imago_msg_data(), len, src,
- * flags) until given back with imago_release(). Non-blocking. On a unicast endpoint a
- * message of 49 to IMAGO_SEND_INLINE_MAX bytes comes inline in the rx ring and is copied
- * here into the endpoint's receive area (IMAGO_TIER_COPY), which holds twice ring_size
+ * flags) until given back with imago_release(). Non-blocking. On any endpoint but an ordered
+ * group's, a message of 49 to IMAGO_SEND_INLINE_MAX bytes comes inline in the rx ring and is
+ * copied here into the endpoint's receive area (IMAGO_TIER_COPY), which holds twice ring_size
  * messages: while the application holds all of them this returns what it can (0 if need
  * be) and counts rx_copy_full; the rest waits, in order, until some are released.
  * @return how many were received (0: none ready); -EINVAL @p ep not live, NULL pointer;
@@ -383,9 +383,9 @@ struct imago_ep_stats {
 	                               after it (up to IMAGO_SEND_INLINE_MAX) */
 	uint64_t tx_pool;         /**< sent in a pooled buffer (copied by imago_send) */
 	uint64_t tx_zero_copy;    /**< sent with imago_send_zc */
-	uint64_t rx_inline;       /**< received inline in the rx ring: in the descriptor, or (a
-	                               unicast endpoint, up to IMAGO_SEND_INLINE_MAX bytes) in the
-	                               slots after it, copied out by imago_recv_burst() */
+	uint64_t rx_inline;       /**< received inline in the rx ring: in the descriptor, or (up to
+	                               IMAGO_SEND_INLINE_MAX bytes; not on an ordered group endpoint)
+	                               in the slots after it, copied out by imago_recv_burst() */
 	uint64_t rx_pool;         /**< received in a pooled buffer */
 	uint64_t rx_mbuf;         /**< received zero-copy in the frame's mbuf */
 	uint64_t tx_ring_full;    /**< sends refused with -EAGAIN (back-pressure) */

@@ -6,10 +6,11 @@
  *
  * A message lives in one of four tiers (Pupa's three buffers and a copy): small ones inline in
  * the descriptor itself, medium ones in a buffer from a pool, large ones left in the received
- * mbuf (zero-copy); a unicast endpoint's messages of 49 to IMAGO_SEND_INLINE_MAX bytes
- * arrive inline in the rx ring's slots and are copied into the endpoint's receive area in
- * the application's own memory. The application reads imago_msg_data() whatever the tier, and gives
- * descriptors back in bulk with the endpoint's release call; the tier says what release frees.
+ * mbuf (zero-copy); messages of 49 to IMAGO_SEND_INLINE_MAX bytes (but on an ordered group
+ * endpoint) arrive inline in the rx ring's slots and are copied into the endpoint's receive
+ * area in the application's own memory. The application reads imago_msg_data() whatever the
+ * tier, and gives descriptors back in bulk with the endpoint's release call; the tier says
+ * what release frees.
  */
 #ifndef IMAGO_MSG_H
 #define IMAGO_MSG_H

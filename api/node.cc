@@ -336,9 +336,9 @@ bool Node::stage_room(Active& a, unsigned slots) {
 int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* rebuilt) {
   EndpointSlot& s = *a.slot;
   const auto len = static_cast<uint32_t>(body.size());
-  // A unicast endpoint's medium message goes inline in the ring's slots (its application
-  // copies it out: IMAGO_TIER_COPY); a group endpoint's may be held by its ordering.
-  const unsigned slots = rebuilt == nullptr && s.group == 0 ? tx_slots(len) : 1;
+  // A medium message goes inline in the ring's slots (its application copies it out:
+  // IMAGO_TIER_COPY), unless the endpoint's ordering holds what it receives (pool buffers).
+  const unsigned slots = rebuilt == nullptr && s.rx_inline ? tx_slots(len) : 1;
   if (!stage_room(a, slots)) {
     s.c.rx_ring_full.add();  // back-pressure: the engine keeps it and withholds credit
     return 0;

@@ -416,6 +416,7 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   s.peer_ready.store(0, std::memory_order_relaxed);
   s.group = req.group;
   s.group_flags = req.group_flags;
+  s.rx_inline = req.rx_inline != 0;
   s.group_rc.store(req.group != 0 ? kGroupPending : 0, std::memory_order_relaxed);
   s.max_message.store(shm_->max_message, std::memory_order_relaxed);
   new (&s.c) EngineSideCounters();

@@ -40,6 +40,7 @@ struct Got {
     imago_group_event ev;
   };
   std::vector<Item> items;
+  unsigned tiers[4] = {0, 0, 0, 0};  // messages by the tier they came in
   size_t messages() const {
     size_t n = 0;
     for (const Item& i : items) n += !i.event;
@@ -64,6 +65,7 @@ int drain_once(imago_ep_t* ep, Got& got) {
       std::memcpy(&it.ev, p, sizeof it.ev);
     } else {
       it.bytes.assign(p, p + m[i].len);
+      if (m[i].tier < 4) ++got.tiers[m[i].tier];
     }
     got.items.push_back(std::move(it));
   }
@@ -201,6 +203,13 @@ TEST(Group, EveryTierArrivesInOrderWithItsSourceAndTheEventsInTheirPlace) {
   EXPECT_EQ(st.msgs_received, kN);
   EXPECT_GE(st.events, 2u);  // STARTED, and our own JOINED in the stream
   EXPECT_EQ(st.events_lost, 0u);
+  // Up to 48 bytes in the descriptor; 49 to 240 inline in the ring, copied out; the rest in
+  // buffers.
+  uint32_t inline_n = 0, ring_n = 0;
+  for (uint32_t q = 0; q < kN; ++q) inline_n += size_of(q) <= IMAGO_MSG_INLINE_MAX, ring_n += size_of(q) > IMAGO_MSG_INLINE_MAX && size_of(q) <= IMAGO_SEND_INLINE_MAX;
+  EXPECT_EQ(st.rx_inline, inline_n + ring_n);
+  EXPECT_EQ(got.tiers[IMAGO_TIER_INLINE], inline_n);
+  EXPECT_EQ(got.tiers[IMAGO_TIER_COPY], ring_n);
 
   // The source closes: the member gets everything, then ENDED (CLOSED), and leaves.
   send_all(tx, kN, 100, rx, &got);
@@ -423,6 +432,10 @@ void ordered_exchange(uint32_t g, uint32_t order) {
   }
   EXPECT_EQ(messages_from(got[0], 2), kN);
   EXPECT_EQ(messages_from(got[1], 1), kN);
+  // The ordering holds what arrives until its order lets it out: in buffers, never in the
+  // receive area a held message could fill.
+  EXPECT_EQ(got[0].tiers[IMAGO_TIER_COPY] + got[1].tiers[IMAGO_TIER_COPY], 0u);
+  EXPECT_GT(got[0].tiers[IMAGO_TIER_POOL], 0u);
   imago_ep_stats st{};
   ASSERT_EQ(imago_stats(a, &st), 0);
   EXPECT_EQ(st.order_bad, 0u);
