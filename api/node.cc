@@ -25,6 +25,7 @@ constexpr uint32_t kTagBytes = 4;
 // Received mbufs an endpoint may hold at once; beyond it messages are copied, so a slow
 // reader cannot starve the port's receive pool.
 constexpr uint32_t kMbufLoanCap = 512;
+static_assert(kMbufLoanCap < kReturnSlots, "every mbuf an endpoint holds fits its return ring");
 
 uint32_t engine_flags(uint16_t f) {
   return ((f & IMAGO_MSG_F_FASTPATH) ? rel::send_flag::kFastpath : 0) |
@@ -81,6 +82,7 @@ unsigned Node::poll(uint64_t now_tsc) {
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) {
     work += drain_tx(active_[i], now_ns_);
+    work += free_returned(*active_[i].slot, true);
   }
   const uint64_t board_due = ne_.pub.next_tsc;
   work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish

@@ -401,10 +401,10 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   ++ring_serial_;  // ring names are unique for the process's life
   s.rx = handoff_create(("imr" + std::to_string(i) + "_" + std::to_string(ring_serial_)).c_str(), s.ring_size, rte_socket_id());
   s.tx = handoff_create(("imt" + std::to_string(i) + "_" + std::to_string(ring_serial_)).c_str(), s.ring_size, rte_socket_id());
-  if (s.rx == nullptr || s.tx == nullptr) {
-    rte_ring_free(s.rx);
-    rte_ring_free(s.tx);
-    s.rx = s.tx = nullptr;
+  s.ret = rte_ring_create(("ime" + std::to_string(i) + "_" + std::to_string(ring_serial_)).c_str(), kReturnSlots,
+                          rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (s.rx == nullptr || s.tx == nullptr || s.ret == nullptr) {
+    free_rings(s);
     s.state.store(SlotState::kFree, std::memory_order_release);
     return -ENOMEM;
   }
@@ -471,6 +471,13 @@ int Runtime::close_endpoint(uint32_t slot) {
   return 0;
 }
 
+void Runtime::free_rings(EndpointSlot& s) {
+  rte_ring_free(s.rx);
+  rte_ring_free(s.tx);
+  rte_ring_free(s.ret);
+  s.rx = s.tx = s.ret = nullptr;
+}
+
 unsigned Runtime::reclaim(uint32_t slot) {
   EndpointSlot& s = shm_->slots[slot];
   const ReturnSettled r = settle_return(s);  // a return the application died in the middle of
@@ -478,9 +485,8 @@ unsigned Runtime::reclaim(uint32_t slot) {
     IMAGO_LOG(WARNING, api, "endpoint '%s': its process died returning a buffer; it is left in doubt\n", s.name);
   unsigned n = (r == ReturnSettled::kPut) + s.rx_loans.reclaim(put_loaned_uncached) + s.tx_loans.reclaim(put_loaned_uncached);
   pool_caches_free(s.app_caches);  // an application that died with buffers in its caches
-  rte_ring_free(s.rx);
-  rte_ring_free(s.tx);
-  s.rx = s.tx = nullptr;
+  n += free_returned(s);           // released by the application, not yet freed by the engine
+  free_rings(s);
   IMAGO_LOG(INFO, api, "endpoint '%s' (slot %u, pid %d) closed: %u buffers reclaimed\n", s.name, slot, s.pid, n);
   s.state.store(SlotState::kFree, std::memory_order_release);
   shm_->generation.fetch_add(1, std::memory_order_acq_rel);

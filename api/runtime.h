@@ -71,6 +71,7 @@ class Runtime {
   void serve_telemetry();
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
   unsigned reclaim(uint32_t slot);
+  static void free_rings(EndpointSlot& s);
   void hold_intr_thread_once_linked();
   bool wait_drained(uint32_t slot);
   /** Wait (up to a second; run-to-completion: polling the nodes) until @p done. */

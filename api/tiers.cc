@@ -111,7 +111,10 @@ bool give_back(const TierSide& t, uint32_t table, uint32_t id, void* owner) {
   rte_mempool_cache* c = is_mbuf_tag(o) || t.caches == nullptr ? nullptr : t.caches->of(rte_mempool_from_obj(o));
   j.cache = c, j.len = c ? c->len : 0;
   j.stage.store(2, std::memory_order_release);
-  put_loaned(o, t.caches);
+  // A received mbuf goes back to the engine to free (free_returned()); the ring is never
+  // full (kReturnSlots), but if it were the mbuf is freed here.
+  if (!is_mbuf_tag(o) || t.slot->ret == nullptr || rte_ring_sp_enqueue(t.slot->ret, untag_mbuf(o)) != 0)
+    put_loaned(o, t.caches);
   j.stage.store(0, std::memory_order_release);
   return true;
 }
@@ -143,6 +146,21 @@ ReturnSettled settle_return(EndpointSlot& s) {
     return ReturnSettled::kCompleted;
   }
   return ReturnSettled::kUnknown;
+}
+
+unsigned free_returned(EndpointSlot& s, bool cached) {
+  if (s.ret == nullptr) return 0;
+  rte_mbuf* m[64];
+  unsigned total = 0, n;
+  while ((n = rte_ring_sc_dequeue_burst(s.ret, reinterpret_cast<void**>(m), 64, nullptr)) > 0) {
+    total += n;
+    if (cached) {
+      rte_pktmbuf_free_bulk(m, n);
+      break;  // one burst a poll
+    }
+    for (unsigned i = 0; i < n; ++i) mbuf_put(m[i]);
+  }
+  return total;
 }
 
 int free_send_buffer(const TierSide& t, void* buf) {

@@ -176,6 +176,16 @@ enum class ReturnSettled { kNone, kPut, kCompleted, kUnknown };
  */
 ReturnSettled settle_return(EndpointSlot& s);
 
+/** Slots of an endpoint's mbuf return ring (EndpointSlot::ret): more than the received mbufs
+ *  an endpoint may hold at once, so a release always finds room. */
+inline constexpr unsigned kReturnSlots = 1024;
+
+/** Free the mbufs the application gave back on @p s's return ring: on the engine lcore one
+ *  burst, into its mempool cache (@p cached), so its next frames are mbufs still in its caches;
+ *  on the control path (the application gone) all of them, straight to their pools.
+ *  @return how many. */
+unsigned free_returned(EndpointSlot& s, bool cached = false);
+
 /** Give back @p n received descriptors (each marked released). @return how many were
  *  refused: stale, forged, or lent by another endpoint. */
 unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n);
