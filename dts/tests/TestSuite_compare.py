@@ -106,8 +106,9 @@ class TestSuiteCompare(TestSuite):
         """
         Steps:
             Run ``bench/compare --multicast --receivers 2 --sizes 64 --msgs-scale 0.02
-            --norm-rates 500 --loss 1 --out DIR`` (one sender, two receivers on a bridge, 1 %
-            of the frames towards each dropped; about 20 s).
+            --norm-rates 500 --loss 5 --out DIR`` (one sender, two receivers on a bridge, 5 %
+            of the frames towards each dropped; about 20 s). Not 1 %: 20,000 messages of 64 B
+            fill about 160 frames, so at 1 % neither receiver lost one in about 4 % of runs.
         Verify:
             It exits 0; the CSV has a row for imago, imago as N unicast streams and NORM
             (NORM may be missing only when norm_perf is not built), each measured with every
@@ -116,7 +117,7 @@ class TestSuiteCompare(TestSuite):
         """
         out = log_dir.path / "compare-multicast"
         argv = [sys.executable, str(COMPARE), "--multicast", "--receivers", "2", "--sizes", "64", "--msgs-scale",
-                "0.02", "--norm-rates", "500", "--loss", "1", "--out", str(out)]
+                "0.02", "--norm-rates", "500", "--loss", "5", "--out", str(out)]
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_LIMIT_S, cwd=REPO_ROOT)
         (log_dir.path / "compare-multicast.stdout").write_text(cp.stdout)
         (log_dir.path / "compare-multicast.stderr").write_text(cp.stderr)
@@ -131,5 +132,5 @@ class TestSuiteCompare(TestSuite):
             r = rows.get(t)
             self.verify(r is not None and r["status"] == "ok", f"{t}: {r}")
             self.verify(int(r["delivered_min"]) == int(r["msgs"]) and float(r["mib_per_s"]) > 0, f"{t}: {r}")
-        self.verify(float(rows["imago"]["repair_per_data"]) > 0, f"imago sent no repair at 1 % loss: {rows['imago']}")
+        self.verify(float(rows["imago"]["repair_per_data"]) > 0, f"imago sent no repair at 5 % loss: {rows['imago']}")
         self.verify((out / "table.md").read_text().startswith("## Reliable multicast"), "table.md")
