@@ -141,7 +141,9 @@ bool copy_out(Endpoint* ep, const rte_ring_zc_data& z, unsigned at, imago_msg& m
 // copied into the receive area (IMAGO_TIER_COPY). @return how many.
 unsigned receive(Endpoint* ep, imago_msg* msgs, unsigned n) {
   rte_ring_zc_data z{};
-  const unsigned avail = rte_ring_dequeue_zc_burst_elem_start(ep->rx, sizeof(imago_msg), n * tx_slots(IMAGO_SEND_INLINE_MAX), &z, nullptr);
+  // No more than a ring holds: n times the slots a message may take must not wrap to 0.
+  const unsigned slots = std::min(n, kRingMax) * tx_slots(IMAGO_SEND_INLINE_MAX);
+  const unsigned avail = rte_ring_dequeue_zc_burst_elem_start(ep->rx, sizeof(imago_msg), slots, &z, nullptr);
   if (avail == 0) return 0;
   unsigned at = 0, out = 0;
   while (out < n && at < avail) {

@@ -69,7 +69,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
  public:
   static constexpr unsigned kStage = 32;  ///< messages taken from, or put on, an endpoint's ring at once
   /// ...and the ring slots they may take (a message of up to IMAGO_SEND_INLINE_MAX bytes takes four)
-  static constexpr unsigned kStageSlots = kStage * (1 + (IMAGO_SEND_INLINE_MAX - IMAGO_MSG_INLINE_MAX) / 64);
+  static constexpr unsigned kStageSlots = kStage * tx_slots(IMAGO_SEND_INLINE_MAX);
 
   /** Control path. @return 0 or a negative errno. */
   int init(const NodeSpec& spec, ShmRoot* shm);

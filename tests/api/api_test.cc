@@ -657,6 +657,20 @@ TEST(RingInline, ForgedRingDescriptorsAreDiscardedAndCounted) {
   EXPECT_EQ(stats_of(p.a).tx_invalid, 3u);
 }
 
+TEST(RingInline, AHugeBurstCountStillReceives) {
+  Pair p;
+  std::vector<uint8_t> buf(200);
+  fill(0, 200, buf.data());
+  ASSERT_EQ(imago_send(p.a, buf.data(), 200, 0), 0);
+  ASSERT_TRUE(eventually([&] { return imago_poll(p.b) == 1; }));
+  // Do: ask for 2^30 (times the four slots a message may take, that wraps to 0 in 32 bits).
+  // Expect: the one message, not 0 for ever.
+  imago_msg m[4];
+  EXPECT_EQ(imago_recv_burst(p.b, m, 1u << 30), 1);
+  EXPECT_TRUE(intact(0, 200, m[0]));
+  EXPECT_EQ(imago_release(p.b, m, 1), 0);
+}
+
 TEST(RingInline, PollCountsMessagesNotSlots) {
   Pair p;
   std::vector<uint8_t> buf(200);
