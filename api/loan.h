@@ -19,6 +19,10 @@
  * The lender may also mark a loan "handed over" (an application's zero-copy buffer once it
  * is on the tx ring): from then on only the returner may take it, so a second send or a free
  * of a buffer already sent is refused instead of losing the message in flight.
+ *
+ * An application returns in two steps, claim() then finish(), with the buffer's put between:
+ * a claimed loan is nobody else's to take, and the word itself says the claim won, so the
+ * reclaim after a kill anywhere in between knows the buffer is this return's to finish.
  */
 #pragma once
 
@@ -33,11 +37,11 @@ class LoanTable {
   static constexpr uint32_t kSlots = 1u << kIndexBits;  ///< 8192
   static constexpr uint32_t kNone = UINT32_MAX;
 
-  /** Lender: record @p owner (4-byte aligned, below 2^48; bit 0 is the caller's), already
+  /** Lender: record @p owner (8-byte aligned, below 2^48; bit 0 is the caller's), already
    *  handed over if @p handed. @return the loan id, or kNone (every slot taken). */
   uint32_t lend(void* owner, bool handed = false) {
     const auto o = reinterpret_cast<uint64_t>(owner);
-    if ((o & ~kOwnerMask) != 0 || (o & kHanded) != 0 || o == 0) return kNone;
+    if ((o & ~kOwnerMask) != 0 || (o & kFlags) != 0 || o == 0) return kNone;
     if (lent_ - returned_.load(std::memory_order_acquire) >= kSlots) return kNone;
     // Returns come back mostly in order, so the slot after the last one is nearly always free.
     for (uint32_t tries = 0; tries < kSlots; ++tries) {
@@ -54,12 +58,41 @@ class LoanTable {
   }
 
   /** Returner (or reclaim): take loan @p id back. @return its owner, or nullptr (bad or
-   *  stale id, or already returned). */
-  void* take(uint32_t id) { return take_if(id, nullptr, false); }
-  /** Returner: take loan @p id only if it records @p owner. @return owner, or nullptr. */
-  void* take_owned(uint32_t id, const void* owner) { return owner ? take_if(id, owner, false) : nullptr; }
-  /** Lender: take back loan @p id of @p owner only if it was not handed over. */
-  void* take_held(uint32_t id, const void* owner) { return owner ? take_if(id, owner, true) : nullptr; }
+   *  stale id, already returned, or claimed). */
+  void* take(uint32_t id) {
+    uint64_t w = current(id);
+    while (w != 0 && (w & kClaimed) == 0) {
+      // Acq_rel: the buffer's bytes are the winner's from here on.
+      if (slot_[id & (kSlots - 1)].compare_exchange_weak(w, w & ~kOwnerMask, std::memory_order_acq_rel)) {
+        returned_.fetch_add(1, std::memory_order_release);
+        return reinterpret_cast<void*>(w & kOwnerMask & ~kHanded);
+      }
+      w = (w >> kGenShift) == (id >> kIndexBits) && (w & kOwnerMask) != 0 ? w : 0;
+    }
+    return nullptr;
+  }
+
+  /** Returner (@p held_only false), or the lender taking back a loan it did not hand over
+   *  (true): claim loan @p id of @p owner, the first step of a return. @return owner, or
+   *  nullptr (bad, stale or foreign id, returned or claimed already). finish() ends it. */
+  void* claim(uint32_t id, const void* owner, bool held_only) {
+    uint64_t w = current(id);
+    const auto o = reinterpret_cast<uint64_t>(owner);
+    if (w == 0 || o == 0 || (w & kOwnerMask & ~kHanded) != o || (held_only && (w & kHanded))) return nullptr;
+    // Acq_rel: the buffer's bytes are the claimer's from here on.
+    return slot_[id & (kSlots - 1)].compare_exchange_strong(w, w | kClaimed, std::memory_order_acq_rel) ? const_cast<void*>(owner) : nullptr;
+  }
+  /** The claimer (or the reclaim, once the claimer died): end the return of loan @p id. */
+  void finish(uint32_t id) {
+    std::atomic<uint64_t>& s = slot_[id & (kSlots - 1)];
+    s.store(s.load(std::memory_order_relaxed) & ~kOwnerMask, std::memory_order_release);
+    returned_.fetch_add(1, std::memory_order_release);
+  }
+  /** @return true when loan @p id of @p owner is current and claimed (a return under way). */
+  bool claimed(uint32_t id, const void* owner) const {
+    const uint64_t w = current(id);
+    return (w & kClaimed) != 0 && (w & kOwnerMask & ~(kHanded | kClaimed)) == reinterpret_cast<uint64_t>(owner);
+  }
 
   /** Lender: mark loan @p id of @p owner handed over. @return false when @p id is stale, of
    *  another owner, or handed over already. */
@@ -67,7 +100,8 @@ class LoanTable {
   /** Lender: undo hand_over() when the hand-over failed (the returner never saw it). */
   void hand_back(uint32_t id, const void* owner) { swap_flag(id, owner, kHanded, 0); }
 
-  /** @return the owner of loan @p id if it is current, else nullptr (validation). */
+  /** @return the owner of loan @p id if it is current, else nullptr (validation). A claimed
+   *  loan's has kClaimed set: it matches no owner. */
   void* peek(uint32_t id) const {
     const uint64_t w = current(id);
     return reinterpret_cast<void*>(w & kOwnerMask & ~kHanded);
@@ -78,7 +112,8 @@ class LoanTable {
   /** @return buffers lent and not returned. */
   uint32_t outstanding() const { return lent_ - returned_.load(std::memory_order_acquire); }
 
-  /** Control path, nobody else using the table: give every loan to @p free_fn. @return how many. */
+  /** Control path, nobody else using the table: give every loan to @p free_fn (not claimed
+   *  ones: their returns are settled from the journal). @return how many. */
   template <typename Fn>
   uint32_t reclaim(Fn&& free_fn) {
     uint32_t n = 0;
@@ -100,11 +135,13 @@ class LoanTable {
 
  private:
   // A slot's word: generation in bits 63..48, the owner in bits 47..0 (zero: free), and
-  // kHanded in bit 1 of the owner, which owners leave clear (4-byte aligned).
+  // kHanded and kClaimed in bits 1 and 2 of the owner, which owners leave clear (8-byte aligned).
   static constexpr uint32_t kGenShift = 48;
   static constexpr uint64_t kGenMax = 0xffff;
   static constexpr uint64_t kOwnerMask = (uint64_t{1} << kGenShift) - 1;
   static constexpr uint64_t kHanded = 2;
+  static constexpr uint64_t kClaimed = 4;
+  static constexpr uint64_t kFlags = kHanded | kClaimed;
   static_assert(kIndexBits + 16 <= 31, "a loan id never equals kNone");
 
   /** @return slot @p id's word if @p id is current (its generation, a loan in it), else 0. */
@@ -112,21 +149,6 @@ class LoanTable {
     if (id >> kIndexBits > kGenMax) return 0;
     const uint64_t w = slot_[id & (kSlots - 1)].load(std::memory_order_acquire);
     return (w >> kGenShift) == (id >> kIndexBits) && (w & kOwnerMask) != 0 ? w : 0;
-  }
-
-  void* take_if(uint32_t id, const void* owner, bool held_only) {
-    uint64_t w = current(id);
-    while (w != 0) {
-      void* o = reinterpret_cast<void*>(w & kOwnerMask & ~kHanded);
-      if ((owner != nullptr && o != owner) || (held_only && (w & kHanded))) return nullptr;
-      // Acq_rel: the buffer's bytes are the winner's from here on.
-      if (slot_[id & (kSlots - 1)].compare_exchange_weak(w, w & ~kOwnerMask, std::memory_order_acq_rel)) {
-        returned_.fetch_add(1, std::memory_order_release);
-        return o;
-      }
-      w = (w >> kGenShift) == (id >> kIndexBits) && (w & kOwnerMask) != 0 ? w : 0;
-    }
-    return nullptr;
   }
 
   bool swap_flag(uint32_t id, const void* owner, uint64_t from, uint64_t to) {

@@ -82,7 +82,7 @@ unsigned Node::poll(uint64_t now_tsc) {
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) {
     work += drain_tx(active_[i], now_ns_);
-    work += free_returned(*active_[i].slot, true);
+    work += free_returned(*active_[i].slot, caches_);
   }
   const uint64_t board_due = ne_.pub.next_tsc;
   work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish

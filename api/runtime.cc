@@ -482,7 +482,7 @@ unsigned Runtime::reclaim(uint32_t slot) {
   EndpointSlot& s = shm_->slots[slot];
   const ReturnSettled r = settle_return(s);  // a return the application died in the middle of
   if (r == ReturnSettled::kUnknown)
-    IMAGO_LOG(WARNING, api, "endpoint '%s': its process died returning a buffer; it is left in doubt\n", s.name);
+    IMAGO_LOG(WARNING, api, "endpoint '%s': its process died putting a buffer straight to its pool; it is left\n", s.name);
   unsigned n = (r == ReturnSettled::kPut) + s.rx_loans.reclaim(put_loaned_uncached) + s.tx_loans.reclaim(put_loaned_uncached);
   pool_caches_free(s.app_caches);  // an application that died with buffers in its caches
   n += free_returned(s);           // released by the application, not yet freed by the engine

@@ -27,7 +27,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 12;
+inline constexpr uint32_t kShmVersion = 13;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -74,7 +74,8 @@ struct alignas(64) EndpointSlot {
   rte_ring* tx = nullptr;  ///< application -> engine
   /// Application -> engine: received mbufs the application released, for the engine to free
   /// into its own cache (freed straight to the pool's ring, first in first out, the engine's
-  /// next frames would come from its far end, out of every cache).
+  /// next frames would come from its far end, out of every cache); and pool buffers its full
+  /// cache has no room for (tiers.cc, give_back()). Entries are loan owners (mbufs tagged).
   rte_ring* ret = nullptr;
   std::atomic<uint32_t> peer_ready{0};
   uint32_t group = 0;        ///< a group endpoint's group (peer 0), else 0

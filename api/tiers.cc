@@ -94,30 +94,73 @@ int describe_send_zc(const TierSide& t, void* buf, uint32_t len, uint16_t flags,
 
 void undo_send_zc(const TierSide& t, const imago_msg& d) { t.slot->tx_loans.hand_back(d.u.ext.loan, d.u.ext.owner); }
 
+namespace {
+// A journal stage, written before what follows it in the code: a kill lands between
+// instructions, so the compiler must not move the put's stores above it either.
+void journal(ReturnJournal& j, uint32_t stage) {
+  j.stage.store(stage, std::memory_order_release);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+}  // namespace
+
 // The application gives back loan @p id of @p owner (return_journal.h): journaled, so a kill
 // half-way is finished by the reclaim. @p table 1: tx_loans, held only (not handed over).
 // @return true when it was this endpoint's to give back (and now is the pool's).
 bool give_back(const TierSide& t, uint32_t table, uint32_t id, void* owner) {
   ReturnJournal& j = t.slot->app_return;
   j.loan = id, j.table = table, j.obj = owner;
-  j.stage.store(1, std::memory_order_release);
+  journal(j, 1);
   LoanTable& loans = table ? t.slot->tx_loans : t.slot->rx_loans;
-  void* o = table ? loans.take_held(id, owner) : loans.take_owned(id, owner);
-  if (o == nullptr) {
-    j.stage.store(0, std::memory_order_release);
+  if (loans.claim(id, owner, table != 0) == nullptr) {
+    journal(j, 0);
     return false;
   }
-  // Validated now: the buffer is a pool object (or a tagged mbuf) this endpoint lent.
-  rte_mempool_cache* c = is_mbuf_tag(o) || t.caches == nullptr ? nullptr : t.caches->of(rte_mempool_from_obj(o));
-  j.cache = c, j.len = c ? c->len : 0;
-  j.stage.store(2, std::memory_order_release);
-  // A received mbuf goes back to the engine to free (free_returned()); the ring is never
-  // full (kReturnSlots), but if it were the mbuf is freed here.
-  if (!is_mbuf_tag(o) || t.slot->ret == nullptr || rte_ring_sp_enqueue(t.slot->ret, untag_mbuf(o)) != 0)
-    put_loaned(o, t.caches);
-  j.stage.store(0, std::memory_order_release);
+  // Validated now: the buffer is a pool object (or a tagged mbuf) this endpoint lent. It goes
+  // into the application's cache of its pool. A received mbuf goes back to the engine to
+  // free (free_returned()), and so does a buffer whose cache is full: the put would flush the
+  // cache to the pool's ring first, and a kill inside that could not be settled.
+  rte_mempool_cache* c = is_mbuf_tag(owner) || t.caches == nullptr ? nullptr : t.caches->of(rte_mempool_from_obj(owner));
+  const bool full = c != nullptr && c->len >= c->flushthresh;
+  rte_ring* ret = is_mbuf_tag(owner) || full ? t.slot->ret : nullptr;
+  if (full) c = nullptr;
+  j.cache = c, j.len = ret ? ret->prod.head : c ? c->len : 0;
+  journal(j, ret || c ? 2 : 3);
+  if (ret == nullptr) {
+    put_loaned(owner, t.caches);
+  } else if (rte_ring_sp_enqueue(ret, owner) != 0) {  // full (hardly ever): straight to the pool
+    journal(j, 3);
+    put_loaned(owner, nullptr);
+  }
+  loans.finish(id);
+  journal(j, 0);
   return true;
 }
+
+namespace {
+
+// A kill inside the enqueue of mbuf @p o on the return ring (single producer: the dead
+// application), its head before in @p head: once the tail moved the engine may have freed it.
+ReturnSettled settle_ring_put(rte_ring* r, uint32_t head, void* o) {
+  if (r->prod.tail != head) return ReturnSettled::kCompleted;  // on the ring, or freed from it
+  r->prod.head = r->prod.tail;  // a slot reserved, never published: nobody reads it
+  put_loaned(o, nullptr);
+  return ReturnSettled::kPut;
+}
+
+// A kill inside the put of @p o into cache @p c, whose length was @p len before.
+ReturnSettled settle_cache_put(rte_mempool_cache* c, uint32_t len, void* o) {
+  if (c->len == len) {  // not begun
+    put_loaned(o, nullptr);
+    return ReturnSettled::kPut;
+  }
+  if (c->len == len + 1) {  // the put raised the length: its pointer may not be written
+    c->objs[len] = o;
+    return ReturnSettled::kCompleted;
+  }
+  return ReturnSettled::kUnknown;  // never: a put that would flush is not made (give_back())
+}
+
+}  // namespace
 
 ReturnSettled settle_return(EndpointSlot& s) {
   ReturnJournal& j = s.app_return;
@@ -125,40 +168,34 @@ ReturnSettled settle_return(EndpointSlot& s) {
   if (stage == 0) return ReturnSettled::kNone;
   j.stage.store(0, std::memory_order_relaxed);
   LoanTable& loans = j.table ? s.tx_loans : s.rx_loans;
-  void* o = j.obj;
-  if (loans.peek(j.loan) == o) return ReturnSettled::kNone;  // never taken: the loans' reclaim frees it
-  // Stage 1: the swap was not yet known to have won. A stale or forged descriptor's lost
-  // (the buffer is someone else's) and one that won a few instructions ago look alike here:
-  // freeing would free another's buffer, so the buffer is left.
-  if (stage == 1) return ReturnSettled::kUnknown;
-  rte_mempool_cache* c = j.cache;
-  if (c != nullptr && c->len == j.len) {  // taken, not put
-    put_loaned(o, nullptr);
-    return ReturnSettled::kPut;
-  }
-  if (c == nullptr) return ReturnSettled::kUnknown;  // an mbuf, or a put straight to the ring
-  if (c->len == j.len + 1) {  // the put raised the length: its pointer may not be written
-    c->objs[j.len] = o;
-    return ReturnSettled::kCompleted;
-  }
-  if (c->len == 1 && j.len + 1 > c->flushthresh) {  // it flushed the cache first, then put
-    c->objs[0] = o;
-    return ReturnSettled::kCompleted;
-  }
-  return ReturnSettled::kUnknown;
+  // Not claimed: never taken (the loans' reclaim frees it), finished, or a stale or forged
+  // descriptor's return that was refused.
+  if (!loans.claimed(j.loan, j.obj)) return ReturnSettled::kNone;
+  const ReturnSettled r = stage == 1                       ? (put_loaned(j.obj, nullptr), ReturnSettled::kPut)
+                          : stage == 3                     ? ReturnSettled::kUnknown  // straight to a pool's ring
+                          : j.cache == nullptr && s.ret    ? settle_ring_put(s.ret, j.len, j.obj)
+                          : j.cache != nullptr             ? settle_cache_put(j.cache, j.len, j.obj)
+                                                           : ReturnSettled::kUnknown;
+  loans.finish(j.loan);  // settled, or left: never freed again by the loans' reclaim
+  return r;
 }
 
-unsigned free_returned(EndpointSlot& s, bool cached) {
+unsigned free_returned(EndpointSlot& s, const PoolCaches* engine) {
   if (s.ret == nullptr) return 0;
+  void* o[64];
   rte_mbuf* m[64];
   unsigned total = 0, n;
-  while ((n = rte_ring_sc_dequeue_burst(s.ret, reinterpret_cast<void**>(m), 64, nullptr)) > 0) {
+  while ((n = rte_ring_sc_dequeue_burst(s.ret, o, 64, nullptr)) > 0) {
     total += n;
-    if (cached) {
-      rte_pktmbuf_free_bulk(m, n);
-      break;  // one burst a poll
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      if (!is_mbuf_tag(o[i])) buffer_put(o[i], engine);  // a pool without the application's cache
+      else if (engine != nullptr) m[k++] = untag_mbuf(o[i]);
+      else mbuf_put(untag_mbuf(o[i]));
     }
-    for (unsigned i = 0; i < n; ++i) mbuf_put(m[i]);
+    if (engine == nullptr) continue;
+    rte_pktmbuf_free_bulk(m, k);  // into this lcore's mempool caches
+    break;                        // one burst a poll
   }
   return total;
 }

@@ -172,19 +172,22 @@ enum class ReturnSettled { kNone, kPut, kCompleted, kUnknown };
  * Control path, the application dead, before the loans are reclaimed and its caches freed:
  * finish the buffer return it was in the middle of (return_journal.h). kNone: none, or one
  * the loans' reclaim frees; kPut: the buffer was put now; kCompleted: its put was finished;
- * kUnknown: it cannot be told whether the buffer was taken or put (it is left).
+ * kUnknown: a put straight to a pool's ring (a pool without caches, the big one), which
+ * cannot be told (the buffer is left).
  */
 ReturnSettled settle_return(EndpointSlot& s);
 
-/** Slots of an endpoint's mbuf return ring (EndpointSlot::ret): more than the received mbufs
- *  an endpoint may hold at once, so a release always finds room. */
-inline constexpr unsigned kReturnSlots = 1024;
+/** Slots of an endpoint's return ring (EndpointSlot::ret): more than the received mbufs an
+ *  endpoint may hold at once, so a release nearly always finds room (one that does not is
+ *  put straight back). */
+inline constexpr unsigned kReturnSlots = 4096;
 
-/** Free the mbufs the application gave back on @p s's return ring: on the engine lcore one
- *  burst, into its mempool cache (@p cached), so its next frames are mbufs still in its caches;
- *  on the control path (the application gone) all of them, straight to their pools.
+/** Free what the application gave back on @p s's return ring (received mbufs, and buffers
+ *  its full caches had no room for): on the engine lcore one burst, into its caches
+ *  (@p engine, its PoolCaches), so its next frames are mbufs still in its caches; on the
+ *  control path (the application gone, @p engine nullptr) all of it, straight to the pools.
  *  @return how many. */
-unsigned free_returned(EndpointSlot& s, bool cached = false);
+unsigned free_returned(EndpointSlot& s, const PoolCaches* engine = nullptr);
 
 /** Give back @p n received descriptors (each marked released). @return how many were
  *  refused: stale, forged, or lent by another endpoint. */

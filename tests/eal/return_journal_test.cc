@@ -3,10 +3,13 @@
 // point the kill can land, the primary's reclaim (settle_return, the loans' reclaim, the
 // caches' flush) brings the pool back to exactly its size: no buffer lost, none twice.
 #include <gtest/gtest.h>
+#include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "api/tiers.h"
 
@@ -23,9 +26,11 @@ struct Rig {
   Rig() {
     pc.pool[0] = mp;
     pc.cache[0] = rte_mempool_cache_create(32, SOCKET_ID_ANY);
+    slot->ret = rte_ring_create("journal_pool_ret", kReturnSlots, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
   }
   ~Rig() {
     if (pc.cache[0] != nullptr) rte_mempool_cache_free(pc.cache[0]);
+    rte_ring_free(slot->ret);
     rte_mempool_free(mp);
   }
   TierSide side() { return {shm, slot.get(), &pc}; }
@@ -44,9 +49,9 @@ struct Rig {
     slot->app_return.stage.store(1);
     return o;
   }
-  /** The swap on loan @p id of @p o won and stage 2 was written: the put comes next. */
+  /** The claim of loan @p id of @p o won and stage 2 was written: the put comes next. */
   void take_and_record(uint32_t id, void* o) {
-    ASSERT_EQ(slot->rx_loans.take_owned(id, o), o);
+    ASSERT_EQ(slot->rx_loans.claim(id, o, false), o);
     ReturnJournal& j = slot->app_return;
     j.cache = pc.cache[0], j.len = pc.cache[0]->len, j.stage.store(2);
   }
@@ -57,6 +62,7 @@ struct Rig {
     const ReturnSettled r = settle_return(*slot);
     slot->rx_loans.reclaim(put_loaned_uncached);
     pool_caches_free(pc);
+    free_returned(*slot);
     return r;
   }
   unsigned avail() const { return rte_mempool_avail_count(mp); }
@@ -103,6 +109,16 @@ TEST(ReturnJournal, KilledAfterTheSwapBeforeThePutItIsPut) {
   EXPECT_TRUE(r.whole(o));
 }
 
+TEST(ReturnJournal, KilledRightAfterTheClaimItIsPut) {
+  Rig r;
+  ASSERT_NE(r.mp, nullptr);
+  uint32_t id;
+  void* o = r.lend_and_name(&id);
+  ASSERT_EQ(r.slot->rx_loans.claim(id, o, false), o);  // then the kill, before stage 2
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
+  EXPECT_TRUE(r.whole(o));
+}
+
 TEST(ReturnJournal, AStaleDescriptorsJournalNeverFreesAnothersBuffer) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
@@ -112,7 +128,7 @@ TEST(ReturnJournal, AStaleDescriptorsJournalNeverFreesAnothersBuffer) {
   void* o = r.lend_and_return(&id);
   ReturnJournal& j = r.slot->app_return;
   j.loan = id, j.obj = o, j.stage.store(1);
-  EXPECT_EQ(r.reclaim(), ReturnSettled::kUnknown);
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kNone);
   EXPECT_TRUE(r.whole(o)) << "the buffer was put twice";
 }
 
@@ -138,6 +154,40 @@ TEST(ReturnJournal, KilledInsideTheCachePutItIsCompletedNotDoubled) {
   EXPECT_TRUE(r.whole(o)) << "a buffer lost, or in the pool twice";
 }
 
+TEST(ReturnJournal, AReturnIntoAFullCacheGoesToTheEngineNotThroughAFlush) {
+  Rig r;
+  ASSERT_NE(r.mp, nullptr);
+  ASSERT_NE(r.slot->ret, nullptr);
+  rte_mempool_cache* c = r.pc.cache[0];
+  std::vector<imago_msg> m(c->flushthresh + 1);
+  for (imago_msg& x : m) {
+    uint32_t id;
+    void* o = r.lend(&id);
+    x = received(o, id);
+  }
+  // The cache fills to its threshold; the next return would flush it to the pool's ring (a
+  // kill inside that could not be settled), so it goes on the return ring instead.
+  ASSERT_EQ(release_received(r.side(), m.data(), c->flushthresh), 0u);
+  ASSERT_EQ(c->len, c->flushthresh);
+  ASSERT_EQ(release_received(r.side(), &m.back(), 1), 0u);
+  EXPECT_EQ(c->len, c->flushthresh);
+  EXPECT_EQ(rte_ring_count(r.slot->ret), 1u);
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kNone);
+  EXPECT_EQ(r.avail(), 255u);
+}
+
+TEST(ReturnJournal, KilledInsideTheReturnRingPutOfAPoolBufferItIsPut) {
+  Rig r;
+  ASSERT_NE(r.mp, nullptr);
+  uint32_t id;
+  void* o = r.lend_and_name(&id);
+  ASSERT_EQ(r.slot->rx_loans.claim(id, o, false), o);
+  ReturnJournal& j = r.slot->app_return;
+  j.cache = nullptr, j.len = r.slot->ret->prod.head, j.stage.store(2);  // then the kill, before the enqueue
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
+  EXPECT_TRUE(r.whole(o));
+}
+
 TEST(ReturnJournal, AnOrdinaryReturnLeavesNothingToSettle) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
@@ -146,6 +196,76 @@ TEST(ReturnJournal, AnOrdinaryReturnLeavesNothingToSettle) {
   EXPECT_EQ(r.slot->app_return.stage.load(), 0u);
   EXPECT_EQ(r.reclaim(), ReturnSettled::kNone);
   EXPECT_TRUE(r.whole(o));
+}
+
+// Received mbufs go back on the endpoint's return ring (single producer: the application).
+struct MbufRig {
+  rte_mempool* mp = rte_pktmbuf_pool_create("journal_mbufs", 63, 0, 0, 128, SOCKET_ID_ANY);
+  std::unique_ptr<EndpointSlot> slot = std::make_unique<EndpointSlot>();
+
+  MbufRig() {
+    slot->ret = rte_ring_create("journal_ret", kReturnSlots, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  }
+  ~MbufRig() {
+    rte_ring_free(slot->ret);
+    rte_mempool_free(mp);
+  }
+  /** An mbuf lent to the application, its return begun and claimed: @return its tag, the loan in *id. */
+  void* lend_and_claim(uint32_t* id) {
+    rte_mbuf* m = rte_pktmbuf_alloc(mp);
+    EXPECT_NE(m, nullptr);
+    void* o = tag_mbuf(m);
+    *id = slot->rx_loans.lend(o);
+    ReturnJournal& j = slot->app_return;
+    j.loan = *id, j.table = 0, j.obj = o, j.stage.store(1);
+    EXPECT_EQ(slot->rx_loans.claim(*id, o, false), o);
+    j.cache = nullptr, j.len = slot->ret->prod.head, j.stage.store(2);
+    return o;
+  }
+  /** The primary, the application dead: settle, reclaim the loans, free the return ring. */
+  ReturnSettled reclaim() {
+    const ReturnSettled r = settle_return(*slot);
+    slot->rx_loans.reclaim(put_loaned_uncached);
+    free_returned(*slot);
+    return r;
+  }
+};
+
+// An mbuf lent, its return begun and claimed (stage 2 written): the kill comes next.
+class MbufReturn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(r.mp, nullptr);
+    ASSERT_NE(r.slot->ret, nullptr);
+    o = r.lend_and_claim(&id);
+  }
+  MbufRig r;
+  uint32_t id = 0;
+  void* o = nullptr;
+};
+
+TEST_F(MbufReturn, KilledBeforeTheReturnRingItIsFreedOnce) {
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
+  EXPECT_EQ(rte_mempool_avail_count(r.mp), 63u);
+}
+
+TEST_F(MbufReturn, KilledInsideTheRingEnqueueItIsFreedOnceAndTheRingStaysUsable) {
+  rte_ring* ring = r.slot->ret;
+  ring->prod.head = ring->prod.head + 1;  // the slot reserved (and maybe written), the tail not moved
+  static_cast<void**>(static_cast<void*>(&ring[1]))[ring->prod.tail & ring->mask] = o;
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
+  EXPECT_EQ(rte_mempool_avail_count(r.mp), 63u);
+  EXPECT_EQ(ring->prod.head, ring->prod.tail);
+  rte_mbuf* m = rte_pktmbuf_alloc(r.mp);
+  EXPECT_EQ(rte_ring_sp_enqueue(ring, tag_mbuf(m)), 0);  // the next endpoint's returns go on
+  EXPECT_EQ(free_returned(*r.slot), 1u);
+  EXPECT_EQ(rte_mempool_avail_count(r.mp), 63u);
+}
+
+TEST_F(MbufReturn, KilledAfterTheRingEnqueueItIsFreedFromTheRingOnce) {
+  ASSERT_EQ(rte_ring_sp_enqueue(r.slot->ret, o), 0);  // then the kill, before the finish
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kCompleted);
+  EXPECT_EQ(rte_mempool_avail_count(r.mp), 63u);
 }
 
 }  // namespace

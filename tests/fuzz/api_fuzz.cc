@@ -191,8 +191,8 @@ struct LoanModel {
   }
 };
 
-// Owners as the API makes them: 4-byte aligned, below 2^48, bit 0 the caller's. Some
-// selectors give what lend() must refuse (null, bit 1 set, 2^48 or above).
+// Owners as the API makes them: 8-byte aligned, below 2^48, bit 0 the caller's. Some
+// selectors give what lend() must refuse (null, bit 1 or 2 set, 2^48 or above).
 uint64_t owner_of(uint8_t m) {
   switch (m >> 6) {
     case 0: return 0x10000 + uint64_t(m & 63) * 0x40;        // a handful of buffers
@@ -202,7 +202,7 @@ uint64_t owner_of(uint8_t m) {
   }
 }
 
-bool owner_ok(uint64_t o) { return o != 0 && (o & 2) == 0 && o < (uint64_t{1} << 48); }
+bool owner_ok(uint64_t o) { return o != 0 && (o & 6) == 0 && o < (uint64_t{1} << 48); }
 
 void loans(Reader& in) {
   // One table and model for the process, made new for each input: a table is 64 KiB, and a
@@ -256,15 +256,21 @@ void loans(Reader& in) {
         break;
       }
       case 3:
-      case 4: {  // take_owned (returner) / take_held (lender)
+      case 4: {  // a return: claim (by the returner, or the lender's held only), then finish
         const uint32_t id = pick();
         const uint64_t owner = owner_of(in.u8());
         LoanModel::Loan* l = m.find(id);
         const bool held = op % 9 == 4;
-        void* o = held ? t->take_held(id, reinterpret_cast<void*>(owner)) : t->take_owned(id, reinterpret_cast<void*>(owner));
+        void* o = t->claim(id, reinterpret_cast<void*>(owner), held);
         const bool want = owner != 0 && l && l->owner == owner && !(held && l->handed);
         FUZZ_CHECK(reinterpret_cast<uint64_t>(o) == (want ? owner : 0));
-        if (want) m.erase(l);
+        if (!want) break;
+        // Claimed: nobody else takes, peeks or claims it until it is finished.
+        FUZZ_CHECK(t->claimed(id, o) && t->take(id) == nullptr && t->peek(id) != o);
+        FUZZ_CHECK(t->claim(id, o, false) == nullptr && !t->hand_over(id, o));
+        t->finish(id);
+        FUZZ_CHECK(!t->claimed(id, o) && t->peek(id) == nullptr);
+        m.erase(l);
         break;
       }
       case 5:
