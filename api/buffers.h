@@ -47,6 +47,8 @@ struct PoolCaches {
   rte_mempool_cache* of(const rte_mempool* mp) const {
     return mp == pool[0] ? cache[0] : mp == pool[1] ? cache[1] : nullptr;
   }
+  /** @return true when @p c is one of these caches. */
+  bool has(const rte_mempool_cache* c) const { return c != nullptr && (c == cache[0] || c == cache[1]); }
   /** @return buffers of @p mp sitting in this owner's cache (a racy read: statistics). */
   unsigned held(const rte_mempool* mp) const {
     const rte_mempool_cache* c = of(mp);

@@ -91,7 +91,7 @@ class LoanTable {
   /** @return true when loan @p id of @p owner is current and claimed (a return under way). */
   bool claimed(uint32_t id, const void* owner) const {
     const uint64_t w = current(id);
-    return (w & kClaimed) != 0 && (w & kOwnerMask & ~(kHanded | kClaimed)) == reinterpret_cast<uint64_t>(owner);
+    return (w & kClaimed) != 0 && (w & kOwnerMask & ~kFlags) == reinterpret_cast<uint64_t>(owner);
   }
 
   /** Lender: mark loan @p id of @p owner handed over. @return false when @p id is stale, of

@@ -19,7 +19,8 @@
  * it is put; at stage 2 a put not begun is done, a cache put that raised the length is
  * completed (its pointer written), a ring put not published is undone and done. Only a put
  * straight to a pool's shared ring (the big pool has no caches) cannot be told: it is left,
- * and logged.
+ * and logged. The journal is the application's memory: the reclaim writes only into a cache
+ * of the endpoint's own (EndpointSlot::app_caches), and leaves a return naming any other.
  *
  * One journal per slot: each endpoint is used by one application thread at a time.
  */

@@ -171,11 +171,12 @@ ReturnSettled settle_return(EndpointSlot& s) {
   // Not claimed: never taken (the loans' reclaim frees it), finished, or a stale or forged
   // descriptor's return that was refused.
   if (!loans.claimed(j.loan, j.obj)) return ReturnSettled::kNone;
-  const ReturnSettled r = stage == 1                       ? (put_loaned(j.obj, nullptr), ReturnSettled::kPut)
-                          : stage == 3                     ? ReturnSettled::kUnknown  // straight to a pool's ring
-                          : j.cache == nullptr && s.ret    ? settle_ring_put(s.ret, j.len, j.obj)
-                          : j.cache != nullptr             ? settle_cache_put(j.cache, j.len, j.obj)
-                                                           : ReturnSettled::kUnknown;
+  // The journal is the application's memory: only a cache of its own is read or written.
+  const ReturnSettled r = stage == 1                         ? (put_loaned(j.obj, nullptr), ReturnSettled::kPut)
+                          : stage == 3                       ? ReturnSettled::kUnknown  // straight to a pool's ring
+                          : j.cache == nullptr && s.ret      ? settle_ring_put(s.ret, j.len, j.obj)
+                          : s.app_caches.has(j.cache)        ? settle_cache_put(j.cache, j.len, j.obj)
+                                                             : ReturnSettled::kUnknown;
   loans.finish(j.loan);  // settled, or left: never freed again by the loans' reclaim
   return r;
 }

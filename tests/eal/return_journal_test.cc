@@ -20,7 +20,7 @@ struct Rig {
   rte_mempool* mp = rte_mempool_create("journal_test", 255, 256, 0, 0, nullptr, nullptr, nullptr, nullptr,
                                        SOCKET_ID_ANY, 0);
   std::unique_ptr<EndpointSlot> slot = std::make_unique<EndpointSlot>();
-  PoolCaches pc;
+  PoolCaches& pc = slot->app_caches;  // the application's caches, as imago.h's side() gives them
   ShmRoot* shm = nullptr;  // the tiers' return path does not read it
 
   Rig() {
@@ -186,6 +186,24 @@ TEST(ReturnJournal, KilledInsideTheReturnRingPutOfAPoolBufferItIsPut) {
   j.cache = nullptr, j.len = r.slot->ret->prod.head, j.stage.store(2);  // then the kill, before the enqueue
   EXPECT_EQ(r.reclaim(), ReturnSettled::kPut);
   EXPECT_TRUE(r.whole(o));
+}
+
+TEST(ReturnJournal, AJournalNamingAnotherCacheIsLeftAndTheCacheUntouched) {
+  Rig r;
+  ASSERT_NE(r.mp, nullptr);
+  rte_mempool_cache* other = rte_mempool_cache_create(32, SOCKET_ID_ANY);
+  ASSERT_NE(other, nullptr);
+  uint32_t id;
+  void* o = r.lend_and_name(&id);
+  r.take_and_record(id, o);
+  // Do: the journal (the application's memory) names a cache that is not the endpoint's,
+  // with a length whose next (0, wrapped) matches it: a completion would write at objs[2^32 - 1].
+  // Expect: left, and nothing written there.
+  ReturnJournal& j = r.slot->app_return;
+  j.cache = other, j.len = UINT32_MAX;
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kUnknown);
+  EXPECT_EQ(other->len, 0u);
+  rte_mempool_cache_free(other);
 }
 
 TEST(ReturnJournal, AnOrdinaryReturnLeavesNothingToSettle) {
