@@ -27,6 +27,7 @@ node M up`` / ``down: REASON`` (stderr) and the routing tables of ``--show-route
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -496,9 +497,11 @@ class TestSuiteCircuits(TestSuite):
             The subscriber gets every message once, in order, intact. For the set sent
             while idle, node 2's counters rose by at least what was sent: circ_unknown_vci
             by 300, circ_bad_frame by 75 (bad CRC and bad length), circ_bad_setup by 25. For
-            the set sent during the stream, by at least 90 % of that: the router's port
-            drops what it has no room for while it shares a CPU with the stream's five
-            other busy threads (the stream's own frames too; the ends repair those).
+            the set sent during the stream, at least 60 % of the frames are counted, and each
+            kind at the share counted of all (within three binomial standard deviations):
+            the router's port drops what it has no room for while it shares a CPU with the
+            stream's five other busy threads (the stream's own frames too; the ends repair
+            those), and net_af_packet does not count those drops.
         """
         reason = scapy_missing_reason()
         if reason:
@@ -551,8 +554,16 @@ class TestSuiteCircuits(TestSuite):
         after = fresh_counters(r2, 2)
         d_run = {k: after.get(k, 0) - base.get(k, 0) for k in keys}
         print(f"node 2 counted, during the stream: {d_run}")
+        # The router's port drops frames it has no room for, forged or not, and net_af_packet
+        # does not count them (no imissed in DPDK 22.11): the share counted over every kind
+        # measures that loss, and each kind must be counted at that share, within three
+        # binomial standard deviations. A kind the router stopped counting falls out of it.
+        share = sum(d_run[k] for k in want) / sum(want.values())
+        print(f"stream: node 2 counted {share:.1%} of the forged frames")
+        self.verify(share >= 0.6, f"stream: node 2 counted {share:.1%} of the forged frames, not at least 60 %: {d_run}")
         for k, n in want.items():
-            self.verify(d_run[k] >= n * 9 // 10,
-                        f"stream: node 2's {k} rose by {d_run[k]}, {n} such frames were sent: {d_run}")
+            low = n * share - 3 * math.sqrt(n * share * (1 - share)) - 1
+            self.verify(d_run[k] >= low, f"stream: node 2's {k} rose by {d_run[k]}, {n} such frames were sent and "
+                        f"{share:.1%} of all were counted: {d_run}")
         _stop(self, d1, "imagod of node 1")
         _stop(self, r2, "router 2")
