@@ -154,7 +154,7 @@ struct imago_node_stats {
 	uint64_t group_msgs_sent;     /**< messages sent to groups */
 	uint64_t group_data_frames;   /**< group frames first sent (once per frame when the link multicasts) */
 	uint64_t group_unicast_copies;/**< copies of first sends to each member where the link cannot */
-	uint64_t group_repair_frames; /**< frames resent to a member that asked (NACK) */
+	uint64_t group_repair_frames; /**< frames resent to a member that asked (NACK), and parity frames */
 	uint64_t group_expiries;      /**< members this node's streams expired */
 	uint64_t group_msgs_received; /**< group messages delivered */
 	uint64_t group_nacks_sent;    /**< gap reports sent to sources */
@@ -187,6 +187,11 @@ struct imago_node_stats {
 	uint64_t circ_pushbacks;      /**< times it stopped reading a link: a frame's next link was full */
 	uint64_t circ_rejected;       /**< circuit frames dropped: unknown or forged VCIs, bad frames and
 	                                   set-ups, frames in another node's name */
+	/* Parity repair of group streams (--group-parity), docs/PROTOCOL.md 3.7.7: */
+	uint64_t group_parity_sent;    /**< parity frames this node's group streams sent (counted in
+	                                    group_repair_frames too) */
+	uint64_t group_parity_rebuilt; /**< frames of streams this node receives that it rebuilt from a
+	                                    parity frame instead of asking for them */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */

@@ -47,7 +47,7 @@ bool is_protocol_option(const std::string& name);
 
 /** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,
  *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms,
- *  --group-sources, --group-streams, --group-window, --group-nack-backoff-us, --no-multicast,
+ *  --group-sources, --group-streams, --group-window, --group-nack-backoff-us, --group-parity, --no-multicast,
  *  --group-expire-ms. */
 template <typename T>
 void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
@@ -111,6 +111,14 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                    "a group member waits a random time up to this long before asking for a hole another's "
                    "repair may fill (NACK suppression; repairs then go to the group), 0..1000000",
                    &rel::Config::group_nack_backoff_ns, kUs, 0, 1'000'000));
+  t.push_back({"group-parity", "FRAMES",
+               "a group source whose members lose about two frames or more in every FRAMES sends an XOR parity "
+               "frame per block of FRAMES, from which a member rebuilds one lost frame of it; 0: never, else 2..64",
+               [m](T& o, const std::string& v) {
+                 uint32_t& k = (o.*m).engine.group_parity_frames;
+                 return parse_num<uint32_t>(v, k, 0, 64) && k != 1;
+               },
+               [m](const T& o) { return std::to_string((o.*m).engine.group_parity_frames); }});
   t.push_back(flag("no-multicast", "send group frames to each member by unicast instead of once to the group",
                    &rel::Config::group_multicast, false));
   t.push_back(time("group-expire-ms", "MS", "a group member that holds its source back this long is expired, 10..3600000",

@@ -26,7 +26,7 @@ Reject decode_header(std::span<const uint8_t> frame, bool require_crc, Header* o
   std::memcpy(&w, frame.data(), sizeof(w));
   if (w.version != kWireVersion) return Reject::kBadVersion;
   if (w.type < static_cast<uint8_t>(FrameType::kHello) ||
-      w.type > static_cast<uint8_t>(FrameType::kGroupCtl))
+      w.type > static_cast<uint8_t>(FrameType::kGroupParity))
     return Reject::kBadType;
   if (w.flags & ~frame_flag::kAll) return Reject::kBadFlags;
   if (w.flags & frame_flag::kCrc) {
@@ -50,7 +50,7 @@ Reject decode_header(std::span<const uint8_t> frame, bool require_crc, Header* o
   out->credit = w.credit.get();
   *body = frame.subspan(fixed);
   const bool has_body = out->type == FrameType::kData || out->type == FrameType::kGroupData ||
-                        out->type == FrameType::kGroupCtl;
+                        out->type == FrameType::kGroupCtl || out->type == FrameType::kGroupParity;
   if (!has_body && !body->empty()) return Reject::kBadRecord;
   return Reject::kNone;
 }

@@ -88,6 +88,12 @@ struct Config {
   /** A NACK-based group stream (group_open(g, now, true)) frees a sent frame this long after it
    *  went out, ACKed or not, and its oldest frames at once when the window is full. */
   uint64_t group_nack_hold_ns = 100 * kMs;
+  /** Parity repair (docs/PROTOCOL.md 3.7.7): a source whose members lose, between them, about
+   *  two frames or more in every this many sends one XOR parity frame per block of this many
+   *  to the group, from which a member that lost one frame of the block rebuilds it. 0: never;
+   *  else 2 to 64 (needs max_sack >= 2: a parity frame is 12 bytes above its longest frame's
+   *  records). */
+  uint32_t group_parity_frames = 32;
 };
 
 /**

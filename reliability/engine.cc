@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "reliability/parity.h"
 #include "reliability/peer.h"
 
 namespace imago::rel {
@@ -41,6 +42,9 @@ int validate(const Config& c) {
   if ((c.group_sources != 0 || c.group_streams != 0) &&
       (!pow2(c.group_window) || c.group_window > (1u << 20) || c.group_status_ns == 0 ||
        c.group_expire_ns == 0 || c.group_sources > 1024 || c.group_streams > 1024))
+    return -EINVAL;
+  if (c.group_parity_frames != 0 &&
+      (c.group_parity_frames < kParityMinFrames || c.group_parity_frames > kParityMaxFrames || c.max_sack < 2))
     return -EINVAL;
   return 0;
 }
@@ -151,7 +155,8 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
   Header h;
   std::span<const uint8_t> body;
   Reject r = decode_header(frame, cfg_.crc, &h, &body);
-  if (r == Reject::kNone && h.type == FrameType::kGroupData) return on_group_data(h, body, now_ns);
+  if (r == Reject::kNone && h.type == FrameType::kGroupData) return on_group_data(h, frame, body, now_ns);
+  if (r == Reject::kNone && h.type == FrameType::kGroupParity) return on_group_parity(h, body, now_ns);
   if (r == Reject::kNone && h.dst_node != cfg_.node_id) r = Reject::kWrongDst;
   Peer* p = r == Reject::kNone ? find(h.src_node) : nullptr;
   if (r == Reject::kNone && p == nullptr) r = Reject::kUnknownPeer;

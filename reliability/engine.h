@@ -331,7 +331,25 @@ class Engine {
   void tell_lost(GroupTx& t, Peer& p, Seq from, uint32_t n);
   void lose_units(GroupRx& r, Seq a, uint32_t n);
   bool deliver_lost(GroupRx& r);
-  void on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now);
+  void on_group_data(const Header& h, std::span<const uint8_t> frame, std::span<const uint8_t> body,
+                     uint64_t now);
+  void on_group_parity(const Header& h, std::span<const uint8_t> body, uint64_t now);
+  /** @return the stream group frame @p h is for, its source checked, and the source in
+   *  @p src; nullptr (the reason counted) for none. */
+  GroupRx* stream_of(const Header& h, Peer** src);
+  // engine_parity.cc: parity repair of group streams (3.7.7).
+  void parity_frame_out(GroupTx& t, std::span<const uint8_t> frame, uint64_t now);
+  ParityTag parity_block_open(GroupTx& t);
+  void parity_released(GroupTx& t, uint32_t frames);
+  void send_parity(GroupTx& t);
+  void parity_close(GroupTx& t, uint64_t now);
+  void repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint64_t now);
+  ParityAcc* parity_block(GroupRx& r, ParityTag tag, uint64_t now);
+  ParityAcc* parity_frame_in(const Peer& p, GroupRx& r, const Header& h, std::span<const uint8_t> frame,
+                             uint64_t now);
+  void parity_rebuild(Peer& p, GroupRx& r, ParityAcc& b, uint64_t now);
+  void parity_ask(Peer& p, GroupRx& r, uint64_t now);
+  void parity_schedule(const Peer& p, GroupRx& r, uint64_t now);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
   void repair_round(GroupTx& t, uint64_t now);
@@ -395,6 +413,7 @@ class Engine {
   std::vector<std::pair<NodeId, GroupId>> interests_;      ///< joins of groups not open yet
   uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
   GroupCounters gc_;
+  std::unique_ptr<uint8_t[]> rebuilt_;  ///< a frame rebuilt from parity (mtu bytes)
 };
 
 }  // namespace imago::rel

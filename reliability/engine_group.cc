@@ -37,12 +37,19 @@ void Engine::init_groups() {
     gtx_[i].tx.init(cfg_.group_window, cfg_.group_window, cfg_.mtu, cfg_.max_sack, FrameRoom{}, nullptr);
     gtx_[i].members.reserve(cfg_.max_peers);
     gtx_[i].asks.reserve(kMaxAsks);
+    gtx_[i].ptx_mem = std::make_unique<uint8_t[]>(cfg_.mtu);
+    std::memset(gtx_[i].ptx_mem.get(), 0, cfg_.mtu);
+    gtx_[i].ptx.bytes = gtx_[i].ptx_mem.get();
   }
   if (cfg_.group_streams != 0) grx_ = std::make_unique<GroupRx[]>(cfg_.group_streams);
   for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
     grx_[i].rx.init(cfg_.group_window, unit_cap_);
     grx_[i].reasm.init(group_max_message());
+    grx_[i].blocks_mem = std::make_unique<uint8_t[]>(size_t{kParityBlocks} * cfg_.mtu);
+    std::memset(grx_[i].blocks_mem.get(), 0, size_t{kParityBlocks} * cfg_.mtu);
+    for (uint32_t b = 0; b < kParityBlocks; ++b) grx_[i].blocks[b].bytes = grx_[i].blocks_mem.get() + size_t{b} * cfg_.mtu;
   }
+  if (cfg_.group_streams != 0) rebuilt_ = std::make_unique<uint8_t[]>(cfg_.mtu);
   wants_.reserve(cfg_.group_streams);
   if (cfg_.group_sources != 0) interests_.reserve(kMaxInterests);
 }
@@ -89,6 +96,10 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   t->nack = nack;
   t->asks.clear();
   t->repair_due = kNever;
+  t->frame_no = 0;
+  t->ptx.reset({});
+  t->parity_on = false;
+  t->losses = t->judged = t->parities = 0;
   // Peers that asked before the group was open here.
   for (size_t i = 0; i < interests_.size();) {
     Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;
@@ -237,7 +248,10 @@ void Engine::group_release(GroupTx& t) {
   Seq upto = t.tx.nxt();
   for (const GroupMember& m : t.members)
     if (m.ack - t.tx.una() < upto - t.tx.una()) upto = m.ack;
-  if (upto != t.tx.una()) t.tx.release_to(upto);
+  if (upto == t.tx.una()) return;
+  const uint32_t held = t.tx.free_frames();
+  t.tx.release_to(upto);
+  parity_released(t, t.tx.free_frames() - held);
 }
 
 void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
@@ -247,7 +261,9 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
     if (!all && t.fast_pending == 0 && t.unsent_bytes < cfg_.mtu && now - tx.unsent_enq_ns() < cfg_.coalesce_ns)
       break;
     TxFrame& f = tx.frame(pos);
-    HeaderOut h{FrameType::kGroupData, 0, cfg_.node_id, t.g, cfg_.epoch, token_, 0, f.first, t.view, 0};
+    // credit: the frame's number; dst_token: its parity block, if any (3.7.7).
+    const ParityTag block = parity_block_open(t);
+    HeaderOut h{FrameType::kGroupData, 0, cfg_.node_id, t.g, cfg_.epoch, token_, block.token(), f.first, t.view, t.frame_no};
     f.start = tx.records_offset() - static_cast<uint32_t>(sizeof(FrameHeader));
     f.len = static_cast<uint32_t>(sizeof(FrameHeader)) + f.rec_len;
     uint8_t* frame = tx.slot_of(pos) + f.start;
@@ -261,6 +277,8 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
       for (const GroupMember& m : t.members) gc_.unicast_copies += frames_->send_frame(m.id, bytes);
     }
     gc_.data_frames++;
+    f.number = t.frame_no++;
+    parity_frame_out(t, bytes, now);
     f.tx_count = 1;
     f.first_tx_ns = f.last_tx_ns = now;
     t.unsent_bytes -= f.rec_len;
@@ -290,6 +308,7 @@ void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t no
     const uint32_t pos = tx.fpos(s);
     if (t.asks.size() == t.asks.capacity()) repair_round(t, now);
     if (t.asks.size() < t.asks.capacity()) t.asks.push_back({tx.frame(pos).first, p.id});
+    t.losses++;
     const Seq end = tx.frame_end(pos);
     const uint32_t step = end - s;
     if (step >= n) break;
@@ -351,6 +370,7 @@ void Engine::nack_release(GroupTx& t, uint64_t now, uint32_t units, uint64_t byt
       return;
     }
     tx.release_to(tx.frame_end(pos));
+    parity_released(t, 1);
     gc_.nack_freed++;
   }
 }
@@ -424,6 +444,7 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     return;
   }
   group_flush(t, now, false);  // view changes above included
+  parity_close(t, now);
   if (t.tx.has_unsent())  // coalescing, or the sink pushed back: then retry shortly, never spin
     group_deadline_ = std::min(group_deadline_, std::max(t.tx.unsent_enq_ns() + cfg_.coalesce_ns, now + cfg_.tx_retry_ns));
 }
@@ -465,7 +486,8 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       send_ctl(p, group_op::kLeaveOk, g, 0, 0);
       return true;
     case group_op::kAck:
-    case group_op::kNack: {
+    case group_op::kNack:
+    case group_op::kNackFrames: {
       if (t == nullptr) {
         // A member of a stream that ended here (its END lost): it ends there too.
         if (cfg_.group_sources == 0) return false;
@@ -483,6 +505,9 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         group_repair(*t, p, a, e.b.get(), now);
         return true;
       }
+      if (e.op == group_op::kNackFrames) return repair_frames(*t, p, a, e.b.get(), now), true;
+      // b: the frames it rebuilt from parity so far (a count that only grows; reordered: older).
+      if (const uint32_t more = e.b.get() - m.rebuilt; more <= t->tx.slots()) t->losses += more, m.rebuilt = e.b.get();
       if (a - m.ack > t->tx.nxt() - m.ack) return m.ack - a <= uint32_t{kFar};  // older: reordered; beyond: a lie
       if (a != m.ack || !m.heard) m.progress_ns = now;
       const bool slowest = m.ack == t->tx.una();  // only its ACK can release anything
@@ -560,6 +585,10 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->new_gaps = false;
       free->nack = e.flags & group_ctl_flag::kNack;
       free->acked = free->skip_cont = false;
+      for (ParityAcc& b : free->blocks) b.reset({});
+      free->hi_valid = free->in_block = false;
+      free->rebuilt = 0;
+      free->hold_until = 0;
       w->asked[pi] = kDone;
       event(GroupEvent::kStarted, p.id, g, cfg_.node_id, e.b.get(), start);
       return true;
@@ -640,7 +669,7 @@ void Engine::on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now) 
     GroupCtl e;
     std::memcpy(&e, body.data() + off, sizeof e);
     const bool to_source = e.op == group_op::kJoin || e.op == group_op::kLeave ||
-                           e.op == group_op::kAck || e.op == group_op::kNack;
+                           e.op == group_op::kAck || e.op == group_op::kNack || e.op == group_op::kNackFrames;
     const bool ok = e.group.get() != 0 && e.op >= 1 && e.op <= group_op::kMax &&
                     (to_source ? on_source_ctl(p, e, now) : on_member_ctl(p, e, now));
     if (!ok) p.c.reject[static_cast<size_t>(Reject::kBadGroupCtl)]++;
@@ -648,21 +677,34 @@ void Engine::on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now) 
   group_deadline_ = now;  // answers and repairs may be due
 }
 
-void Engine::on_group_data(const Header& h, std::span<const uint8_t> body, uint64_t now) {
+GroupRx* Engine::stream_of(const Header& h, Peer** src) {
   Peer* p = find(h.src_node);
-  if (p == nullptr) return void(orphan_.reject[static_cast<size_t>(Reject::kUnknownPeer)]++);
-  auto reject = [&](Reject why) { p->c.reject[static_cast<size_t>(why)]++; };
+  if (p == nullptr) return orphan_.reject[static_cast<size_t>(Reject::kUnknownPeer)]++, nullptr;
+  auto reject = [&](Reject why) { return p->c.reject[static_cast<size_t>(why)]++, nullptr; };
   // No token of ours in a frame to a group: the source's own identity is what is checked.
   if (!p->s.known || p->s.state == PeerState::kDead) return reject(Reject::kNoSession);
   if (h.src_epoch != p->s.epoch || h.src_token != p->s.token) return reject(Reject::kWrongToken);
   GroupRx* r = find_rx(p->id, h.dst_node);
   if (r == nullptr || r->state != GroupRx::State::kActive) return reject(Reject::kNotJoined);
+  *src = p;
+  return r;
+}
+
+void Engine::on_group_data(const Header& h, std::span<const uint8_t> frame, std::span<const uint8_t> body,
+                           uint64_t now) {
+  Peer* p = nullptr;
+  GroupRx* r = stream_of(h, &p);
+  if (r == nullptr) return;
+  auto reject = [&](Reject why) { p->c.reject[static_cast<size_t>(why)]++; };
   // Every record checked before any is used (units above one slot, VIEW records of another
   // size): the same check as a DATA frame's.
   if (!records_ok(body, h.seq, rec_flag::kAllGroup)) return reject(Reject::kBadRecord);
   p->last_heard = now;
+  ParityAcc* ready = parity_frame_in(*p, *r, h, frame, now);
   each_record(body, h.seq, rec_flag::kAllGroup,
               [&](const Record& rec) { group_unit(*p, *r, rec.seq, rec.flags, rec.payload, now); });
+  r->in_block = false;
+  if (ready != nullptr) parity_rebuild(*p, *r, *ready, now);  // the block's last frame missing
   group_deliver(*r);
   if (r->nack_now) group_deadline_ = std::min(group_deadline_, r->new_due);
   group_deadline_ = std::min(group_deadline_, r->ack_deadline);
@@ -755,7 +797,7 @@ bool Engine::deliver_lost(GroupRx& r) {
 }
 
 void Engine::note_gap(GroupRx& r, Seq from, Seq to, uint64_t now) {
-  if (!seq_lt(from, to)) return;
+  if (!seq_lt(from, to) || r.in_block) return;  // a parity block's holes: its own to ask (parity_ask())
   // Asked at once, or after a random back-off: a repair another member asked for, sent to
   // the group, may fill it meanwhile, and then it is never asked (NORM's NACK suppression).
   if (!r.new_gaps) r.new_due = now + (cfg_.group_nack_backoff_ns ? rng_.below(cfg_.group_nack_backoff_ns + 1) : 0);
@@ -827,7 +869,8 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
   }
   if (r.new_gaps && now >= r.new_due) nack_new_gaps(*p, r, now);
   if (r.new_gaps) group_deadline_ = std::min(group_deadline_, r.new_due);
-  if (gap && now - r.last_nack_ns >= r.nack_gap_ns) {
+  parity_ask(*p, r, now);
+  if (gap && now >= r.hold_until && now - r.last_nack_ns >= r.nack_gap_ns) {
     Seq a, b;
     const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
     send_ctl(*p, group_op::kNack, r.g, r.rx.nxt(), nack_span(r, r.rx.nxt(), upto));
@@ -839,10 +882,10 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
     r.last_nack_ns = now;
   }
   r.nack_now = r.new_gaps;
-  if (gap) group_deadline_ = std::min(group_deadline_, r.last_nack_ns + r.nack_gap_ns);
+  if (gap) group_deadline_ = std::min(group_deadline_, std::max(r.hold_until, r.last_nack_ns + r.nack_gap_ns));
   if (r.ack_deadline <= now) {
     if (!r.nack || !r.acked) {  // a NACK stream's member acknowledges its JOIN_OK only
-      send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), 0);
+      send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), r.rebuilt);
       gc_.acks_sent++;
       r.acked = true;
     }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "reliability/parity.h"
 #include "reliability/reassembly.h"
 #include "reliability/recv_window.h"
 #include "reliability/send_window.h"
@@ -35,6 +36,7 @@ struct GroupMember {
   bool heard;            ///< it acknowledged since it joined (its JOIN_OK arrived)
   Seq told = 0;          ///< a NACK stream: the tail its last STATUS gave
   uint8_t told_times = 0;  ///< how many STATUS gave that tail
+  uint32_t rebuilt = 0;    ///< frames it said it rebuilt from parity (its ACKs' b)
 };
 
 /** RxSlot::rec_flags of a unit its NACK stream's source said is gone (never on the wire). */
@@ -60,6 +62,15 @@ struct GroupTx {
   bool nack = false;     ///< NACK-based: frames freed by age and room, not by ACKs
   bool closing = false;  ///< group_close(): no more sends; freed once every member left
   uint64_t closed_ns = 0;
+  // Parity (3.7.7): frames are numbered as they first go out; a block is open while ptx.tag.k.
+  uint32_t frame_no = 0;
+  ParityAcc ptx;
+  uint64_t ptx_ns = 0;      ///< when the open block's last frame went out
+  std::unique_ptr<uint8_t[]> ptx_mem;  ///< mtu bytes, set aside at create()
+  bool parity_on = false;   ///< new blocks get parity: losses were frequent
+  uint32_t losses = 0;      ///< frames members asked for or rebuilt since the last decision
+  uint32_t judged = 0;      ///< frames released since then
+  uint32_t parities = 0;    ///< parity frames sent since then
 };
 
 /** A (source, group) stream this node receives. */
@@ -94,6 +105,14 @@ struct GroupRx {
   bool nack = false;     ///< the source said the stream is NACK-based: one ACK, then none
   bool acked = false;    ///< NACK stream: its one ACK went out
   bool skip_cont = false;  ///< a unit was lost: the rest of its message is dropped too
+  // Parity (3.7.7): the blocks followed, the highest frame number seen, frames rebuilt.
+  ParityAcc blocks[kParityBlocks];
+  std::unique_ptr<uint8_t[]> blocks_mem;  ///< kParityBlocks x mtu bytes, set aside at create()
+  uint32_t hi_frame = 0;
+  bool hi_valid = false;
+  bool in_block = false;   ///< the frame being taken is in a block: its holes are the block's to ask
+  uint32_t rebuilt = 0;    ///< frames rebuilt from parity (told in ACKs)
+  uint64_t hold_until = 0;  ///< the first hole is not asked again before (its block asks first)
 };
 
 /** A group this node joined: asked of every peer until each answered. */
@@ -125,6 +144,10 @@ struct GroupCounters {
   uint64_t lost_told = 0;       ///< NACK streams: LOST entries sent for freed units asked for
   uint64_t units_lost = 0;      ///< NACK streams: units this node skipped, reported as lost
   uint64_t lost_events = 0;     ///< NACK streams: LOST events given to the application
+  uint64_t parity_sent = 0;     ///< parity frames sent (3.7.7; counted in repair_frames too)
+  uint64_t parity_rebuilt = 0;  ///< frames this member rebuilt from a parity frame
+  uint64_t parity_bad = 0;      ///< parity frames malformed, or rebuilding a frame that failed its checks
+  uint64_t nack_frames_sent = 0;  ///< NACK_FRAMES entries sent (frames of a parity block asked)
 };
 
 }  // namespace imago::rel

@@ -238,6 +238,16 @@ class SendWindow {
     *pos = fr_nxt_;
     return fr_sent_ != fr_held_;
   }
+  /** @return false unless the frame numbered @p no is sent and held, else its position. The
+   *  caller numbers frames in TxFrame::number as they first go out, one after another (group
+   *  streams: the frame numbers of docs/PROTOCOL.md 3.7.7). */
+  bool sent_frame(uint32_t no, uint32_t* pos) const {
+    if (fr_sent_ == 0) return false;
+    const uint32_t d = no - static_cast<uint32_t>(frames_[fr_head_].number);
+    if (d >= fr_sent_) return false;
+    *pos = wrap(fr_head_ + d);
+    return true;
+  }
   /** The next unsent frame went out: its units are transmitted. */
   void mark_sent() {
     nxt_ += frames_[fr_nxt_].n;

@@ -31,6 +31,7 @@ enum class FrameType : uint8_t {
   kAck = 4,       ///< ACK-only (also NACK, credit update, ACK request, keep-alive)
   kGroupData = 5,  ///< a group stream's records, to the group (or one member: a repair)
   kGroupCtl = 6,   ///< group control entries (GroupCtl) between a member and a source
+  kGroupParity = 7,  ///< the XOR of a block of a group stream's frames (docs/PROTOCOL.md 3.7.7)
 };
 
 /** FrameHeader::flags bits. */
@@ -126,7 +127,8 @@ inline constexpr uint8_t kExpired = 8;    ///< source: you were expired at a
 inline constexpr uint8_t kNotSource = 9;  ///< answer to kJoin: not a source of it (noted)
 inline constexpr uint8_t kEnd = 10;       ///< source: my stream ends at a (you hold it all): leave
 inline constexpr uint8_t kLost = 11;      ///< source (NACK stream): units [a, a + b) are gone: skip them
-inline constexpr uint8_t kMax = 11;
+inline constexpr uint8_t kNackFrames = 12;  ///< member: send me frames a + j again, for each bit j of b
+inline constexpr uint8_t kMax = 12;
 }  // namespace group_op
 
 /** GroupCtl::flags. */

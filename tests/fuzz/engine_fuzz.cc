@@ -511,12 +511,24 @@ void group_from_f(World& w, Reader& in) {
     FUZZ_CHECK(rc == 0 || rc == -EEXIST);
   }
   Bytes f(sizeof(rel::FrameHeader));
+  // Parity blocks (PROTOCOL 3.7.7): small frame numbers, blocks of any K (valid: 2..64).
+  auto block = [&]() -> uint64_t { return k & 0x40 ? (uint64_t{in.u8()} << 32) | in.u8() % 70 : 0; };
   if (k & 1) {
     const Seq seq = w.f_group_seq + static_cast<int8_t>(in.u8());
-    rel::encode_header({FrameType::kGroupData, 0, kF, group(in.u8()), id.epoch, id.token, 0, seq, 0, 0}, f.data());
+    const uint64_t tag = block();
+    rel::encode_header({FrameType::kGroupData, 0, kF, group(in.u8()), id.epoch, id.token, tag, seq, 0, in.u8()}, f.data());
     Bytes body;
     build_records(in, in.u8() & 15, seq, body, rel::rec_flag::kAllGroup);
     f.insert(f.end(), body.begin(), body.end());
+  } else if (k & 0x40) {
+    // A parity frame: the block's first frame or another, covering any count, any bytes.
+    const uint64_t tag = block();
+    const uint8_t v = in.u8();
+    const Seq first = v & 1 ? static_cast<Seq>(tag >> 32) : in.u8();
+    rel::encode_header({FrameType::kGroupParity, 0, kF, group(in.u8()), id.epoch, id.token, tag, first,
+                        static_cast<Seq>(v >> 1) % 70, v & 0x80 ? in.u32() : in.u8()},
+                       f.data());
+    for (uint32_t n = in.u8() * 6u; n > 0; --n) f.push_back(in.u8());
   } else {
     rel::encode_header({FrameType::kGroupCtl, 0, kF, kA, id.epoch, id.token, w.a_token, 0, 0, 0}, f.data());
     for (uint8_t n = 1 + in.u8() % 4; n > 0; --n) {

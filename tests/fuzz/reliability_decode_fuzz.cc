@@ -125,13 +125,13 @@ void run(Reader& in) {
   FUZZ_CHECK(static_cast<size_t>(r) < static_cast<size_t>(Reject::kCount));
   FUZZ_CHECK(rel::reject_name(r) != nullptr);
   if (r != Reject::kNone) return;
-  FUZZ_CHECK(h.type >= rel::FrameType::kHello && h.type <= rel::FrameType::kGroupCtl);
+  FUZZ_CHECK(h.type >= rel::FrameType::kHello && h.type <= rel::FrameType::kGroupParity);
   FUZZ_CHECK((h.flags & ~rel::frame_flag::kAll) == 0);
   FUZZ_CHECK(h.sack_count <= rel::kMaxSackRanges);
   FUZZ_CHECK(body.data() == frame.data() + sizeof(FrameHeader) + h.sack_count * sizeof(rel::SackRange));
   FUZZ_CHECK(body.data() + body.size() == frame.data() + frame.size());
   const bool has_body = h.type == rel::FrameType::kData || h.type == rel::FrameType::kGroupData ||
-                        h.type == rel::FrameType::kGroupCtl;
+                        h.type == rel::FrameType::kGroupCtl || h.type == rel::FrameType::kGroupParity;
   if (!has_body) FUZZ_CHECK(body.empty());
   header_round_trip(h, frame, body);
   std::vector<Record> recs;

@@ -84,7 +84,7 @@ TEST(RelCodecTest, EveryHeaderRejectionHasItsReason) {
   Bytes v = f;
   v[0] = 9;
   EXPECT_EQ(decode_header(v, false, &h, &body), Reject::kBadVersion);
-  EXPECT_EQ(decode_header(frame(7, false), false, &h, &body), Reject::kBadType);
+  EXPECT_EQ(decode_header(frame(8, false), false, &h, &body), Reject::kBadType);  // 7 is GROUP_PARITY
   Bytes fl = frame(3, false);
   fl[2] = 0x80;
   EXPECT_EQ(decode_header(fl, false, &h, &body), Reject::kBadFlags);

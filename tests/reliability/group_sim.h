@@ -126,6 +126,13 @@ class GroupCluster {
   uint64_t lost_units() const { return lost_units_; }
   uint64_t expiries() const { return expired_.size(); }
   const rel::GroupCounters& source_counters() const { return nodes_[0].e->group_counters(); }
+  /** @return the frames members rebuilt from parity (live nodes). */
+  uint64_t rebuilt() const {
+    uint64_t n = 0;
+    for (NodeId m = 1; m < n_; ++m)
+      if (nodes_[m].e) n += nodes_[m].e->group_counters().parity_rebuilt;
+    return n;
+  }
 
  private:
   struct Node;
@@ -490,6 +497,13 @@ inline GroupScenario make_group_scenario(uint64_t seed) {
     ch.for_ns = r.chance(0.5) ? sc.cfg.group_expire_ns / 4 : 2 * sc.cfg.group_expire_ns;
     sc.changes.push_back(ch);
   }
+  // Parity blocks (docs/PROTOCOL.md 3.7.7), drawn apart so the draws above stay the seed's:
+  // off for a quarter; small blocks often, so that short lossy runs switch parity on.
+  Rng pr(mix(seed) ^ 0x9A7);
+  const uint64_t parity_draw = pr.below(4);
+  sc.cfg.group_parity_frames = parity_draw == 0   ? 0
+                               : parity_draw == 1 ? 2 + static_cast<uint32_t>(pr.below(63))
+                                                  : 2 + static_cast<uint32_t>(pr.below(7));
   return sc;
 }
 

@@ -197,7 +197,7 @@ TEST(SimProperty, EveryMessageExactlyOnceInOrderIntactOrSenderTold) {
 /** Groups: every member not expired (and that did not leave) delivers every message from its
  *  first on, once, in order, intact; expiries and leaves reported once; memory constant. */
 TEST(SimProperty, GroupMembersDeliverEveryMessageOnceInOrderOrAreExpired) {
-  uint64_t delivered = 0, expired = 0, repairs = 0;
+  uint64_t delivered = 0, expired = 0, repairs = 0, parity = 0, rebuilt = 0;
   double s = 0;
   const uint64_t ran = for_each_seed(
       [&](uint64_t seed) -> std::string {
@@ -207,14 +207,17 @@ TEST(SimProperty, GroupMembersDeliverEveryMessageOnceInOrderOrAreExpired) {
         delivered += cl.delivered();
         expired += cl.expiries();
         repairs += cl.source_counters().repair_frames;
+        parity += cl.source_counters().parity_sent;
+        rebuilt += cl.rebuilt();
         if (err.empty()) return err;
         return "group seed " + std::to_string(seed) + " (" + std::to_string(sc.members) + " members) failed: " + err;
       },
       &s);
   std::printf("group sim shard %llu/%llu: %llu seeds, %llu messages delivered, %llu members "
-              "expired, %llu repair frames, %.1f s\n",
+              "expired, %llu repair frames (%llu of them parity; %llu frames rebuilt from parity), %.1f s\n",
               (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
-              (unsigned long long)delivered, (unsigned long long)expired, (unsigned long long)repairs, s);
+              (unsigned long long)delivered, (unsigned long long)expired, (unsigned long long)repairs,
+              (unsigned long long)parity, (unsigned long long)rebuilt, s);
 }
 
 /** NACK-based group streams (docs/PROTOCOL.md 3.7.6) in the same scenarios: members deliver

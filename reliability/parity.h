@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Parity repair of group streams (docs/PROTOCOL.md 3.7.7).
+ *
+ * A source that sees many losses across its members numbers its frames in blocks of K and,
+ * once a block went out, sends one PARITY frame to the group: the XOR of the block's frames.
+ * A member that lost one frame of the block rebuilds it from the parity and the frames it
+ * holds, without asking; one that lost L asks for L - 1 and rebuilds the last. With losses
+ * independent per member, one parity frame stands in for a repair at each member that lost
+ * one frame of the block, not one repair each (IBRMP and NORM repair each loss in turn).
+ *
+ * What is XORed of a frame is what differs between the frames of one stream: the header's
+ * seq, ack (the view) and crc fields, and the records, zero-padded to the longest. The rest
+ * of a rebuilt frame's header is the stream's, and its CRC checks the whole.
+ */
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "reliability/wire.h"
+
+namespace imago::rel {
+
+/** Most frames in a parity block: a member's map of the block's frames is 64 bits. */
+inline constexpr uint32_t kParityMaxFrames = 64;
+/** Fewest frames in a parity block (Config::group_parity_frames is 0 or in range). */
+inline constexpr uint32_t kParityMinFrames = 2;
+/** Blocks a member follows at once per stream: older ones fall back to plain repairs. */
+inline constexpr uint32_t kParityBlocks = 8;
+/** Bytes of the accumulator before the records: the header's seq, ack and crc fields. */
+inline constexpr size_t kParityHead = 12;
+
+/** XOR @p n bytes of @p src into @p dst. */
+inline void xor_into(uint8_t* dst, const uint8_t* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, dst + i, 8);
+    std::memcpy(&b, src + i, 8);
+    a ^= b;
+    std::memcpy(dst + i, &a, 8);
+  }
+  for (; i < n; ++i) dst[i] ^= src[i];
+}
+
+/** The parity block a data frame belongs to, as its header carries it (dst_token). */
+struct ParityTag {
+  uint32_t first = 0;  ///< the block's first frame number
+  uint32_t k = 0;      ///< frames in the block; 0: not in a parity block
+  static ParityTag of(uint64_t dst_token) {
+    return {static_cast<uint32_t>(dst_token >> 32), static_cast<uint32_t>(dst_token & 0xFF)};
+  }
+  uint64_t token() const { return (uint64_t{first} << 32) | k; }
+  /** @return true for a block a member can follow, holding frame number @p no. */
+  bool valid_for(uint32_t no) const {
+    return k >= kParityMinFrames && k <= kParityMaxFrames && no - first < k;
+  }
+};
+
+/**
+ * The XOR of a block's frames so far: the source builds it as they go out; a member builds
+ * it as they arrive, and with the parity frame XORed in it is the one frame missing.
+ */
+struct ParityAcc {
+  ParityTag tag;          ///< tag.k == 0: a free slot
+  uint32_t frames = 0;    ///< its frames: tag.k, or fewer when the source closed it early
+  uint16_t count = 0;     ///< frames XORed in
+  uint16_t len_xor = 0;   ///< XOR of their record lengths
+  uint32_t len = 0;       ///< bytes of `bytes` in use (kParityHead + the longest records)
+  uint64_t have = 0;      ///< member: bit j: frame tag.first + j XORed in
+  uint64_t asked = 0;     ///< member: bit j: frame tag.first + j asked for
+  uint64_t due = 0;       ///< member: when its holes are asked for
+  bool parity = false;    ///< member: the parity frame XORed in
+  bool resolved = false;  ///< member: nothing more to ask
+  uint8_t flags = 0;      ///< member: the parity frame's frame_flag::kCrc (the data frames' too)
+  uint8_t* bytes = nullptr;  ///< the accumulator (set aside by the engine), zero beyond len
+
+  void reset(ParityTag t) {
+    std::memset(bytes, 0, len);
+    *this = ParityAcc{t, t.k, 0, 0, 0, 0, 0, ~uint64_t{0}, false, false, 0, bytes};
+  }
+  /** XOR in data frame @p frame (a whole frame, header and records). */
+  void add(std::span<const uint8_t> frame) {
+    const size_t recs = frame.size() - sizeof(FrameHeader);
+    xor_into(bytes, frame.data() + offsetof(FrameHeader, seq), 8);  // seq, ack
+    xor_into(bytes + 8, frame.data() + offsetof(FrameHeader, crc), 4);
+    xor_into(bytes + kParityHead, frame.data() + sizeof(FrameHeader), recs);
+    len_xor = static_cast<uint16_t>(len_xor ^ recs);
+    len = std::max(len, static_cast<uint32_t>(kParityHead + recs));
+    count++;
+  }
+  /** XOR in a parity frame's body @p body and record-length XOR @p lens. */
+  void add_parity(std::span<const uint8_t> body, uint16_t lens) {
+    xor_into(bytes, body.data(), body.size());
+    len_xor = static_cast<uint16_t>(len_xor ^ lens);
+    len = std::max(len, static_cast<uint32_t>(body.size()));
+    parity = true;
+  }
+  /** @return the frames known missing among the block's first @p known (bit j: frame first + j). */
+  uint64_t missing(uint32_t known) const {
+    const uint64_t mask = known >= 64 ? ~uint64_t{0} : (uint64_t{1} << known) - 1;
+    return ~have & mask;
+  }
+};
+
+}  // namespace imago::rel
