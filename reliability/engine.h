@@ -350,6 +350,7 @@ class Engine {
   void parity_rebuild(Peer& p, GroupRx& r, ParityAcc& b, uint64_t now);
   void parity_ask(Peer& p, GroupRx& r, uint64_t now);
   void parity_schedule(const Peer& p, GroupRx& r, uint64_t now);
+  void parity_bound(GroupRx& r, uint32_t first, uint32_t no);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
   void repair_round(GroupTx& t, uint64_t now);

@@ -134,6 +134,7 @@ ParityAcc* Engine::parity_frame_in(const Peer& p, GroupRx& r, const Header& h, s
   // them (or rebuilds one), not the NACK of new holes.
   r.in_block = in_tag && r.hi_valid && seq_gt(no, r.hi_frame) && seq_le(tag.first, r.hi_frame + 1);
   if (!r.hi_valid || seq_gt(no, r.hi_frame)) r.hi_frame = no, r.hi_valid = true;
+  parity_bound(r, in_tag ? tag.first : no + 1, no);
   if (!in_tag) return nullptr;
   ParityAcc* b = parity_block(r, tag, now);
   if (b == nullptr || no - tag.first >= b->frames) return nullptr;  // beyond a block closed early: a lie
@@ -143,11 +144,24 @@ ParityAcc* Engine::parity_frame_in(const Peer& p, GroupRx& r, const Header& h, s
   return b->parity && b->count + 1u == b->frames ? b : nullptr;
 }
 
+// Blocks are runs of frames one after another: frame @p no, not of a block that starts at
+// @p first, ends every block that starts before it. A block closed early (its parity lost or
+// still on its way) so never counts the next block's frames as its own missing ones.
+void Engine::parity_bound(GroupRx& r, uint32_t first, uint32_t no) {
+  for (ParityAcc& b : r.blocks) {
+    if (b.tag.k == 0 || b.tag.first == first || !seq_gt(no, b.tag.first)) continue;
+    const uint32_t upto = no - b.tag.first;
+    if (upto < b.frames && (b.have >> upto) == 0) b.frames = upto;
+  }
+}
+
 // When each block followed asks for what it lacks: at once with its parity here; soon after
 // it is complete (its parity follows its last frame on the wire, so it is lost or here);
 // after the hold of a hole while it is not (a stream that paused mid-block).
 void Engine::parity_schedule(const Peer& p, GroupRx& r, uint64_t now) {
-  const uint64_t hold = std::max(cfg_.nack_interval_ns, p.rto.srtt());
+  // A block the source stopped in is closed a quarter NACK interval after its last frame: its
+  // parity comes within that and a one-way trip, with room for a loaded machine.
+  const uint64_t hold = 2 * std::max(cfg_.nack_interval_ns, p.rto.srtt());
   for (ParityAcc& b : r.blocks) {
     if (b.tag.k == 0 || b.resolved) continue;
     const uint32_t known = known_sent(r, b);
@@ -236,6 +250,12 @@ void Engine::parity_ask(Peer& p, GroupRx& r, uint64_t now) {
         gc_.nack_frames_sent++;
         gc_.nacks_sent++;
       }
+    if (want != 0) {
+      // As a NACK of new holes does: the first hole's timer and the repair round trip it
+      // measures run from here (the block held the hole back until now).
+      r.last_nack_ns = now;
+      if (!r.probe_active) r.probe_seq = r.rx.nxt(), r.probe_ns = now, r.probe_active = r.probe_clean = true;
+    }
     b.asked |= want;
     b.resolved = known == b.frames;
     b.due = kNever;

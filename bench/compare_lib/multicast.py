@@ -280,6 +280,8 @@ class ImagoRunner:
 
     ``unicast``: the same with ``--no-multicast``: every group frame goes to each receiver by
     unicast, as N unicast streams would (the contrast IBRMP draws).
+    ``label``: a name of its own for a variant run with ``extra`` options (imago-noparity:
+    ``--group-parity 0``, the contrast for parity repair under loss).
     """
 
     cap_s: float = DEFAULT_CAP_S
@@ -291,10 +293,11 @@ class ImagoRunner:
     idle_us: int = 20
     log: Callable[[str], None] = print
     binary: Path = field(default_factory=lambda: build_dir() / "apps" / "examples" / "imago-group")
+    label: str = ""
 
     @property
     def name(self) -> str:
-        return "imago-unicast" if self.unicast else "imago"
+        return self.label or ("imago-unicast" if self.unicast else "imago")
 
     def missing_reason(self) -> str | None:
         return binary_missing_reason(self.binary)
@@ -346,16 +349,20 @@ class ImagoRunner:
             "rx_drops": 0,
             "repair_per_data": (t.get("repair_frames") or 0) / first if first else None,
             "settings": f"{'unicast copies' if self.unicast else 'multicast'}, frames first sent {first}, "
-                        f"repairs {t.get('repair_frames')}, run to completion, idle nap {self.idle_us} us",
+                        f"repairs {t.get('repair_frames')} (parity {t.get('parity_frames')}), run to completion, "
+                        f"idle nap {self.idle_us} us{', ' + ' '.join(self.extra) if self.extra else ''}",
             "notes": notes + ["sender CPU includes busy polling: one thread always runs"],
             "logs": logs,
         }
 
 
-def runners_for(only: list[str] | None, cap_s: float, rates: tuple[str, ...], log) -> list[Runner]:
-    """The runners to measure: all known ones, or those whose name starts with an @p only entry."""
+def runners_for(only: list[str] | None, cap_s: float, rates: tuple[str, ...], log, lossy: bool = False) -> list[Runner]:
+    """The runners to measure: all known ones, or those whose name starts with an @p only entry.
+    @p lossy (--loss): imago without parity repair too, for contrast."""
     known: list[Runner] = [ImagoRunner(cap_s=cap_s, log=log), ImagoRunner(cap_s=cap_s, unicast=True, log=log),
                            NormRunner(cap_s=cap_s, rates=rates, log=log)]
+    if lossy:
+        known.insert(1, ImagoRunner(cap_s=cap_s, log=log, extra=("--group-parity", "0"), label="imago-noparity"))
     return [r for r in known if not only or any(r.name.startswith(o) for o in only)]
 
 
@@ -393,7 +400,7 @@ def main(receivers: list[int], sizes: list[int], msgs_scale: float, cap_s: float
     measured, 1: nothing, 2: no runner can run)."""
     out.mkdir(parents=True, exist_ok=True)
     logs = LogDir(out / "logs")
-    runners = runners_for(only, cap_s, rates, log)
+    runners = runners_for(only, cap_s, rates, log, lossy=loss_pct > 0)
     if not runners:
         log(f"--only {only} matches no multicast runner")
         return 2
