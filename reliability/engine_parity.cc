@@ -64,8 +64,11 @@ void Engine::parity_released(GroupTx& t, uint32_t frames) {
   if (cfg_.group_parity_frames == 0) return;
   t.judged += frames;
   if (t.judged < kJudgeBlocks * cfg_.group_parity_frames) return;
-  // Blocks: of the judged frames, or the parity frames sent if more (blocks closed early).
-  const uint64_t blocks = std::max<uint64_t>(t.judged / cfg_.group_parity_frames, t.parities);
+  // Blocks: of the judged frames, or the parity frames sent if more (blocks closed early). A
+  // parity frame costs one copy per member where the link cannot multicast, and saves only
+  // that member's loss: there it must be worth a copy each.
+  const uint64_t copies = multicast_ok() ? 1 : std::max<size_t>(t.members.size(), 1);
+  const uint64_t blocks = std::max<uint64_t>(t.judged / cfg_.group_parity_frames, t.parities) * copies;
   if (2 * uint64_t{t.losses} >= 3 * blocks) t.parity_on = true;
   if (uint64_t{t.losses} < blocks) t.parity_on = false;
   t.losses = t.judged = t.parities = 0;
