@@ -344,7 +344,7 @@ class Engine {
   void send_parity(GroupTx& t);
   void parity_close(GroupTx& t, uint64_t now);
   void repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint64_t now);
-  ParityAcc* parity_block(GroupRx& r, ParityTag tag, uint64_t now);
+  ParityAcc* parity_block(GroupRx& r, ParityTag tag);
   ParityAcc* parity_frame_in(const Peer& p, GroupRx& r, const Header& h, std::span<const uint8_t> frame,
                              uint64_t now);
   void parity_rebuild(Peer& p, GroupRx& r, ParityAcc& b, uint64_t now);

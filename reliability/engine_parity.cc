@@ -16,8 +16,6 @@ namespace {
 // Losses are judged over this many blocks' worth of frames first sent.
 constexpr uint32_t kJudgeBlocks = 8;
 
-bool live(const Peer& p) { return p.s.known && p.s.state != PeerState::kDead; }
-
 // How many of block @p b's frames a member knows were sent: all, once its parity came.
 uint32_t known_sent(const GroupRx& r, const ParityAcc& b) {
   if (b.parity) return b.frames;
@@ -114,7 +112,7 @@ void Engine::repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, u
 // The slot following block @p tag: its own, else a free one or the oldest (its holes left
 // to the first-hole timer); none for a block older than all followed, or a tag that
 // contradicts the one followed.
-ParityAcc* Engine::parity_block(GroupRx& r, ParityTag tag, uint64_t) {
+ParityAcc* Engine::parity_block(GroupRx& r, ParityTag tag) {
   ParityAcc* victim = nullptr;
   for (ParityAcc& b : r.blocks) {
     if (b.tag.k != 0 && b.tag.first == tag.first) return b.tag.k == tag.k ? &b : nullptr;
@@ -139,7 +137,9 @@ ParityAcc* Engine::parity_frame_in(const Peer& p, GroupRx& r, const Header& h, s
   if (!r.hi_valid || seq_gt(no, r.hi_frame)) r.hi_frame = no, r.hi_valid = true;
   parity_bound(r, in_tag ? tag.first : no + 1, no);
   if (!in_tag) return nullptr;
-  ParityAcc* b = parity_block(r, tag, now);
+  // Longer than our MTU (a source configured for a larger one): more than an accumulator holds.
+  if (frame.size() > cfg_.mtu) return gc_.parity_bad++, nullptr;
+  ParityAcc* b = parity_block(r, tag);
   if (b == nullptr || no - tag.first >= b->frames) return nullptr;  // beyond a block closed early: a lie
   const uint64_t bit = uint64_t{1} << (no - tag.first);
   if (!(b->have & bit)) b->add(frame), b->have |= bit;
@@ -189,7 +189,7 @@ void Engine::on_group_parity(const Header& h, std::span<const uint8_t> body, uin
     return void(p->c.reject[static_cast<size_t>(Reject::kBadRecord)]++);
   }
   p->last_heard = now;
-  ParityAcc* b = parity_block(*r, tag, now);
+  ParityAcc* b = parity_block(*r, tag);
   if (b == nullptr || b->parity) return;  // a block long past, or its parity again
   const uint32_t covers = h.ack;
   if (covers < 64 && (b->have >> covers) != 0) return void(gc_.parity_bad++);  // frames beyond it: a lie
@@ -248,7 +248,7 @@ void Engine::parity_ask(Peer& p, GroupRx& r, uint64_t now) {
     uint64_t want = missing & ~b.asked;
     if (b.parity && missing != 0) want &= ~(uint64_t{1} << (63 - std::countl_zero(missing)));
     for (uint32_t half = 0; half < 2; ++half)
-      if (const auto bits = static_cast<uint32_t>(want >> (32 * half)); bits != 0 && live(p)) {
+      if (const auto bits = static_cast<uint32_t>(want >> (32 * half)); bits != 0) {
         send_ctl(p, group_op::kNackFrames, r.g, b.tag.first + 32 * half, bits);
         gc_.nack_frames_sent++;
         gc_.nacks_sent++;

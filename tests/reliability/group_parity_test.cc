@@ -156,6 +156,19 @@ TEST_F(GroupParityTest, HostileParityFramesAreDroppedAndCounted) {
   EXPECT_EQ(rejects(Reject::kBadRecord), bad0 + 5);
   EXPECT_EQ(gc(3).parity_bad, parity_bad0 + 5);
   EXPECT_EQ(node(3).got.size(), got3);
+  // A data frame of a block, longer than node 3's MTU (a source configured for a larger
+  // one), of units far out of the window: taken as data (each unit refused), never XORed
+  // into the block's accumulator of one MTU; counted.
+  f.assign(good.begin(), good.begin() + sizeof(FrameHeader));
+  f[offsetof(FrameHeader, type)] = kDataType;
+  std::copy_n(good.begin() + offsetof(FrameHeader, dst_token), 4, f.begin() + offsetof(FrameHeader, credit));  // its first frame
+  f[offsetof(FrameHeader, seq)] ^= 0x80;
+  while (f.size() <= config(3).mtu + 100) add_record(f, 0, Bytes(100, 0x5A));
+  const uint64_t window0 = rejects(Reject::kOutOfWindow);
+  node(3).e->on_frame(refinish(f), now);
+  EXPECT_EQ(gc(3).parity_bad, parity_bad0 + 6);
+  EXPECT_GT(rejects(Reject::kOutOfWindow), window0);
+  EXPECT_EQ(node(3).got.size(), got3);
   // A parity with the source's token and a good CRC but bytes no source XORed, for a block
   // node 2 lacks one frame of: the frame rebuilt fails its CRC and is counted; node 2 asks
   // for the frame plainly, and it comes. (Node 3 loses two frames a block: parity stays on.)
