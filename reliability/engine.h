@@ -339,7 +339,10 @@ class Engine {
   GroupRx* stream_of(const Header& h, Peer** src);
   // engine_parity.cc: parity repair of group streams (3.7.7).
   void parity_frame_out(GroupTx& t, std::span<const uint8_t> frame, uint64_t now);
-  ParityTag parity_block_open(GroupTx& t);
+  ParityTag parity_block_open(GroupTx& t, Seq first);
+  bool stopped_in_block(const GroupTx& t) const;
+  uint64_t parity_hold(const Peer& p, const GroupRx& r) const;
+  bool parity_older_lacks(const GroupRx& r, const ParityAcc& b) const;
   void parity_released(GroupTx& t, uint32_t frames);
   void send_parity(GroupTx& t);
   void parity_close(GroupTx& t, uint64_t now);

@@ -100,6 +100,7 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   t->ptx.reset({});
   t->parity_on = false;
   t->losses = t->judged = t->parities = 0;
+  t->loss_acc = t->block_acc = 0;
   // Peers that asked before the group was open here.
   for (size_t i = 0; i < interests_.size();) {
     Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;
@@ -262,7 +263,7 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
       break;
     TxFrame& f = tx.frame(pos);
     // credit: the frame's number; dst_token: its parity block, if any (3.7.7).
-    const ParityTag block = parity_block_open(t);
+    const ParityTag block = parity_block_open(t, f.first);
     HeaderOut h{FrameType::kGroupData, 0, cfg_.node_id, t.g, cfg_.epoch, token_, block.token(), f.first, t.view, t.frame_no};
     f.start = tx.records_offset() - static_cast<uint32_t>(sizeof(FrameHeader));
     f.len = static_cast<uint32_t>(sizeof(FrameHeader)) + f.rec_len;
@@ -514,6 +515,7 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       m.ack = a;
       m.heard = true;
       if (slowest) group_release(*t);
+      if (t->ptx.count != 0) group_deadline_ = now;  // a block it may have stopped in (parity_close())
       return true;
     }
     default:

@@ -29,8 +29,8 @@ uint32_t known_sent(const GroupRx& r, const ParityAcc& b) {
 
 // The block the frame about to go out belongs to: a new one opens once the last is complete,
 // while losses call for parity.
-ParityTag Engine::parity_block_open(GroupTx& t) {
-  if (t.ptx.tag.k == 0 && t.parity_on) t.ptx.reset({t.frame_no, cfg_.group_parity_frames});
+ParityTag Engine::parity_block_open(GroupTx& t, Seq first) {
+  if (t.ptx.tag.k == 0 && t.parity_on) t.ptx.reset({t.frame_no, cfg_.group_parity_frames}), t.ptx_seq = first;
   return t.ptx.tag;
 }
 
@@ -41,16 +41,28 @@ void Engine::parity_frame_out(GroupTx& t, std::span<const uint8_t> frame, uint64
   if (t.ptx.count == t.ptx.tag.k) send_parity(t);
 }
 
-// A block the stream stopped in (idle, or its window full until a member's repair) is closed
-// early: its parity covers the frames sent, so that a member need not wait for frames that
-// may be a while coming (or wait on the very repair the parity would spare).
+// A block the stream stopped in (idle, or its window full) is closed early, its parity
+// covering the frames sent. In an ACK stream, once the members' ACKs for its frames are due,
+// and by what they say: no parity when every member holds the block (none is needed); its
+// parity when a member stopped inside it (it lost a frame there, and may hold the window
+// until it rebuilds it); else (members held back by an earlier block's hole) not yet: a
+// block closed at every stall of a full window would be a few frames long, its parity dear.
+// A NACK stream's members do not say: its block is closed a quarter NACK interval on.
 void Engine::parity_close(GroupTx& t, uint64_t now) {
   if (t.ptx.count == 0 || t.tx.has_unsent()) return;
-  const uint64_t at = t.ptx_ns + cfg_.nack_interval_ns / 4;
-  if (now >= at)
-    send_parity(t);
-  else
-    group_deadline_ = std::min(group_deadline_, at);
+  if (!t.nack && !seq_lt(t.tx.una(), t.tx.nxt())) return t.ptx.reset({});
+  const uint64_t at = t.ptx_ns + (t.nack ? 0 : cfg_.group_ack_delay_ns) + cfg_.nack_interval_ns / 4;
+  if (now < at) return void(group_deadline_ = std::min(group_deadline_, at));
+  if (t.nack || stopped_in_block(t)) return send_parity(t);
+  // Their ACKs will say (each brings the next look); this, should none come.
+  group_deadline_ = std::min(group_deadline_, now + cfg_.group_ack_delay_ns);
+}
+
+// A member whose ACK stopped inside the open block (at a frame it lacks).
+bool Engine::stopped_in_block(const GroupTx& t) const {
+  for (const GroupMember& m : t.members)
+    if (seq_le(t.ptx_seq, m.ack) && seq_lt(m.ack, t.tx.nxt())) return true;
+  return false;
 }
 
 // A parity frame costs one frame a block and saves a repair at each member that lost one
@@ -58,17 +70,23 @@ void Engine::parity_close(GroupTx& t, uint64_t now) {
 // 1.5 losses a block, off below 1 (in between: as it was), counting frames asked for and
 // frames members said they rebuilt against frames released: both are what members told, so
 // a burst of sends that no member has answered yet does not read as a loss-free stretch.
+// Judged over the last few judgements, and a judgement's frames capped at twice its due: a
+// hole filled at last releases many frames at once, whose losses were told before, and that
+// release alone would read as a loss-free stretch.
 void Engine::parity_released(GroupTx& t, uint32_t frames) {
   if (cfg_.group_parity_frames == 0) return;
   t.judged += frames;
-  if (t.judged < kJudgeBlocks * cfg_.group_parity_frames) return;
+  const uint32_t due = kJudgeBlocks * cfg_.group_parity_frames;
+  if (t.judged < due) return;
   // Blocks: of the judged frames, or the parity frames sent if more (blocks closed early). A
   // parity frame costs one copy per member where the link cannot multicast, and saves only
   // that member's loss: there it must be worth a copy each.
   const uint64_t copies = multicast_ok() ? 1 : std::max<size_t>(t.members.size(), 1);
-  const uint64_t blocks = std::max<uint64_t>(t.judged / cfg_.group_parity_frames, t.parities) * copies;
-  if (2 * uint64_t{t.losses} >= 3 * blocks) t.parity_on = true;
-  if (uint64_t{t.losses} < blocks) t.parity_on = false;
+  const uint64_t blocks = std::max<uint64_t>(std::min(t.judged, 2 * due) / cfg_.group_parity_frames, t.parities);
+  t.loss_acc = t.loss_acc * 3 / 4 + t.losses;
+  t.block_acc = t.block_acc * 3 / 4 + blocks * copies;
+  if (2 * t.loss_acc >= 3 * t.block_acc) t.parity_on = true;
+  if (t.loss_acc < t.block_acc) t.parity_on = false;
   t.losses = t.judged = t.parities = 0;
 }
 
@@ -158,13 +176,12 @@ void Engine::parity_bound(GroupRx& r, uint32_t first, uint32_t no) {
   }
 }
 
-// When each block followed asks for what it lacks: at once with its parity here; soon after
-// it is complete (its parity follows its last frame on the wire, so it is lost or here);
-// after the hold of a hole while it is not (a stream that paused mid-block).
+// When each block followed asks for what it lacks: at once with its parity here; else a hold
+// after its last frame (its parity follows it on the wire, or, in a block the source stopped
+// in, once the members' ACKs said a member needs it), so that a loaded machine's late parity
+// is not taken for a lost one and every hole asked for.
 void Engine::parity_schedule(const Peer& p, GroupRx& r, uint64_t now) {
-  // A block the source stopped in is closed a quarter NACK interval after its last frame: its
-  // parity comes within that and a one-way trip, with room for a loaded machine.
-  const uint64_t hold = 2 * std::max(cfg_.nack_interval_ns, p.rto.srtt());
+  const uint64_t hold = parity_hold(p, r);
   for (ParityAcc& b : r.blocks) {
     if (b.tag.k == 0 || b.resolved) continue;
     const uint32_t known = known_sent(r, b);
@@ -172,8 +189,10 @@ void Engine::parity_schedule(const Peer& p, GroupRx& r, uint64_t now) {
       b.resolved = known == b.frames;
       continue;
     }
-    const uint64_t wait = b.parity ? 0 : known == b.frames ? cfg_.nack_interval_ns / 8 : hold;
-    b.due = std::min(b.due, now + wait);
+    // While its frames still come the block is open, its parity still to come: its hold runs
+    // from the last frame. Once complete, its parity follows its last frame.
+    if (!b.parity && known < b.frames) b.due = now + hold;
+    else b.due = std::min(b.due, now + (b.parity ? 0 : hold));
     group_deadline_ = std::min(group_deadline_, b.due);
   }
 }
@@ -234,10 +253,34 @@ void Engine::parity_rebuild(Peer& p, GroupRx& r, ParityAcc& b, uint64_t now) {
 // Blocks whose time came ask for the frames they lack by number (NACK_FRAMES): all but the
 // last when the parity is here (that one is rebuilt once the others come), else all. Until
 // then the first hole is not asked for again (hold_until).
+// The source closes a block it stopped in an ACK delay and a quarter NACK interval after its
+// last frame; then one way here. Round trips, ours and our repairs', stand for the trips; the
+// repairs' within 4 STATUS intervals, as the first hole's timer takes it (poll_member()).
+uint64_t Engine::parity_hold(const Peer& p, const GroupRx& r) const {
+  const uint64_t trips = std::max(2 * std::max(cfg_.nack_interval_ns, p.rto.srtt()),
+                                  std::min(2 * r.repair_rtt_ns, 4 * cfg_.group_status_ns));
+  return cfg_.group_ack_delay_ns + trips;
+}
+
+// A block followed before @p b that still lacks frames: our ACK stops there.
+bool Engine::parity_older_lacks(const GroupRx& r, const ParityAcc& b) const {
+  for (const ParityAcc& o : r.blocks)
+    if (o.tag.k != 0 && seq_lt(o.tag.first, b.tag.first) && o.missing(known_sent(r, o)) != 0) return true;
+  return false;
+}
+
 void Engine::parity_ask(Peer& p, GroupRx& r, uint64_t now) {
   r.hold_until = 0;
   for (ParityAcc& b : r.blocks) {
     if (b.tag.k == 0 || b.resolved || b.due == kNever) continue;
+    // No parity yet, and our ACK stops at an older block's hole: a source stopped in this
+    // block closes it only once a member's ACK stops inside it. Held (the first hole's timer,
+    // an older block's, is not) until then, and a hold on.
+    if (!b.parity && parity_older_lacks(r, b)) {
+      b.due = now + parity_hold(p, r);
+      group_deadline_ = std::min(group_deadline_, b.due);
+      continue;
+    }
     if (b.due > now) {
       r.hold_until = std::max(r.hold_until, b.due);
       group_deadline_ = std::min(group_deadline_, b.due);

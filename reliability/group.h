@@ -66,11 +66,14 @@ struct GroupTx {
   uint32_t frame_no = 0;
   ParityAcc ptx;
   uint64_t ptx_ns = 0;      ///< when the open block's last frame went out
+  Seq ptx_seq = 0;          ///< the open block's first unit
   std::unique_ptr<uint8_t[]> ptx_mem;  ///< mtu bytes, set aside at create()
   bool parity_on = false;   ///< new blocks get parity: losses were frequent
   uint32_t losses = 0;      ///< frames members asked for or rebuilt since the last decision
   uint32_t judged = 0;      ///< frames released since then
   uint32_t parities = 0;    ///< parity frames sent since then
+  uint64_t loss_acc = 0;    ///< losses of the last judgements, each weighing 3/4 of the next
+  uint64_t block_acc = 0;   ///< blocks of the last judgements, weighed alike
 };
 
 /** A (source, group) stream this node receives. */
