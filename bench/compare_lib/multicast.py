@@ -346,6 +346,7 @@ class ImagoRunner:
             "seconds": secs,
             "delivered_min": delivered_min,
             "lost": sum(r.get("lost", 0) for r in rs),
+            "expired": t.get("expired_ids") or [],
             "rx_drops": 0,
             "repair_per_data": (t.get("repair_frames") or 0) / first if first else None,
             "settings": f"{'unicast copies' if self.unicast else 'multicast'}, frames first sent {first}, "
@@ -387,6 +388,13 @@ def markdown(rows: list[dict], title: str, meta_lines: list[str]) -> str:
                    f"| {fmt_rate(r['msgs_per_s'])} | {r['sender_cpu_ns_per_msg']:.0f} ns | {r['seconds']:.2f} s "
                    f"| {r['rx_drops']} | {_ratio(r.get('repair_per_data'))} | {r['settings']} |")
     return "\n".join(out)
+
+
+def _shortfall(f: dict, msgs: int) -> str:
+    """What an incomplete run lacked: the least any receiver delivered, and its notes."""
+    return "; ".join([f"{f['delivered_min']} of {msgs} delivered at the slowest receiver",
+                      *[n for n in f.get("notes", []) if not n.startswith("sender CPU")],
+                      *([f"expired {f['expired']}"] if f.get("expired") else [])])
 
 
 def _ratio(x) -> str:
@@ -431,6 +439,8 @@ def main(receivers: list[int], sizes: list[int], msgs_scale: float, cap_s: float
                         row = {"transport": r.name, "receivers": n, "size_bytes": size, "msgs": msgs}
                         try:
                             f = r.run(bed, bed.sender, bed.receivers, size, msgs)
+                            if not f["complete"]:  # a figure only for a run every receiver finished
+                                raise MeasureError(f"incomplete: {_shortfall(f, msgs)}; logs {f['logs'][0]}")
                             row.update(f, status="ok", reason="")
                             log(f"{r.name:6} {n} rx {fmt_size(size):>7}: {f['mib_per_s']:.1f} MiB/s, "
                                 f"{fmt_rate(f['msgs_per_s'])} msg/s, {f['sender_cpu_ns_per_msg']:.0f} ns/msg "
