@@ -52,7 +52,8 @@ class GroupCluster {
 
   GroupCluster(uint64_t seed, const GroupScenario& sc)
       : sc_(sc), net_(seed, sc.members + 1), net_b_(mix(seed ^ 0xB), sc.members + 1), rng_(seed ^ 0x5EED),
-        n_(sc.members + 1), nodes_(n_) {
+        n_(sc.members + 1), nodes_(n_), last_{std::vector<uint64_t>(n_), std::vector<uint64_t>(n_)},
+        lost_mark_{std::vector<uint64_t>(n_), std::vector<uint64_t>(n_)}, cut_(n_) {
     for (Network* net : {&net_, &net_b_}) {
       net->set_all(sc.unicast);
       for (NodeId m = 1; m < n_; ++m) net->link(0, m) = sc.mcast;
@@ -86,10 +87,12 @@ class GroupCluster {
       step(next_app);
     }
     // Quiet time: repairs, tails, expiries.
+    // A member that declared the source's session dead late in it (loss alone can silence a
+    // link that long) is expired once the source's side dies too, up to dead_after_ns on.
     const uint64_t end = now_ + 3 * std::max(sc_.cfg.group_expire_ns, sc_.cfg.dead_after_ns) + 500 * rel::kMs;
-    while (now_ < end && error_.empty()) {
+    while (now_ < std::max(end, gone_until_) && error_.empty()) {
       apply_changes();
-      step(end);
+      step(std::max(end, gone_until_));
     }
     std::string err = error_.empty() ? check() : error_;
     return err.empty() ? err : err + describe();
@@ -341,6 +344,13 @@ class GroupCluster {
     using E = rel::GroupEvent;
     if (n.id == 0) {
       if (ev.kind == E::kJoined) joined_.insert(ev.member);
+      // A session between them died: nothing arrived one way for dead_after_ns (loss alone
+      // can do that: keep-alives are 50 ms apart), and the member is rightly expired.
+      if (ev.kind == E::kExpired && ev.member < n_) {
+        note_gap(ev.member, 0, 0);  // silences still going on
+        note_gap(0, ev.member, 1);
+        if (cut_[ev.member]) cut_off_.insert(ev.member);
+      }
       if (ev.kind == E::kExpired && ++expired_[ev.member] > 1)
         error_ = "member " + std::to_string(ev.member) + " expired twice";
       if (ev.kind == E::kLeft && ++left_seen_[ev.member] > 1)
@@ -354,6 +364,8 @@ class GroupCluster {
       n.count = 0;
     }
     if (ev.kind == E::kEnded) n.ended = true;
+    if (ev.kind == E::kEnded && ev.why == E::kGone)
+      gone_until_ = std::max(gone_until_, now_ + sc_.cfg.dead_after_ns + 100 * rel::kMs);
     if (ev.kind == E::kLost) {
       if (!sc_.nack) error_ = "member " + std::to_string(n.id) + ": a LOST event on an ACK-based stream";
       if (ev.count == 0) error_ = "member " + std::to_string(n.id) + ": a LOST event of nothing";
@@ -370,8 +382,9 @@ class GroupCluster {
       if (ch.at > now_) t = std::min(t, ch.at);
     now_ = std::max(now_, t);
     for (uint8_t k = 0; k < 2; ++k)
-      (k == 0 ? net_ : net_b_).deliver_due(now_, [&](NodeId, NodeId to, std::span<const uint8_t> f) {
+      (k == 0 ? net_ : net_b_).deliver_due(now_, [&](NodeId from, NodeId to, std::span<const uint8_t> f) {
         Node& n = nodes_[to];
+        if (to == 0 || from == 0) arrived(from, to);
         if (!n.up) return;
         TrackAllocs on(true);
         if (n.set)
@@ -409,7 +422,8 @@ class GroupCluster {
       const bool gone = crashed_.count(m) || left_.count(m);
       if (crashed_.count(m) && expired_.count(m) != 1) return who + " crashed and was not expired once";
       if (left_.count(m) && !expired_.count(m) && !left_seen_.count(m)) return who + " left and the source never knew";
-      if (expired_.count(m) && !gone && !silenced_long(m)) return who + " was expired while it was alive and heard";
+      if (expired_.count(m) && !gone && !silenced_long(m) && !cut_off_.count(m))
+        return who + " was expired while it was alive and heard";
       if (gone || expired_.count(m)) continue;
       if (!members.count(m))
         return who + " is neither in the view nor expired (its session with the source: " +
@@ -441,6 +455,30 @@ class GroupCluster {
   uint64_t now_ = 1'000'000;
   uint64_t sent_ = 0, delivered_ = 0, steps_ = 0, lost_units_ = 0;
   std::set<NodeId> left_, crashed_, silent_, joined_;
+  uint64_t gone_until_ = 0;  ///< run the quiet time to here: a member's session with the source died
+  std::set<NodeId> cut_off_;  ///< expired after the networks cut them apart
+  // Per member and way (0: from it to the source, 1: back): when a frame last arrived, and how
+  // many the networks had dropped that way by then.
+  std::vector<uint64_t> last_[2], lost_mark_[2];
+  std::vector<bool> cut_;  ///< per member: a way went dead_after_ns without a frame, lost ones only
+  uint64_t lost_way(NodeId from, NodeId to) const { return net_.lost_on(from, to) + net_b_.lost_on(from, to); }
+  /** The time since a frame from @p from last reached @p to (one of them the source): a session
+   *  dies of that long a silence, and the networks, not the sender, made it when they dropped
+   *  a keep-alive's worth of frames in it. */
+  void note_gap(NodeId from, NodeId to, int way) {
+    const NodeId m = way == 0 ? from : to;
+    const uint64_t tries = sc_.cfg.dead_after_ns / sc_.cfg.ack_refresh_ns;
+    if (last_[way][m] != 0 && now_ - last_[way][m] >= sc_.cfg.dead_after_ns &&
+        lost_way(from, to) - lost_mark_[way][m] + 1 >= tries)
+      cut_[m] = true;
+  }
+  void arrived(NodeId from, NodeId to) {
+    const int way = to == 0 ? 0 : 1;
+    const NodeId m = way == 0 ? from : to;
+    note_gap(from, to, way);
+    last_[way][m] = now_;
+    lost_mark_[way][m] = lost_way(from, to);
+  }
   std::map<NodeId, int> expired_, left_seen_;
   std::vector<bool> applied_;
   std::string error_;

@@ -50,6 +50,8 @@ class Network {
   Network(uint64_t seed, uint32_t nodes) : rng_(seed), n_(nodes), links_(nodes * nodes) {}
 
   LinkFaults& link(NodeId from, NodeId to) { return links_[index(from, to)].f; }
+  /** @return the frames from @p from to @p to this network dropped (losses and drop windows). */
+  uint64_t lost_on(NodeId from, NodeId to) const { return links_[index(from, to)].lost; }
   void set_all(const LinkFaults& f) {
     for (auto& l : links_) l.f = f;
   }
@@ -106,6 +108,7 @@ class Network {
     LinkFaults f;
     uint64_t busy_until = 0;
     bool bad = false;  // Gilbert-Elliott state
+    uint64_t lost = 0;  // frames this link dropped
   };
   struct Event {
     uint64_t t;
@@ -126,13 +129,13 @@ class Network {
       if (w.refuse || now < w.from || now >= w.to) continue;
       bool on_link = w.all_links || (w.a == from && w.b == to) || (w.a == to && w.b == from);
       bool is_ack = frame.size() > 1 && frame[1] == static_cast<uint8_t>(rel::FrameType::kAck);
-      if (on_link && (!w.acks_only || is_ack)) return ++lost_, true;
+      if (on_link && (!w.acks_only || is_ack)) return ++lost_, ++l.lost, true;
     }
     if (l.bad)
       l.bad = !rng_.chance(l.f.burst_exit);
     else
       l.bad = rng_.chance(l.f.burst_enter);
-    if (l.bad || rng_.chance(l.f.loss)) return ++lost_, true;
+    if (l.bad || rng_.chance(l.f.loss)) return ++lost_, ++l.lost, true;
     return false;
   }
 
