@@ -250,9 +250,6 @@ void Engine::parity_rebuild(Peer& p, GroupRx& r, ParityAcc& b, uint64_t now) {
   on_group_data(h, frame, body, now);
 }
 
-// Blocks whose time came ask for the frames they lack by number (NACK_FRAMES): all but the
-// last when the parity is here (that one is rebuilt once the others come), else all. Until
-// then the first hole is not asked for again (hold_until).
 // The source closes a block it stopped in an ACK delay and a quarter NACK interval after its
 // last frame; then one way here. Round trips, ours and our repairs', stand for the trips; the
 // repairs' within 4 STATUS intervals, as the first hole's timer takes it (poll_member()).
@@ -269,6 +266,9 @@ bool Engine::parity_older_lacks(const GroupRx& r, const ParityAcc& b) const {
   return false;
 }
 
+// Blocks whose time came ask for the frames they lack by number (NACK_FRAMES): all but the
+// last when the parity is here (that one is rebuilt once the others come), else all. Until
+// then the first hole is not asked for again (hold_until).
 void Engine::parity_ask(Peer& p, GroupRx& r, uint64_t now) {
   r.hold_until = 0;
   for (ParityAcc& b : r.blocks) {
