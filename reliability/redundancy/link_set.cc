@@ -102,7 +102,14 @@ uint8_t LinkSet::nets_for(Peer& p, bool answer, uint8_t last) {
   const uint8_t usable = this->usable(p);
   if (cfg_.mode == Mode::kActiveStandby) return usable & bit(p.active) ? bit(p.active) : usable;
   if (usable != kAllNets) return usable;
-  if (answer) return bit(p.rx_net);
+  if (answer) {
+    // Where its data last came in; but an answer into silence (a keep-alive nothing came back
+    // for) goes on the other network than the last: a network that loses every one (down at
+    // each refresh, in phase with it) must not cut the peer off while the other works.
+    p.answer_net = p.answer_unheard ? p.answer_net ^ 1 : p.rx_net;
+    p.answer_unheard = true;
+    return bit(p.answer_net);
+  }
   if (last == bit(0) || last == bit(1)) return last ^ kAllNets;  // a resend: the other one
   // Runs of cfg_.pingpong_run frames per network: a PMD that makes a syscall per burst
   // (net_af_packet) would otherwise cut every burst in two.
@@ -335,6 +342,7 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
     case DedupWindow::kNew: break;
   }
   ++c_[net].frames_received;
+  p->answer_unheard = false;
   const std::span<const uint8_t> inner = frame.subspan(kShim);
   if (inner.size() > 1 && (inner[1] == static_cast<uint8_t>(FrameType::kData) ||
                             inner[1] == static_cast<uint8_t>(FrameType::kGroupData)))

@@ -156,6 +156,8 @@ class LinkSet final : public FrameSink {
     uint32_t run = 0;          ///< ping-pong: frames sent on it in this run
     uint8_t active = 0;        ///< active/standby: the network in use
     uint8_t rx_net = 0;        ///< where its last data (or group data) frame came in
+    uint8_t answer_net = 0;    ///< where the last answer to it went
+    bool answer_unheard = false;  ///< nothing came from it since that answer
     NetHealth health[kMaxNets];
     uint32_t hb_tx[kMaxNets] = {};
     uint32_t hb_rx[kMaxNets] = {};

@@ -152,6 +152,12 @@ struct Pair {
     }
   }
   /** Node @p i sends a frame of type @p t to the other. */
+  /** Node 1 sends @p n GROUP_DATA frames to group 7 (they stay in wa[0] / wb[0].groups). */
+  void send_groups(int n) {
+    Bytes f(60, 0);
+    f[0] = kWireVersion, f[1] = static_cast<uint8_t>(FrameType::kGroupData);
+    for (int k = 0; k < n; ++k) ASSERT_TRUE(s[0]->send_group(7, f));
+  }
   bool send(int i, FrameType t = FrameType::kData) {
     Bytes f(60, 0);
     f[0] = kWireVersion, f[1] = static_cast<uint8_t>(t);
@@ -272,9 +278,7 @@ TEST(LinkSet, PingPongGroupControlGoesBackWhereTheStreamArrives) {
   p.run(3);
   // Node 1's group frames alternate; those on A are lost: node 2 got its last one on B, and
   // its NACK (group control) goes back on B, away from the network that lost them.
-  Bytes f(60, 0);
-  f[0] = kWireVersion, f[1] = static_cast<uint8_t>(FrameType::kGroupData);
-  for (int k = 0; k < 4; ++k) ASSERT_TRUE(p.s[0]->send_group(7, f));
+  p.send_groups(4);
   ASSERT_EQ(p.wa[0].groups.size(), 2u);
   ASSERT_EQ(p.wb[0].groups.size(), 2u);
   for (const Bytes& g : p.wb[0].groups) p.s[1]->on_frame(1, g, p.now);
@@ -283,6 +287,31 @@ TEST(LinkSet, PingPongGroupControlGoesBackWhereTheStreamArrives) {
   EXPECT_EQ(p.wa[1].frames(), 0u);
   // A group frame that arrives on A last: the next answer goes on A.
   p.s[1]->on_frame(0, p.wa[0].groups.back(), p.now);
+  ASSERT_TRUE(p.send(1, FrameType::kGroupCtl));
+  EXPECT_EQ(p.wa[1].frames(), 1u);
+}
+
+TEST(LinkSet, PingPongAnswersIntoSilenceAlternate) {
+  Pair p(Mode::kPingPong);
+  p.run(3);
+  // Node 2's last group frame from node 1 came in on A; then nothing but heartbeats (A down
+  // at each of node 2's keep-alives, in phase with them): its answers alternate A, B, A.
+  p.send_groups(2);
+  ASSERT_EQ(p.wa[0].groups.size(), 1u);
+  p.s[1]->on_frame(0, p.wa[0].groups.back(), p.now);
+  std::vector<int> nets;
+  for (int k = 0; k < 3; ++k) {
+    p.wa[1].out.clear(), p.wb[1].out.clear();
+    ASSERT_TRUE(p.send(1, FrameType::kGroupCtl));
+    nets.push_back(p.wa[1].frames() == 1 ? 0 : p.wb[1].frames() == 1 ? 1 : -1);
+  }
+  EXPECT_EQ(nets, (std::vector<int>{0, 1, 0}));
+  // A frame from node 1 (on B, not data: its last data stays A's): answered where data came.
+  p.wa[0].out.clear(), p.wb[0].out.clear();
+  for (int k = 0; k < 2 && p.wb[0].out.empty(); ++k) ASSERT_TRUE(p.send(0, FrameType::kGroupCtl));
+  ASSERT_FALSE(p.wb[0].out.empty());
+  p.s[1]->on_frame(1, p.wb[0].out.back().second, p.now);
+  p.wa[1].out.clear(), p.wb[1].out.clear();
   ASSERT_TRUE(p.send(1, FrameType::kGroupCtl));
   EXPECT_EQ(p.wa[1].frames(), 1u);
 }
