@@ -383,7 +383,7 @@ TEST(Messages, EveryTierArrivesInOrderAndIntact) {
                                        pool_max + 1, 1000, 1400, 2048, 2049, 4000, 9000, 30000, max};
   auto size_of = [&](uint32_t seq) { return sizes[seq % sizes.size()]; };
   const uint32_t count = 40 * static_cast<uint32_t>(sizes.size());
-  const PoolUse before = pool_use();
+  const PoolUse before = quiet_use();
   // 16 ahead at most: the 64 big buffers cannot run dry (a receiver short of one rebuilds
   // in the engine's memory and copies, which the rx_rebuilt check below would count).
   Checker c = transfer(p.a, p.b, count, size_of, 8, 16);
@@ -414,7 +414,7 @@ TEST(Messages, EveryTierArrivesInOrderAndIntact) {
 
 TEST(Messages, EachTxTierTakesItsPool) {
   Pair p(0, 0, false);
-  const PoolUse base = pool_use();
+  const PoolUse base = quiet_use();
   const uint32_t pool_max = shm()->pool_max;
   struct Case {
     uint32_t len;
@@ -553,7 +553,7 @@ TEST(RingInline, EverySizeAcrossTheRingWrapArrivesIntact) {
   // in the tx ring (the application writes, the engine reads) and the rx ring.
   Pair p(64, 64);
   auto size_of = [](uint32_t seq) { return IMAGO_MSG_INLINE_MAX + 1 + (seq * 37u) % (IMAGO_SEND_INLINE_MAX - IMAGO_MSG_INLINE_MAX); };
-  const PoolUse before = pool_use();
+  const PoolUse before = quiet_use();
   Checker c = transfer(p.a, p.b, 20000, size_of, 32);
   EXPECT_EQ(c.bad, 0u);
   imago_ep_stats tx = stats_of(p.a), rx = stats_of(p.b);
@@ -695,7 +695,7 @@ TEST(RingInline, PollCountsMessagesNotSlots) {
 
 TEST(ZeroCopy, AllocWriteSendArrives) {
   Pair p;
-  const PoolUse base = pool_use();
+  const PoolUse base = quiet_use();
   const uint32_t sizes[] = {16, 200, 1000, 5000, imago_max_message(p.a)};
   const uint32_t count = 200;
   Checker c{[&](uint32_t s) { return sizes[s % 5]; }, 1};
@@ -730,7 +730,7 @@ TEST(ZeroCopy, AllocWriteSendArrives) {
 
 TEST(ZeroCopy, ForeignBuffersAreEinval) {
   Pair p;
-  const PoolUse base = pool_use();
+  const PoolUse base = quiet_use();
   // A pointer into ordinary memory (with readable bytes in front: imago looks there).
   std::vector<uint8_t> mine(256, 0);
   EXPECT_EQ(imago_send_zc(p.a, mine.data() + 128, 10, 0), -EINVAL);
@@ -996,7 +996,7 @@ imago_msg receive_one(Pair& p, uint32_t len, uint32_t seq) {
 
 TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   Pair p;
-  const PoolUse base = pool_use();
+  const PoolUse base = quiet_use();
   // Pool tier: a stale copy released after the real one frees nothing.
   imago_msg pooled = receive_one(p, 400, 1);
   ASSERT_EQ(pooled.tier, IMAGO_TIER_POOL);
@@ -1021,7 +1021,7 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   // Forged: a real loan index with another owner, bad indexes, a wrong tier, garbage.
   imago_msg held = receive_one(p, 450, 3);
   ASSERT_EQ(held.tier, IMAGO_TIER_POOL);
-  const PoolUse holding = pool_use();
+  const PoolUse holding = quiet_use();
   imago_msg forged[6];
   for (imago_msg& f : forged) f = held;
   forged[0].u.ext.owner = static_cast<uint8_t*>(held.u.ext.owner) + 64;
@@ -1069,7 +1069,7 @@ TEST(Release, AStaleDescriptorNeverFreesABufferHeldElsewhere) {
   }
   ASSERT_TRUE(reused);
   const uint32_t b_seq = *static_cast<uint32_t*>(imago_msg_data(&b));
-  const PoolUse holding = pool_use();
+  const PoolUse holding = quiet_use();
   // Expect: releasing the stale copy of A is refused, frees nothing, and B is untouched.
   imago_msg again = stale;
   EXPECT_EQ(imago_release(p.b, &again, 1), 1);
@@ -1086,7 +1086,7 @@ TEST(Release, AStaleDescriptorNeverFreesABufferHeldElsewhere) {
 }
 
 TEST(Release, CloseReclaimsUnreleasedDescriptors) {
-  const PoolUse base = pool_use();
+  const PoolUse base = quiet_use();
   {
     Pair p;
     // Do: receive pooled and framed messages and keep them; leave more in the rx ring.
@@ -1109,7 +1109,7 @@ TEST(Release, CloseReclaimsUnreleasedDescriptors) {
 }
 
 TEST(Release, CloseReclaimsUnsentAndAllocatedBuffers) {
-  const PoolUse base = pool_use();
+  const PoolUse base = quiet_use();
   const std::string name = unique("unsent");
   imago_ep_t* a = nullptr;
   ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);

@@ -46,7 +46,7 @@ TEST(BigMessages, SixteenMiBUnderTenPercentLossArriveIntactAndEveryBufferComesBa
   while (Clock::now() < ready_by && !(imago_peer_ready(a) == 1 && imago_peer_ready(b) == 1))
     std::this_thread::sleep_for(100us);
   ASSERT_EQ(imago_max_message(a), kBig);
-  const PoolUse before = pool_use();
+  const PoolUse before = quiet_use();
   // Do: 8 messages, every other one written in place (imago_buf_alloc + imago_send_zc), the
   // rest copied by imago_send; receive and check each byte while sending.
   constexpr uint32_t kCount = 8;

@@ -48,6 +48,19 @@ inline std::string show(const PoolUse& u) {
          " big=" + std::to_string(u.big) + " mbuf=" + std::to_string(u.mbuf);
 }
 
+/** @return the use once frames in flight are left out: the least of 20 reads 1 ms apart.
+ *  Frames in flight (heartbeats, ACKs) only add to it, for microseconds (more on a loaded
+ *  machine); a baseline that caught one would never be settled back to. */
+inline PoolUse quiet_use() {
+  auto total = [](const PoolUse& u) { return u.msg + u.frame + u.big + u.mbuf; };
+  PoolUse least = pool_use();
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (const PoolUse u = pool_use(); total(u) < total(least)) least = u;
+  }
+  return least;
+}
+
 /** Frames in flight (heartbeats, ACKs) hold mbufs for microseconds: wait for @p want. */
 inline bool settles_to(const PoolUse& want,
                        std::chrono::milliseconds limit = std::chrono::milliseconds(3000)) {
