@@ -151,13 +151,13 @@ struct Pair {
       s[i]->add_peer(2 - i, 0);
     }
   }
-  /** Node @p i sends a frame of type @p t to the other. */
   /** Node 1 sends @p n GROUP_DATA frames to group 7 (they stay in wa[0] / wb[0].groups). */
   void send_groups(int n) {
     Bytes f(60, 0);
     f[0] = kWireVersion, f[1] = static_cast<uint8_t>(FrameType::kGroupData);
     for (int k = 0; k < n; ++k) ASSERT_TRUE(s[0]->send_group(7, f));
   }
+  /** Node @p i sends a frame of type @p t to the other. */
   bool send(int i, FrameType t = FrameType::kData) {
     Bytes f(60, 0);
     f[0] = kWireVersion, f[1] = static_cast<uint8_t>(t);
