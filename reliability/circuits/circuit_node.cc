@@ -16,6 +16,7 @@ const char* reason_name(CircReason r) {
     case CircReason::kHopDead: return "hop-dead";
     case CircReason::kTimeout: return "timeout";
     case CircReason::kIdle: return "idle";
+    case CircReason::kReplaced: return "replaced";
   }
   return "?";
 }

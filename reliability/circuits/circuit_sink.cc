@@ -58,8 +58,13 @@ void CircuitSink::on_circuit_up(CircuitId id, NodeId peer, bool origin) {
   }
   if (origin && id != p->circuit) return;
   // The opener keeps one circuit at a time: a new one it opened makes the one we had stale
-  // (its TEARDOWN may have been lost).
-  if (!origin && p->up && p->circuit != id) node_.close(p->circuit, now_);
+  // (its TEARDOWN may have been lost, or a hop died and the opener saw it first). Reported
+  // down like any other, so that both ends tell their application the circuit moved.
+  if (!origin && p->up && p->circuit != id) {
+    const CircuitId old = p->circuit;
+    node_.close(old, now_);
+    if (listener_ != nullptr) listener_->on_circuit_down(old, peer, CircReason::kReplaced);
+  }
   p->up = true, p->circuit = id, p->backoff = 0;
   if (listener_ != nullptr) listener_->on_circuit_up(id, peer, origin);
 }

@@ -50,6 +50,7 @@ enum class CircReason : uint8_t {
   kHopDead = 5,   ///< a link on the way died
   kTimeout = 6,   ///< the set-up got no answer
   kIdle = 7,      ///< nothing crossed it for the idle time: its entries were let go
+  kReplaced = 8,  ///< the opener set up a new circuit to us while this one was up (an end's own report)
 };
 
 /** @return a short name of @p r ("closed", "no-route", ...). */
