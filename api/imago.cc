@@ -423,6 +423,7 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->group_unicast_copies = g.unicast_copies, st->group_repair_frames = g.repair_frames;
   st->group_expiries = g.expiries, st->group_msgs_received = g.msgs_received, st->group_nacks_sent = g.nacks_sent;
   st->group_nack_freed = g.nack_freed, st->group_units_lost = g.units_lost;
+  st->msgs_by_ref = c.msgs_by_ref;
   st->group_parity_sent = g.parity_sent, st->group_parity_rebuilt = g.parity_rebuilt;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;
   net_stats(*snap, st);

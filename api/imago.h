@@ -192,6 +192,9 @@ struct imago_node_stats {
 	                                    group_repair_frames too) */
 	uint64_t group_parity_rebuilt; /**< frames of streams this node receives that it rebuilt from a
 	                                    parity frame instead of asking for them */
+	/* The copy-free send (docs/PROTOCOL.md 3.4.1): */
+	uint64_t msgs_by_ref;          /**< of msgs_sent, messages sent out of the application's pool
+	                                    buffer itself, with no copy (see imago_send_zc()) */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */
@@ -310,7 +313,14 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
 /**
  * Zero-copy send, step 2: send the first @p len bytes of @p buf (from imago_buf_alloc() on
  * this endpoint). On success the buffer belongs to imago at once (a second send or a free of
- * it is -EINVAL, and the message is delivered); on -EAGAIN it is still yours.
+ * it is -EINVAL, and the message is delivered); on -EAGAIN it is still yours. On a unicast
+ * endpoint whose node's link is net_memif or net_af_packet (without --auth-key), a message
+ * larger than half a frame's payload goes out of this buffer itself, with no copy, on its
+ * first sending and on every repair, and the buffer returns to the pool only once the peer
+ * acknowledged the whole message (imago_node_stats.msgs_by_ref counts them; at most half of
+ * a pool's buffers are held so, the rest are copied into frames as on other links): while
+ * many are in flight, imago_buf_alloc() and imago_send() find the pool empty (-EAGAIN)
+ * sooner. A message imago_send() put in a pooled buffer goes the same way.
  * @return 0; -EAGAIN tx ring full; -EINVAL @p ep not live, @p buf is not a buffer of this
  *         endpoint that the application holds (foreign, freed, or sent already: counted in
  *         buffer_invalid), @p len larger than it, or unknown flags; -ENOTCONN the endpoint

@@ -222,8 +222,7 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       at = std::min(at + 1 + k, avail);
       continue;
     }
-    const int rc = s.group != 0 ? ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns)
-                                : ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
+    const int rc = send_one(a, d, msg, flags, now_ns);
     if (rc == -EAGAIN || (rc < 0 && s.group == 0)) {  // the window (the slowest member's) is full: later
       d.flags = flags, d.tier = tier, d.reserved = 0;  // as the application wrote them (the tag went over them)
       break;
@@ -239,9 +238,10 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
           .add();
       ++done;
     }
-    // Only a pool buffer to free (its descriptor is untouched: its tag went in the headroom).
-    // The slots are not written again: the application's next write finds them as it left them.
-    if (tier == IMAGO_TIER_POOL) release_sent(side(s), d);
+    // Only a pool buffer to free (its descriptor is untouched: its tag went in the headroom),
+    // unless the engine sends it by reference (rc 1: its loan is the engine's now). The slots
+    // are not written again: the application's next write finds them as it left them.
+    if (tier == IMAGO_TIER_POOL && rc != 1) release_sent(side(s), d);
     at += 1 + k;
   }
   rte_ring_dequeue_zc_elem_finish(s.tx, at);
@@ -253,6 +253,35 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
   s.c.msgs_sent.add(done);
   s.c.bytes_sent.add(bytes);
   return done;
+}
+
+// Hand message @p msg of descriptor @p d to the engine. A pool buffer above ref_min() goes by
+// reference when its pool has room for it: its loan leaves the endpoint (a reclaim of the
+// endpoint's loans must not free a buffer the engine still sends), and ext_done() frees it.
+// @return 1 sent by reference, 0 sent (copied), or the engine's negative errno.
+int Node::send_one(Active& a, const imago_msg& d, std::span<const uint8_t> msg, uint16_t flags, uint64_t now_ns) {
+  EndpointSlot& s = *a.slot;
+  if (s.group != 0) return ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns);
+  if (d.tier != IMAGO_TIER_POOL || msg.size() <= ne_.engine->ref_min()) return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
+  void* owner = d.u.ext.owner;  // send_bytes() checked the loan
+  const unsigned pi = pool_of(owner);
+  if (ext_held_[pi] >= rte_mempool_from_obj(owner)->size / 2) return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
+  const int rc = ne_.engine->send_ref(s.peer, msg, engine_flags(flags), now_ns, reinterpret_cast<uint64_t>(owner));
+  if (rc != 0) return rc == 1 ? 0 : rc;  // copied (a sink that does not chain), or refused
+  s.tx_loans.take(d.u.ext.loan);
+  ++ext_held_[pi];
+  return 1;
+}
+
+unsigned Node::pool_of(const void* obj) const {
+  const rte_mempool* mp = rte_mempool_from_obj(const_cast<void*>(obj));
+  return mp == shm_->big_pool ? 2 : mp == shm_->frame_pool ? 1 : 0;
+}
+
+void Node::ext_done(uint64_t cookie) {
+  void* obj = reinterpret_cast<void*>(cookie);
+  --ext_held_[pool_of(obj)];
+  put_loaned(obj, caches_);
 }
 
 // Check the descriptor at slot @p at of @p z, written by the application (it may be buggy),

@@ -90,6 +90,10 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   rel::RebuildBuffer rebuild_buffer(rel::NodeId peer) override;
   bool deliver_rebuilt(rel::NodeId peer, std::span<const uint8_t> msg, rel::RebuildBuffer b) override;
   void rebuild_buffer_free(rel::NodeId peer, rel::RebuildBuffer b) override;
+  // Messages sent from a pool buffer above the engine's ref_min() go out of it by reference
+  // (no copy), while fewer than half its pool's buffers are held so; the engine gives
+  // each back here once the peer acknowledged it.
+  void ext_done(uint64_t cookie) override;
   void on_peer_up(rel::NodeId peer) override;
   void on_peer_reset(rel::NodeId peer, uint64_t discarded) override;
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
@@ -156,6 +160,9 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
 
   unsigned drain_tx(Active& a, uint64_t now_ns);
+  int send_one(Active& a, const imago_msg& d, std::span<const uint8_t> msg, uint16_t flags, uint64_t now_ns);
+  /** @return the index in ext_held_ of pool buffer @p obj's pool. */
+  unsigned pool_of(const void* obj) const;
   bool tx_view(Active& a, const rte_ring_zc_data& z, unsigned at, std::span<const uint8_t>* msg, uint8_t* scratch);
   bool take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt);
   /** Put event @p ev (@p len bytes, from @p src) among @p a's staged descriptors, or count
@@ -191,6 +198,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   Remote remote_[4 * kMaxEndpoints] = {};
   unsigned n_remote_ = 0;
   uint64_t now_ns_ = 0;
+  uint32_t ext_held_[3] = {};  ///< buffers the engine sends by reference, per pool (msg, frame, big)
   NodeCounters c_;
 };
 

@@ -23,6 +23,18 @@ int EngineLink::init(FaultyPort& port, rte_mempool* pool, const EncapConfig& enc
   burst_ = burst;
   clock_ = TscClock(rte_get_tsc_hz());
   tx_.init(&port, burst, rte_get_tsc_hz());
+  // PMDs that copy each segment of an mbuf chain into one frame (net_memif, net_af_packet):
+  // messages by reference go out as two chained parts, the payload copied once, by the PMD.
+  // Not behind a trailer (the tag follows the payload), nor on other PMDs: net_ring hands
+  // the chain itself to a receiver in the same process, which would have to join it (a copy
+  // where a held frame costs none: it reads the sender's slot in place), a NIC would need its
+  // multi-segment offload, and net_af_xdp sends the first segment alone.
+  rte_eth_dev_info info{};
+  const char* drv = rte_eth_dev_info_get(port.port(), &info) == 0 ? info.driver_name : nullptr;
+  chains_ = drv != nullptr && encap_trailer_len(encap) == 0 &&
+            (std::strcmp(drv, "net_memif") == 0 || std::strcmp(drv, "net_af_packet") == 0);
+  iova_va_ = rte_eal_iova_mode() == RTE_IOVA_VA;
+  linear_ = std::make_unique_for_overwrite<uint8_t[]>(kMaxLinear);
   peers_.reserve(AllowList::kMaxPeers);
   allow_ = AllowList(encap.kind);
   return 0;
@@ -63,18 +75,20 @@ bool EngineLink::send_group(rel::GroupId g, std::span<const uint8_t> frame) {
   return true;
 }
 
-bool EngineLink::send_copy(const EncapConfig& to, std::span<const uint8_t> frame) {
+bool EngineLink::send_copy(const EncapConfig& to, std::span<const uint8_t> frame, std::span<const uint8_t> more) {
   if (!room_for_one()) return false;
   size_t hdr = encap_header_len(to.kind);
+  const size_t whole = frame.size() + more.size();
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-  if (!m || hdr + frame.size() + encap_trailer_len(to) > rte_pktmbuf_tailroom(m)) {
+  if (!m || hdr + whole + encap_trailer_len(to) > rte_pktmbuf_tailroom(m)) {
     ++counters_.alloc_failed;
     rte_pktmbuf_free(m);
     return false;
   }
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   std::memcpy(data + hdr, frame.data(), frame.size());
-  size_t len = encode_frame(to, data, LinkType::Reliability, static_cast<uint16_t>(frame.size()));
+  if (!more.empty()) std::memcpy(data + hdr + frame.size(), more.data(), more.size());
+  size_t len = encode_frame(to, data, LinkType::Reliability, static_cast<uint16_t>(whole));
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   tx_.push(m);
@@ -121,15 +135,27 @@ bool EngineLink::room_for_one() {
 
 namespace {
 
+// Never called: the slot's own count is never dropped, so no mbuf free (in whichever
+// process, where this address means nothing) takes the count to 0.
+void keep_slot(void*, void*) {}
+
 /** What EngineLink keeps at the start of each held-frame slot (FrameRoom::priv). */
 struct SlotPriv {
   rte_mbuf_ext_shared_info shinfo;  // refcnt: 1 (the slot's own, from its first send) + mbufs attached now
   rte_iova_t iova;                  // the slot's IOVA, found at its first send (0: not yet)
+  rte_mbuf_ext_shared_info ext;     // the same for the payload of a message by reference (send_ext())
 };
 
-// Never called: the slot's own count is never dropped, so no mbuf free (in whichever
-// process, where this address means nothing) takes the count to 0.
-void keep_slot(void*, void*) {}
+/** Count one more mbuf attached through @p s (the owner's own count first, at first use). */
+void attach_ref(rte_mbuf_ext_shared_info* s) {
+  if (rte_mbuf_ext_refcnt_read(s) == 0) {
+    s->free_cb = keep_slot;
+    s->fcb_opaque = nullptr;
+    rte_mbuf_ext_refcnt_set(s, 1);
+  }
+  rte_mbuf_ext_refcnt_update(s, 1);
+}
+
 
 }  // namespace
 
@@ -169,7 +195,8 @@ void EngineLink::frame_memory_free(uint8_t* mem) {
 
 bool EngineLink::slot_busy(const uint8_t* slot) const {
   const auto* priv = reinterpret_cast<const SlotPriv*>(slot);
-  return __atomic_load_n(&priv->shinfo.refcnt, __ATOMIC_ACQUIRE) > 1;
+  return __atomic_load_n(&priv->shinfo.refcnt, __ATOMIC_ACQUIRE) > 1 ||
+         __atomic_load_n(&priv->ext.refcnt, __ATOMIC_ACQUIRE) > 1;
 }
 
 void* EngineLink::hold_frame() {
@@ -195,31 +222,68 @@ bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> f
     return true;  // as send_frame()
   }
   if (!room_for_one()) return false;
+  rte_mbuf* m = attach_head(*a, slot, frame, frame.size(), again);
+  if (m == nullptr) return false;
+  tx_.push(m);
+  ++counters_.held_out;
+  return true;
+}
+
+// An mbuf attached to the held frame @p frame of @p slot (its link header in the room before
+// it, written at the first sending: the slot's bytes then go out unchanged on every repair),
+// for a frame of @p whole bytes (more than @p frame when a payload follows elsewhere).
+rte_mbuf* EngineLink::attach_head(const PeerAddr& a, uint8_t* slot, std::span<uint8_t> frame, size_t whole,
+                                  bool again) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) {
     ++counters_.alloc_failed;
-    return false;
+    return nullptr;
   }
-  // The link header goes in the room before the frame, the tag after it: written once, the
-  // slot's bytes then go out unchanged on every repair.
-  uint8_t* link = frame.data() - encap_header_len(a->encap.kind);
-  uint16_t len = static_cast<uint16_t>(frame.size() + encap_header_len(a->encap.kind) +
-                                       encap_trailer_len(a->encap));
-  if (!again) len = static_cast<uint16_t>(encode_frame(a->encap, link, LinkType::Reliability,
-                                                       static_cast<uint16_t>(frame.size())));
+  const size_t hdr = encap_header_len(a.encap.kind);
+  uint8_t* link = frame.data() - hdr;
+  if (!again) encode_frame(a.encap, link, LinkType::Reliability, static_cast<uint16_t>(whole));
+  // The tag after the frame (chains() is false with one: it would follow the payload).
+  const auto len = static_cast<uint16_t>(hdr + frame.size() + (whole == frame.size() ? encap_trailer_len(a.encap) : 0));
   auto* priv = reinterpret_cast<SlotPriv*>(slot);
   if (priv->iova == 0) priv->iova = rte_mem_virt2iova(slot);
-  if (rte_mbuf_ext_refcnt_read(&priv->shinfo) == 0) {  // first send from this slot
-    priv->shinfo.free_cb = keep_slot;
-    priv->shinfo.fcb_opaque = nullptr;
-    rte_mbuf_ext_refcnt_set(&priv->shinfo, 1);
-  }
-  rte_mbuf_ext_refcnt_update(&priv->shinfo, 1);
+  attach_ref(&priv->shinfo);
   rte_pktmbuf_attach_extbuf(m, link, priv->iova + static_cast<rte_iova_t>(link - slot), len, &priv->shinfo);
   m->data_len = len;
   m->pkt_len = len;
+  return m;
+}
+
+bool EngineLink::send_ext(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> head, std::span<const uint8_t> ext,
+                          uint8_t again) {
+  const PeerAddr* a = find(peer);
+  if (!a) {
+    ++counters_.unknown_peer;
+    return true;  // as send_frame()
+  }
+  if (slot == nullptr) return send_copy(a->encap, head, ext);  // the engine's own memory: joined
+  if (!room_for_one()) return false;
+  rte_mbuf* tail = rte_pktmbuf_alloc(pool_);
+  rte_mbuf* m = tail != nullptr ? attach_head(*a, slot, head, head.size() + ext.size(), again) : nullptr;
+  if (m == nullptr) {
+    counters_.alloc_failed += tail == nullptr;
+    rte_pktmbuf_free(tail);
+    return false;
+  }
+  // The payload where the application wrote it. Its count lives in the slot: the engine
+  // gives the buffer back only once the slot is not busy (slot_busy()), both counts at 1.
+  auto* priv = reinterpret_cast<SlotPriv*>(slot);
+  auto* bytes = const_cast<uint8_t*>(ext.data());  // only read: sent, never written
+  const rte_iova_t iova = iova_va_ ? reinterpret_cast<rte_iova_t>(bytes) : rte_mem_virt2iova(bytes);
+  attach_ref(&priv->ext);
+  rte_pktmbuf_attach_extbuf(tail, bytes, iova, static_cast<uint16_t>(ext.size()), &priv->ext);
+  tail->data_len = static_cast<uint16_t>(ext.size());
+  tail->pkt_len = tail->data_len;
+  m->next = tail;
+  m->nb_segs = 2;
+  m->pkt_len += tail->data_len;
   tx_.push(m);
   ++counters_.held_out;
+  ++counters_.chained_out;
   return true;
 }
 
@@ -247,10 +311,9 @@ unsigned EngineLink::receive(uint64_t now_tsc) {
   uint16_t n = port_->rx_burst(pkts, burst_, now_tsc);
   for (uint16_t i = 0; i < n; ++i) {
     DecodedFrame f;
-    if (!decode_frame(encap_, rte_pktmbuf_mtod(pkts[i], const uint8_t*),
-                      rte_pktmbuf_data_len(pkts[i]), f, counters_.decode)) {
-      continue;
-    }
+    uint32_t len;
+    const uint8_t* bytes = frame_bytes(pkts[i], &len);
+    if (!decode_frame(encap_, bytes, len, f, counters_.decode)) continue;
     if (f.type != LinkType::Reliability) {
       ++counters_.not_ours;
       continue;
@@ -261,7 +324,7 @@ unsigned EngineLink::receive(uint64_t now_tsc) {
       continue;
     }
     ++counters_.frames_in;
-    current_ = pkts[i];
+    current_ = bytes == linear_.get() ? nullptr : pkts[i];  // a joined copy is not held in place
     if (set_ != nullptr)
       set_->on_frame(net_, std::span(f.payload, f.payload_len), now);
     else
@@ -270,6 +333,16 @@ unsigned EngineLink::receive(uint64_t now_tsc) {
   current_ = nullptr;
   rte_pktmbuf_free_bulk(pkts, n);
   return n;
+}
+
+// The bytes of received frame @p m: in place, or joined in linear_ when they came in several
+// segments (a chain from a peer on the same host: net_ring passes the sender's chain on).
+const uint8_t* EngineLink::frame_bytes(rte_mbuf* m, uint32_t* len) {
+  *len = rte_pktmbuf_data_len(m);
+  if (m->nb_segs == 1) return rte_pktmbuf_mtod(m, const uint8_t*);
+  *len = std::min<uint32_t>(rte_pktmbuf_pkt_len(m), kMaxLinear);  // longer: cut, and rejected as such
+  ++counters_.rx_linearized;
+  return static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, *len, linear_.get()));
 }
 
 }  // namespace imago::dp

@@ -16,6 +16,7 @@
 #include <rte_memzone.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,8 @@ struct EngineLinkCounters {
   uint64_t held_in = 0;          ///< holds on received frames: units kept in place out of order
   uint64_t hold_refused = 0;     ///< holds refused (a quarter of the pool held already): copied
   uint64_t group_out = 0;        ///< group frames sent once to a group's multicast address
+  uint64_t chained_out = 0;      ///< of held_out, frames whose payload went from the sender's buffer (send_ext())
+  uint64_t rx_linearized = 0;    ///< frames received in several segments, joined to be read
   DecodeCounters decode;         ///< rejected frames by reason, the tag's (decode_auth_*) too
 };
 
@@ -69,7 +72,7 @@ void for_each_counter(const EngineLinkCounters& c, Fn&& fn) {
   fn("alloc_failed", c.alloc_failed), fn("not_ours", c.not_ours), fn("unknown_peer", c.unknown_peer);
   fn("not_allowed", c.not_allowed), fn("spoofed", c.spoofed);
   fn("held_out", c.held_out), fn("held_in", c.held_in), fn("hold_refused", c.hold_refused);
-  fn("group_out", c.group_out);
+  fn("group_out", c.group_out), fn("chained_out", c.chained_out), fn("rx_linearized", c.rx_linearized);
   fn("decode_accepted", c.decode.accepted), fn("decode_rejected", c.decode.total_rejected());
   for (size_t i = 0; i < kDecodeErrorCount; ++i)
     fn((std::string("decode_") + decode_error_name(static_cast<DecodeError>(i))).c_str(), c.decode.rejected[i]);
@@ -115,6 +118,14 @@ class EngineLink final : public rel::FrameSink {
   void frame_memory_free(uint8_t* mem) override;
   bool send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> frame, uint8_t again) override;
   bool slot_busy(const uint8_t* slot) const override;
+  // Messages by reference (frame_sink.h): the head in the slot, the payload in the sender's
+  // buffer, two mbufs chained, each attached to its part. On the ports whose PMD copies a
+  // chain into one frame (net_memif, net_af_packet), with no trailer.
+  bool chains() const override { return chains_; }
+  /** Chain on any port (tests: on net_ring, whose receiver then joins each chained frame). */
+  void force_chains(bool on) { chains_ = on && encap_trailer_len(encap_) == 0; }
+  bool send_ext(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> head, std::span<const uint8_t> ext,
+                uint8_t again) override;
   // In-place receive (frame_sink.h): a reference on the mbuf being received, at most a
   // quarter of the pool's mbufs at a time, so that receiving and sending never run dry.
   void* hold_frame() override;
@@ -149,7 +160,10 @@ class EngineLink final : public rel::FrameSink {
   };
   const PeerAddr* find(rel::NodeId id) const;
   bool room_for_one();
-  bool send_copy(const EncapConfig& to, std::span<const uint8_t> frame);
+  rte_mbuf* attach_head(const PeerAddr& a, uint8_t* slot, std::span<uint8_t> frame, size_t whole, bool again);
+  const uint8_t* frame_bytes(rte_mbuf* m, uint32_t* len);
+  bool send_copy(const EncapConfig& to, std::span<const uint8_t> frame, std::span<const uint8_t> more = {});
+  static constexpr uint32_t kMaxLinear = 16384;  ///< the longest chained frame joined on receipt
   void apply_mc_list();
   void sync_tx();  ///< the queue's counters into counters_
   struct Zone {
@@ -175,6 +189,9 @@ class EngineLink final : public rel::FrameSink {
   std::vector<Zone> zones_;  ///< held-frame memory handed to the engine
   uint32_t zone_serial_ = 0;
   bool multicast_ = true;
+  bool chains_ = false;  ///< send_ext() chains (see chains())
+  bool iova_va_ = false; ///< IOVA as VA: an address is its IOVA
+  std::unique_ptr<uint8_t[]> linear_;  ///< a chained frame received, joined (kMaxFrame)
   bool mc_fallback_logged_ = false;
   std::vector<rel::GroupId> groups_;  ///< subscribed (control path)
   EngineLinkCounters counters_;

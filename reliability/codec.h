@@ -171,12 +171,15 @@ inline size_t encode_record_header(uint8_t* buf, uint8_t flags, Seq seq, bool ex
   return n;
 }
 
-/** Seal a frame of @p len bytes: set the kCrc flag and the CRC32C when @p with_crc. */
-inline void finish_frame(uint8_t* buf, size_t len, bool with_crc) {
+/** Seal a frame of @p len bytes, followed by @p tail when it has one (a payload sent by
+ *  reference): set the kCrc flag and the CRC32C when @p with_crc. */
+inline void finish_frame(uint8_t* buf, size_t len, bool with_crc, std::span<const uint8_t> tail = {}) {
   if (!with_crc) return;
   or_flags(buf, frame_flag::kCrc);
   Be32 c;
-  c.set(crc32c(0, buf, len));  // crc field is still zero here
+  uint32_t crc = crc32c(0, buf, len);  // crc field is still zero here
+  if (!tail.empty()) crc = crc32c(crc, tail.data(), tail.size());
+  c.set(crc);
   std::memcpy(buf + offsetof(FrameHeader, crc), &c, sizeof(c));
 }
 

@@ -75,6 +75,7 @@ struct PeerCounters {
   uint64_t deaths = 0;           ///< peer declared dead
   uint64_t discarded_msgs = 0;   ///< unconfirmed messages dropped on reset/death
   uint64_t challenges_sent = 0;  ///< HELLO_ACKs challenging an unproven restart (also hellos_sent)
+  uint64_t msgs_by_ref = 0;      ///< of msgs_sent, sent from the caller's buffer (send_ref()), not copied
   uint64_t reject[static_cast<size_t>(Reject::kCount)] = {};
 
   /** Add every counter of @p o to this one. */
@@ -97,6 +98,7 @@ void for_each_counter(const PeerCounters& c, Fn&& fn) {
   fn("tx_backpressure", c.tx_backpressure), fn("deliver_refused", c.deliver_refused);
   fn("credit_stalls", c.credit_stalls), fn("resets", c.resets), fn("deaths", c.deaths);
   fn("discarded_msgs", c.discarded_msgs), fn("challenges_sent", c.challenges_sent);
+  fn("msgs_by_ref", c.msgs_by_ref);
 }
 
 /** Call @p fn(reject_name(r), count) for every rejection reason r of @p c. */

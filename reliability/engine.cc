@@ -83,9 +83,11 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
 }
 
 Engine::~Engine() {
-  for (auto& p : peers_) {  // lent buffers and held frames go back
+  for (auto& p : peers_) {  // lent buffers, held frames and messages by reference go back
     drop_reassembly(*p);
     release_held(*p);
+    p->tx.reset(0);  // a slot the sink still uses keeps its message: never handed back under it
+    settle_ext(*p);
   }
 }
 
@@ -123,31 +125,77 @@ int Engine::add_peer(NodeId id, uint64_t now_ns) {
   return 0;
 }
 
-int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns) {
+Peer* Engine::sendable(NodeId id, size_t len, int* rc) {
   Peer* p = find(id);
-  if (p == nullptr) return -EINVAL;
-  if (p->s.state == PeerState::kDead) return -ENOTCONN;
-  if (msg.size() > cfg_.max_message_size) return -EMSGSIZE;
-  const auto units = static_cast<uint32_t>(
-      msg.size() <= unit_cap_ ? 1 : (msg.size() + unit_cap_ - 1) / unit_cap_);  // no division for one unit
+  *rc = p == nullptr ? -EINVAL : p->s.state == PeerState::kDead ? -ENOTCONN : len > cfg_.max_message_size ? -EMSGSIZE : 0;
+  return *rc == 0 ? p : nullptr;
+}
+
+uint32_t Engine::units_of(size_t len) const {
+  return static_cast<uint32_t>(len <= unit_cap_ ? 1 : (len + unit_cap_ - 1) / unit_cap_);  // no division for one unit
+}
+
+/** Unit @p i of @p units of a message: its record flags. */
+static uint8_t unit_flags(uint32_t i, uint32_t units, bool fast) {
+  return static_cast<uint8_t>((i + 1 < units ? rec_flag::kMore : 0) | (i > 0 ? rec_flag::kCont : 0) |
+                              (fast ? rec_flag::kFast : 0));
+}
+
+int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns) {
+  int rc;
+  Peer* p = sendable(id, msg.size(), &rc);
+  if (p == nullptr) return rc;
+  const uint32_t units = units_of(msg.size());
   if (!p->tx.fits(units, msg.size())) return -EAGAIN;
   now_ = now_ns;
   const bool fast = flags & send_flag::kFastpath;
   for (uint32_t i = 0; i < units; ++i) {
     size_t off = size_t{i} * unit_cap_;
     auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
-    uint8_t rf = static_cast<uint8_t>((i + 1 < units ? rec_flag::kMore : 0) |
-                                      (i > 0 ? rec_flag::kCont : 0) | (fast ? rec_flag::kFast : 0));
-    p->tx.push(part, rf, now_ns);
+    p->tx.push(part, unit_flags(i, units, fast), now_ns);
     p->unsent_bytes += part.size() + record_header_size(part.size(), false);
   }
-  if (fast) p->fast_pending += units;
-  if (flags & send_flag::kAckReq) p->probe_now = true;
-  p->c.msgs_sent++;
-  p->c.bytes_sent += msg.size();
-  update_ack_required(*p);
-  if (fast || p->unsent_bytes >= cfg_.mtu) flush(*p, now_ns, false);
+  queued(*p, units, msg.size(), flags, now_ns);
   return 0;
+}
+
+int Engine::send_ref(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns, uint64_t cookie) {
+  if (msg.size() <= ref_min() || !frames_->chains()) {
+    const int rc = send(id, msg, flags, now_ns);
+    return rc < 0 ? rc : 1;
+  }
+  int rc;
+  Peer* p = sendable(id, msg.size(), &rc);
+  if (p == nullptr) return rc;
+  const uint32_t units = units_of(msg.size());
+  if (!p->tx.fits_ext(units)) return settle_ext(*p), -EAGAIN;  // fits_ext() may free parked slots
+  now_ = now_ns;
+  const bool fast = flags & send_flag::kFastpath;
+  p->tx.begin_ext(cookie);
+  for (uint32_t i = 0; i < units; ++i) {
+    size_t off = size_t{i} * unit_cap_;
+    auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
+    p->tx.push_ext(part, unit_flags(i, units, fast), now_ns);
+    p->unsent_bytes += part.size() + record_header_size(part.size(), false);
+  }
+  p->c.msgs_by_ref++;
+  queued(*p, units, msg.size(), flags, now_ns);
+  settle_ext(*p);
+  return 0;
+}
+
+void Engine::queued(Peer& p, uint32_t units, size_t len, uint32_t flags, uint64_t now_ns) {
+  const bool fast = flags & send_flag::kFastpath;
+  if (fast) p.fast_pending += units;
+  if (flags & send_flag::kAckReq) p.probe_now = true;
+  p.c.msgs_sent++;
+  p.c.bytes_sent += len;
+  update_ack_required(p);
+  if (fast || p.unsent_bytes >= cfg_.mtu) flush(p, now_ns, false);
+}
+
+void Engine::settle_ext(Peer& p) {
+  p.tx.take_done([&](uint64_t cookie) { app_->ext_done(cookie); });
 }
 
 void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {

@@ -98,6 +98,10 @@ class AppSink {
   /** Take back a lent buffer whose message was not delivered (a reset, the engine's end). */
   virtual void rebuild_buffer_free(NodeId /*peer*/, RebuildBuffer /*b*/) {}
 
+  /** A message sent by reference (Engine::send_ref()) is done with: its buffer, named
+   *  @p cookie, is the application's again (acknowledged, or dropped with its session). */
+  virtual void ext_done(uint64_t /*cookie*/) {}
+
   /** Deliver one message of group @p g from source @p src (group_join()). As deliver(). */
   virtual bool deliver_group(NodeId /*src*/, GroupId /*g*/, std::span<const uint8_t> /*msg*/) {
     return true;
@@ -168,6 +172,19 @@ class Engine {
    *         -EMSGSIZE larger than max_message_size; -ENOTCONN peer dead; -EINVAL unknown peer.
    */
   int send(NodeId peer, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns);
+  /**
+   * As send(), by reference when the frame sink chains frames (FrameSink::chains()) and the
+   * message is above ref_min() bytes: each unit goes out as a frame whose payload is read
+   * from @p msg in place, on every transmission, until the peer acknowledged it all and the
+   * sink let go of every frame; then AppSink::ext_done(@p cookie) gives it back. The caller
+   * must not change or free those bytes until then.
+   * @return 0 queued by reference; 1 copied, as send() (the buffer is the caller's again at
+   *         once); negative as send().
+   */
+  int send_ref(NodeId peer, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns, uint64_t cookie);
+  /** @return the size above which send_ref() sends by reference (with a sink that chains):
+   *  half a frame's payload; a smaller message shares its frame with others, copied. */
+  uint32_t ref_min() const { return unit_cap_ / 2; }
 
   /**
    * Groups (reliable multicast, docs/PROTOCOL.md 3.7); Config::group_sources and
@@ -311,6 +328,10 @@ class Engine {
   int resend_lost(Peer& p, uint64_t now);
   bool send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_t now);
   bool send_held(Peer& p, uint32_t pos, bool again);
+  Peer* sendable(NodeId id, size_t len, int* rc);
+  uint32_t units_of(size_t len) const;
+  void queued(Peer& p, uint32_t units, size_t len, uint32_t flags, uint64_t now_ns);
+  void settle_ext(Peer& p);
   void commit_frame(Peer& p, uint32_t pos, uint64_t now);
   void update_ack_required(Peer& p);
 

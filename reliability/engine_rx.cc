@@ -80,6 +80,7 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   // at worst a few spurious repairs when an original was reordered past its repair.
   if (!last_sacked) rack_delivered(p, last);
   tx.release_to(ack);
+  settle_ext(p);
   if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
   p.c.valid_acks++;
   p.rto_deadline = tx.has_outstanding() ? now + p.rto.rto() : kNever;

@@ -153,6 +153,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.s = Session{};
   p.s.my_isn = isn;
   p.tx.reset(p.s.my_isn);
+  settle_ext(p);
   release_held(p);
   p.rx.reset(0);
   drop_reassembly(p);

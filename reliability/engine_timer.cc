@@ -13,6 +13,7 @@ uint32_t Engine::poll(uint64_t now_ns) {
   uint32_t sent = 0;
   for (auto& pp : peers_) {
     Peer& p = *pp;
+    if (p.tx.ext_pending()) p.tx.reclaim(), settle_ext(p);  // messages by reference in parked slots
     run_timers(p, now_ns);
     sent += flush(p, now_ns, false);
   }

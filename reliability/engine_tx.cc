@@ -97,8 +97,10 @@ bool Engine::send_held(Peer& p, uint32_t pos, bool again) {
   uint8_t* slot = tx.slot_of(pos);
   std::span<uint8_t> bytes{slot + f.start, f.len};
   const uint8_t why = !again ? send_why::kFirst : f.probe ? send_why::kProbe : send_why::kLost;
-  const bool took = tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, why)
-                                     : frames_->send_frame(p.id, bytes);
+  const bool took = f.ext != nullptr ? frames_->send_ext(p.id, tx.sink_memory() ? slot : nullptr,
+                                                         bytes.first(f.len - f.ext_len), {f.ext, f.ext_len}, why)
+                    : tx.sink_memory() ? frames_->send_held(p.id, slot, bytes, why)
+                                       : frames_->send_frame(p.id, bytes);
   if (took) {
     const uint8_t path = std::min<uint8_t>(frames_->sent_path(), kMaxPaths - 1);
     tx.frame(pos).path = path;
@@ -139,7 +141,7 @@ bool Engine::send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_
   f.len = static_cast<uint32_t>(hdr_len) + f.rec_len;
   uint8_t* frame = tx.slot_of(pos) + f.start;
   std::memcpy(frame, txbuf_.get(), hdr_len);
-  finish_frame(frame, f.len, cfg_.crc);
+  finish_frame(frame, f.len - f.ext_len, cfg_.crc, {f.ext, f.ext_len});  // the payload by reference, if any
   if (!transmitted(p, send_held(p, pos, false), now)) return false;
   carried(p, FrameType::kData, *m, now);
   commit_frame(p, pos, now);

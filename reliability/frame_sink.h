@@ -71,6 +71,23 @@ class FrameSink {
     return send_frame(peer, frame);
   }
   /**
+   * @return true when send_ext() sends a frame made of two parts as one, without copying
+   * them (DPDK: two mbufs chained, each attached to its part): then the engine sends large
+   * messages by reference (Engine::send_ref()). False (the default): never called.
+   */
+  virtual bool chains() const { return false; }
+  /**
+   * Transmit one frame made of @p head (its headers, in the held slot @p slot as
+   * send_held()'s frame, or in the engine's memory when @p slot is nullptr) followed by
+   * @p ext (the payload, in the sender's buffer), as send_held(). Both stay as they are
+   * until the engine reuses the slot, which it does only once slot_busy() says the sink let
+   * go of it (of both parts).
+   */
+  virtual bool send_ext(NodeId /*peer*/, uint8_t* /*slot*/, std::span<uint8_t> /*head*/,
+                        std::span<const uint8_t> /*ext*/, uint8_t /*again*/) {
+    return false;
+  }
+  /**
    * @return the path the data frame send_held() (or send_frame()) just took went on, below
    * kMaxPaths. Frames on one path arrive in the order they were sent; frames on two paths
    * overtake each other by as much as the paths' queues differ. So loss detection (RACK)

@@ -19,6 +19,12 @@
  * frame's units go out, arrive and vanish together. Frames in flight (sent, not wholly
  * acknowledged or SACKed, not queued for a repair) are linked in the order they were last
  * transmitted, for loss detection by time (RACK).
+ *
+ * A large message may also be queued by reference (push_ext(), when the sink chains frames:
+ * FrameSink::chains()): each of its units is a frame of its own whose slot holds the headers
+ * and whose payload stays in the caller's buffer, sent from there on every transmission. The
+ * buffer goes back (take_done()) once every one of its frames is acknowledged and the sink
+ * let go of each frame's slot.
  */
 #pragma once
 
@@ -69,6 +75,8 @@ struct TxFrame {
   bool in_flight;        ///< sent, not yet delivered, not queued for a repair
   bool probe = false;    ///< queued by a tail-loss probe (a guess, not a loss seen)
   uint8_t path = 0;      ///< the path its last transmission took (FrameSink::sent_path())
+  const uint8_t* ext = nullptr;  ///< by reference: its one unit's payload, outside the slot
+  uint32_t ext_len = 0;          ///< ...its bytes (the last ext_len of rec_len)
 };
 
 class SendWindow {
@@ -104,6 +112,14 @@ class SendWindow {
     slots_n_ = frames + std::min(1024u, std::max(64u, frames / 4));
     free_ = std::make_unique<uint32_t[]>(slots_n_);
     parked_ = std::make_unique<uint32_t[]>(slots_n_);
+    slot_ext_ = std::make_unique<uint32_t[]>(slots_n_);
+    std::fill_n(slot_ext_.get(), slots_n_, kNoExt);
+    ext_ = std::make_unique<ExtMsg[]>(frames);
+    ext_free_ = std::make_unique<uint32_t[]>(frames);
+    ext_free_n_ = 0;
+    for (uint32_t i = frames; i-- > 0;) ext_free_[ext_free_n_++] = i;
+    done_ = std::make_unique<uint64_t[]>(size_t{2} * frames);  // the engine takes them after every release
+    done_n_ = 0;
     free_n_ = parked_n_ = 0;
     for (uint32_t i = slots_n_; i-- > 0;) free_[free_n_++] = i;
     rec_budget_ = record_budget(mtu, max_sack);
@@ -154,6 +170,48 @@ class SendWindow {
     return free_n_ >= need;
   }
 
+  /** @return true when a message of @p units units can be queued by reference now: a
+   *  frame and a free slot for each. */
+  bool fits_ext(uint32_t units) {
+    if (units > free_slots() || units > free_frames() || ext_free_n_ == 0) return false;
+    if (free_n_ < units) unpark();
+    return free_n_ >= units;
+  }
+  /** Start a message by reference named @p cookie (caller checked fits_ext()). */
+  void begin_ext(uint64_t cookie) {
+    ext_cur_ = ext_free_[--ext_free_n_];
+    ext_[ext_cur_] = ExtMsg{cookie, 0};
+  }
+  /** Queue one unit of the message begun by begin_ext() by reference: a frame of its own,
+   *  the record header in its slot, @p p where it is (it must stay there until take_done()
+   *  gives the message back). @return its sequence number. */
+  Seq push_ext(std::span<const uint8_t> p, uint8_t rec_flags, uint64_t now) {
+    open_frame(now);
+    const uint32_t pos = wrap(fr_head_ + fr_held_ - 1);
+    TxFrame& f = frames_[pos];
+    const size_t h = encode_record_header(slot(f.slot) + rec_off_, rec_flags, end_, false, p.size());
+    f.rec_len = static_cast<uint32_t>(h + p.size());
+    f.n = 1;
+    f.fast = (rec_flags & rec_flag::kFast) != 0;
+    f.ext = p.data();
+    f.ext_len = static_cast<uint32_t>(p.size());
+    slot_ext_[f.slot] = ext_cur_;
+    ++ext_[ext_cur_].frames;
+    units_[end_ & mask_] = TxUnit{pos, 0, static_cast<uint16_t>(p.size()), rec_flags};
+    sacked_.clear(end_);
+    return end_++;
+  }
+  /** Hand over, through @p fn(cookie), the messages by reference settled since the last call. */
+  template <typename F>
+  void take_done(F&& fn) {
+    for (uint32_t i = 0; i < done_n_; ++i) fn(done_[i]);
+    done_n_ = 0;
+  }
+  /** @return whether messages by reference wait in parked slots or in take_done(). */
+  bool ext_pending() const { return done_n_ != 0 || (parked_n_ != 0 && ext_free_n_ != frames_n_); }
+  /** Free the parked slots the sink let go of (their messages by reference settle). */
+  void reclaim() { unpark(); }
+
   /** @return true when the peer holds unit @p s out of order (SACK, selective repeat). */
   bool sacked(Seq s) const { return sacked_.test(s); }
   void set_sacked(Seq s) { sacked_.set(s); }
@@ -164,7 +222,8 @@ class SendWindow {
 
   const TxUnit& at(Seq s) const { return units_[s & mask_]; }
   std::span<const uint8_t> payload(const TxUnit& u) const {
-    return {slot(frames_[u.fpos].slot) + u.poff, u.len};
+    const TxFrame& f = frames_[u.fpos];
+    return f.ext != nullptr ? std::span<const uint8_t>{f.ext, u.len} : std::span<const uint8_t>{slot(f.slot) + u.poff, u.len};
   }
   /** @return the frame holding unit @p s (one in [una, end)). */
   uint32_t fpos(Seq s) const { return units_[s & mask_].fpos; }
@@ -316,7 +375,8 @@ class SendWindow {
   }
   size_t memory_bytes() const {
     return slots_ * sizeof(TxUnit) + sacked_.memory_bytes() + frames_n_ * sizeof(TxFrame) +
-           slots_n_ * (2 * sizeof(uint32_t) + size_t{slot_bytes_});
+           slots_n_ * (3 * sizeof(uint32_t) + size_t{slot_bytes_}) +
+           frames_n_ * (sizeof(ExtMsg) + sizeof(uint32_t) + 2 * sizeof(uint64_t));
   }
 
  private:
@@ -326,12 +386,12 @@ class SendWindow {
   bool open_room(uint64_t len) const {
     if (fr_sent_ == fr_held_) return false;
     const TxFrame& f = frames_[wrap(fr_head_ + fr_held_ - 1)];
-    return f.rec_len + record_header_size(len, false) + len <= rec_budget_;
+    return f.ext == nullptr && f.rec_len + record_header_size(len, false) + len <= rec_budget_;
   }
   void open_frame(uint64_t now) {
     if (free_n_ == 0) unpark();  // fits() made sure one is free
-    frames_[wrap(fr_head_ + fr_held_)] =
-        TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0, false, false, false};
+    frames_[wrap(fr_head_ + fr_held_)] = TxFrame{end_, 0, 0, 0, 0, free_[--free_n_], now, 0, 0, 0, 0, 0, 0, 0,
+                                                 false, false, false, 0, nullptr, 0};
     ++fr_held_;
   }
   uint8_t* slot(uint32_t i) const { return mem_ + size_t{i} * slot_bytes_; }
@@ -341,7 +401,17 @@ class SendWindow {
     if (busy(i))
       parked_[parked_n_++] = i;
     else
-      free_[free_n_++] = i;
+      free_slot(i);
+  }
+  void free_slot(uint32_t i) {
+    free_[free_n_++] = i;
+    const uint32_t e = slot_ext_[i];
+    if (e == kNoExt) return;
+    slot_ext_[i] = kNoExt;
+    if (--ext_[e].frames != 0) return;  // the message's other frames still hold it
+    assert(done_n_ < 2 * frames_n_);
+    done_[done_n_++] = ext_[e].cookie;
+    ext_free_[ext_free_n_++] = e;
   }
   /** Free the parked slots the sink let go of. */
   void unpark() {
@@ -350,7 +420,7 @@ class SendWindow {
       if (busy(parked_[k]))
         parked_[keep++] = parked_[k];
       else
-        free_[free_n_++] = parked_[k];
+        free_slot(parked_[k]);
     }
     parked_n_ = keep;
   }
@@ -369,6 +439,19 @@ class SendWindow {
   std::unique_ptr<uint8_t[]> own_;  ///< slot memory when the sink gave none
   std::unique_ptr<uint32_t[]> free_;    ///< free slots, the one freed last on top
   std::unique_ptr<uint32_t[]> parked_;  ///< slots of released frames the sink still uses
+  /** A message queued by reference: its name and its frames whose slots are not free yet. */
+  struct ExtMsg {
+    uint64_t cookie;
+    uint32_t frames;
+  };
+  static constexpr uint32_t kNoExt = ~uint32_t{0};
+  std::unique_ptr<uint32_t[]> slot_ext_;  ///< per slot: the ExtMsg its frame carries, or kNoExt
+  std::unique_ptr<ExtMsg[]> ext_;         ///< one per frame at most
+  std::unique_ptr<uint32_t[]> ext_free_;
+  uint32_t ext_free_n_ = 0;
+  uint32_t ext_cur_ = 0;                  ///< the one begin_ext() started
+  std::unique_ptr<uint64_t[]> done_;      ///< settled, for take_done()
+  uint32_t done_n_ = 0;
   uint8_t* mem_ = nullptr;
   FrameSink* sink_ = nullptr;
   uint32_t slots_ = 0;

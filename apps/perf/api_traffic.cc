@@ -269,6 +269,7 @@ imago_node_stats node_delta(const ApiRun& r, const ApiEnd& e) {
   d.frames_rejected = n.frames_rejected - b.frames_rejected;
   d.acks_sent = n.acks_sent - b.acks_sent, d.nacks_sent = n.nacks_sent - b.nacks_sent;
   d.losses_detected = n.losses_detected - b.losses_detected, d.rto_expired = n.rto_expired - b.rto_expired;
+  d.msgs_by_ref = n.msgs_by_ref - b.msgs_by_ref;
   return d;
 }
 

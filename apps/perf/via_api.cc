@@ -176,7 +176,8 @@ void nodes_json(ApiRun& r, app::Json& res) {
     j.num("msgs_sent", d.msgs_sent).num("msgs_received", d.msgs_received).num("msgs_retransmitted", d.msgs_retransmitted)
         .num("frames_sent", d.frames_sent).num("frames_received", d.frames_received)
         .num("frames_rejected", d.frames_rejected).num("acks_sent", d.acks_sent).num("nacks_sent", d.nacks_sent)
-        .num("losses_detected", d.losses_detected).num("rto_expired", d.rto_expired);
+        .num("losses_detected", d.losses_detected).num("rto_expired", d.rto_expired)
+        .num("msgs_by_ref", d.msgs_by_ref);
     res.obj("node_" + std::to_string(d.node), j);
     res.obj("ep_" + std::string(e == &r.a ? "A" : "B"), ep_json(e->ep));
     last = d;

@@ -96,19 +96,24 @@ class TestSuitePerfViaApi(TestSuite):
                         f"node 2 counted {r.raw['node_2']['msgs_received']} messages received in this run")
         self.verify(d.proc.running, "imagod exited under its applications")
 
-    def test_processes_over_veth_with_loss(self, topology: Topology, perf_binary) -> None:
+    @pytest.mark.parametrize("size,msgs", [(256, 50_000), (4000, 20_000)])
+    def test_processes_over_veth_with_loss(self, topology: Topology, perf_binary, size, msgs) -> None:
         """
         Steps:
             Two namespaces joined by a veth; in each an imago-perf --via api --role (rx
             first, then tx) embedding the library on net_af_packet; the receiver's node drops
             5 % of the frames it receives (--fault-rx loss=0.05). Stream 50000 messages of
-            256 bytes.
+            256 bytes; then 20000 of 4000 bytes (above half a frame: sent by reference,
+            chained from the application's buffers, three frames each).
         Verify:
             The receiver got every message once, in order, intact; the sender finished only
-            once its node had nothing in flight (ended done) and retransmitted.
+            once its node had nothing in flight (ended done) and retransmitted. At 4000 bytes
+            the sender's node sent messages by reference (msgs_by_ref: those sent while fewer
+            than half the big pool's buffers were held so), at 256 none.
         """
         tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
-        common = ["--via", "api", "--mode", "stream", "--msgs", "50000", "--size", "256", "--duration", str(int(RUN_S))]
+        common = ["--via", "api", "--mode", "stream", "--msgs", str(msgs), "--size", str(size),
+                  "--duration", str(int(RUN_S))]
         rx = ImagoPerf(rx_if.node, perf_binary).start_args(
             common + ["--role", "rx", "--iface", rx_if.name, "--peer", f"1@{tx_if.mac}",
                       "--fault-rx", "loss=0.05,seed=3", "--idle-timeout-ms", "5000"], name="api-rx")
@@ -120,10 +125,12 @@ class TestSuitePerfViaApi(TestSuite):
         print("tx RESULT", json.dumps(t.raw))
         print("rx RESULT", json.dumps(r.raw))
         self.verify(t.raw["ended"] == "done", f"the sender ended by {t.raw['ended']}")
-        self.verify(r.msgs_delivered == 50_000, f"rx delivered {r.msgs_delivered} of 50000")
+        self.verify(r.msgs_delivered == msgs, f"rx delivered {r.msgs_delivered} of {msgs}")
         for key in ("duplicated", "reordered", "corrupted"):
             self.verify(getattr(r, key) == 0, f"rx {key} = {getattr(r, key)}")
         self.verify(t.retransmits > 0, "5 % receive loss and the sender never retransmitted")
+        by_ref = t.raw["node_1"]["msgs_by_ref"]
+        self.verify(by_ref > 0 if size > 1000 else by_ref == 0, f"{by_ref} of {msgs} messages sent by reference")
 
     @pytest.mark.parametrize("args,reason", [
         (["--via", "api", "--mode", "raw"], "reliable modes"),

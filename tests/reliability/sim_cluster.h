@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -79,6 +82,10 @@ struct Scenario {
   /** Received frames in buffers of their own that the engines may hold (in-place receive);
    *  a buffer let go is overwritten before it is freed. */
   bool hold_frames = false;
+  /** The links chain frames (FrameSink::chains()) and the applications send every message
+   *  from a buffer of its own with Engine::send_ref(); a buffer given back is overwritten,
+   *  and freed only some buffers later (a frame sent from it after would arrive corrupt). */
+  bool send_by_ref = false;
   uint64_t time_limit_ns = 600ull * 1'000'000'000;
   /** Two networks per node (reliability/redundancy/): every node's engine sends through a
    *  LinkSet in this mode over network A (faults, drops) and network B (faults_b, drops_b). */
@@ -257,6 +264,43 @@ class Cluster {
       TrackAllocs off(false);
       return c->net_.transmit(id, peer, f, c->now_);
     }
+
+    // Messages by reference (Scenario::send_by_ref): each buffer comes back exactly once.
+    std::map<uint8_t*, size_t> by_ref;
+    std::deque<uint8_t*> given_back;  ///< overwritten, freed 64 later
+    std::vector<uint8_t> joined;
+    bool chains() const override { return c->sc_.send_by_ref; }
+    bool send_ext(NodeId peer, uint8_t*, std::span<uint8_t> head, std::span<const uint8_t> ext, uint8_t) override {
+      TrackAllocs off(false);
+      joined.assign(head.begin(), head.end());
+      joined.insert(joined.end(), ext.begin(), ext.end());
+      return c->net_.transmit(id, peer, joined, c->now_);
+    }
+    void ext_done(uint64_t cookie) override {
+      TrackAllocs off(false);
+      auto it = by_ref.find(reinterpret_cast<uint8_t*>(cookie));
+      if (it == by_ref.end()) {
+        c->error_ = "a message by reference given back twice, or never sent so";
+        return;
+      }
+      std::memset(it->first, 0xEE, it->second);
+      given_back.push_back(it->first);
+      by_ref.erase(it);
+      if (given_back.size() > 64) delete[] given_back.front(), given_back.pop_front();
+    }
+    /** Send the message in n.cached by reference, from a copy of its own. */
+    int send_ref(NodeId d, uint32_t flags, uint64_t now) {
+      auto* b = new uint8_t[cached.size() + 1];
+      std::memcpy(b, cached.data(), cached.size());
+      int rc;
+      {
+        TrackAllocs on(true);
+        rc = e->send_ref(d, {b, cached.size()}, flags, now, reinterpret_cast<uint64_t>(b));
+      }
+      if (rc == 0) by_ref.emplace(b, cached.size());
+      else delete[] b;
+      return rc == 1 ? 0 : rc;
+    }
     bool deliver(NodeId peer, std::span<const uint8_t> m) override {
       TrackAllocs off(false);
       return c->on_deliver(peer, id, m);
@@ -279,6 +323,8 @@ class Cluster {
     ~Node() override {
       e.reset();
       set.reset();
+      for (auto& [b, len] : by_ref) delete[] b;
+      for (uint8_t* b : given_back) delete[] b;
     }
     uint64_t rebuild_above() const override { return c->sc_.lend_above; }
     rel::RebuildBuffer rebuild_buffer(NodeId) override {
@@ -372,6 +418,7 @@ class Cluster {
     n.up = false;
     if (!n.lent.empty()) error_ = "rebuild buffers kept past the engine's end";
     if (n.held.holds() != 0) error_ = "received frames held past the engine's end";
+    if (!n.by_ref.empty()) error_ = "messages by reference kept past the engine's end";
     for (NodeId j = 0; j < sc_.nodes; ++j) {
       if (j == i) continue;
       excuse(i, j, false);  // what i had not confirmed dies with it
@@ -468,7 +515,9 @@ class Cluster {
       }
       uint32_t flags = rng_.chance(sc_.fast) ? rel::send_flag::kFastpath : 0;
       int rc;
-      {
+      if (sc_.send_by_ref) {
+        rc = n.send_ref(d, flags, now_);
+      } else {
         TrackAllocs on(true);
         rc = n.e->send(d, n.cached, flags, now_);
       }

@@ -129,6 +129,8 @@ Scenario make_scenario(uint64_t seed, uint64_t msgs, int* kind) {
   }
   // Half hold received frames (in-place receive), drawn apart too.
   sc.hold_frames = Rng(mix(seed) ^ 0x401D).chance(0.5);
+  // Half send by reference (Engine::send_ref()), drawn apart too.
+  sc.send_by_ref = Rng(mix(seed) ^ 0xB7EF).chance(0.5);
   return sc;
 }
 
@@ -170,7 +172,7 @@ uint64_t shard_count() { return std::max<uint64_t>(1, env_u64("IMAGO_SIM_SHARDS"
 
 TEST(SimProperty, EveryMessageExactlyOnceInOrderIntactOrSenderTold) {
   const uint64_t msgs = env_u64("IMAGO_SIM_MSGS", 5000);
-  uint64_t delivered = 0, rebuilt = 0, held = 0;
+  uint64_t delivered = 0, rebuilt = 0, held = 0, by_ref = 0;
   double s = 0;
   const uint64_t ran = for_each_seed(
       [&](uint64_t seed) -> std::string {
@@ -182,16 +184,17 @@ TEST(SimProperty, EveryMessageExactlyOnceInOrderIntactOrSenderTold) {
         delivered += cl.delivered();
         rebuilt += cl.rebuilt();
         held += cl.held();
+        by_ref += cl.counters().msgs_by_ref;
         if (err.empty()) return err;
         return "seed " + std::to_string(seed) + " (" + kSchedules[kind] + ", " + std::to_string(sc.nodes) +
                " nodes) failed: " + err;
       },
       &s);
   std::printf("sim shard %llu/%llu: %llu seeds x %llu msgs, %llu delivered (%llu in lent "
-              "buffers), %llu units held in their frames, %.1f s\n",
+              "buffers), %llu units held in their frames, %llu messages sent by reference, %.1f s\n",
               (unsigned long long)shard_id(), (unsigned long long)shard_count(), (unsigned long long)ran,
               (unsigned long long)msgs, (unsigned long long)delivered,
-              (unsigned long long)rebuilt, (unsigned long long)held, s);
+              (unsigned long long)rebuilt, (unsigned long long)held, (unsigned long long)by_ref, s);
 }
 
 /** Groups: every member not expired (and that did not leave) delivers every message from its
