@@ -185,6 +185,8 @@ class Engine {
   /** @return the size above which send_ref() sends by reference (with a sink that chains):
    *  half a frame's payload; a smaller message shares its frame with others, copied. */
   uint32_t ref_min() const { return unit_cap_ / 2; }
+  /** @return true when send_ref() sends a message of @p len bytes by reference. */
+  bool by_ref(size_t len) const { return len > ref_min() && frames_->chains(); }
 
   /**
    * Groups (reliable multicast, docs/PROTOCOL.md 3.7); Config::group_sources and

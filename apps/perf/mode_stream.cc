@@ -66,10 +66,24 @@ struct StreamReceiver final : rel::AppSink {
   void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
+// Buffers for messages sent by reference (Engine::send_ref()): each is the engine's from its
+// sending until ext_done() gives it back, acknowledged.
+struct RefBuffers {
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<uint32_t> free;
+  void init(size_t n, size_t size) {
+    bufs.assign(n, std::vector<uint8_t>(size));
+    for (size_t i = n; i-- > 0;) free.push_back(static_cast<uint32_t>(i));
+  }
+};
+
 // The sending side's application: learns deaths; in echo mode it times the returning messages.
 struct SenderEvents final : rel::AppSink {
   bool dead = false;
   EchoTimer timer;
+  RefBuffers refs;
+
+  void ext_done(uint64_t cookie) override { refs.free.push_back(static_cast<uint32_t>(cookie)); }
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
     timer.on_echo(msg, rte_rdtsc());
@@ -107,6 +121,17 @@ const std::vector<uint8_t>& fill(StreamState& st, uint64_t seq, uint64_t stamp) 
   return m;
 }
 
+// Send message @p seq from a free buffer of @p st's, by reference. @return as send().
+int send_by_ref(StreamState& st, uint64_t seq, uint64_t stamp, uint64_t now_ns) {
+  RefBuffers& r = st.tx_events.refs;
+  if (r.free.empty()) return -EAGAIN;  // all in flight: the window's back-pressure, in buffers
+  const uint32_t k = r.free.back();
+  raw_fill(r.bufs[k].data(), st.size, seq, 0, stamp);
+  const int rc = st.tx.engine->send_ref(st.tx.peer, {r.bufs[k].data(), st.size}, 0, now_ns, k);
+  if (rc == 0) r.free.pop_back();  // 1: copied after all, the buffer is free again
+  return rc < 0 ? rc : 0;
+}
+
 // Sender lcore task: queue up to a burst of messages, then move frames.
 unsigned sender_task(void* arg, uint64_t now) {
   auto* st = static_cast<StreamState*>(arg);
@@ -117,8 +142,13 @@ unsigned sender_task(void* arg, uint64_t now) {
   uint16_t allowed = st->pacer.due(now, st->burst);
   uint64_t stamp = st->variant == Variant::kStream ? 0 : now;
   for (uint16_t i = 0; i < allowed && st->sent < st->total && !st->tx_events.dead; ++i) {
-    const std::vector<uint8_t>& msg = fill(*st, st->sent, stamp);
-    int rc = en.engine->send(en.peer, msg, 0, now_ns);
+    int rc;
+    if (!st->tx_events.refs.bufs.empty()) {
+      rc = send_by_ref(*st, st->sent, stamp, now_ns);
+    } else {
+      const std::vector<uint8_t>& msg = fill(*st, st->sent, stamp);
+      rc = en.engine->send(en.peer, msg, 0, now_ns);
+    }
     if (rc == -EAGAIN) break;  // window or credit full: back-pressure, try next round
     if (rc < 0) {
       ++st->send_errors;
@@ -127,7 +157,7 @@ unsigned sender_task(void* arg, uint64_t now) {
     if (!st->first_tsc) st->first_tsc = now;
     ++st->sent;
     ++work;
-    if (stamp == 0) fill(*st, st->sent, 0);  // ahead (see fill())
+    if (stamp == 0 && st->tx_events.refs.bufs.empty()) fill(*st, st->sent, 0);  // ahead (see fill())
   }
   return work + dp::node_engine_poll(en, now);
 }
@@ -174,8 +204,13 @@ int setup_variant(Context& ctx, Variant v) {
     st->rx_app.arrive_unix_ns.reserve(n);
     st->rx_app.arrive_delay_ns.reserve(n);
   }
-  return open_engine_sides(ctx, {&st->tx, &st->tx_events, "stream-sender", sender_task, st},
-                           {&st->rx, &st->rx_app, "stream-receiver", receiver_task, st});
+  const int rc = open_engine_sides(ctx, {&st->tx, &st->tx_events, "stream-sender", sender_task, st},
+                                  {&st->rx, &st->rx_app, "stream-receiver", receiver_task, st});
+  // By reference where the link allows it (--send-copy: never): buffers for 64 MiB of
+  // messages in flight, 64 to 65,536 of them.
+  if (rc == 0 && v != Variant::kEcho && !o.send_copy && st->tx.engine && st->tx.engine->by_ref(o.size))
+    st->tx_events.refs.init(std::clamp<size_t>((size_t{64} << 20) / o.size, 64, 65536), o.size);
+  return rc;
 }
 
 // --arrivals FILE: "unix_us,delay_us" per message delivered, in delivery order.

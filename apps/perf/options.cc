@@ -161,6 +161,11 @@ dp::OptionTable<Options> make_table() {
                                      "between its bursts (imago_engine_poll()), all on one lcore",
        [](Options& o, const std::string&) { return o.run_to_completion = true; },
        [](const Options& o) { return o.run_to_completion ? "on" : "off"; }},
+      {"send-copy", nullptr, "stream and rate modes on the engine: copy every message into its frames, even where "
+                             "the link sends large ones by reference (net_memif, net_af_packet: a message above "
+                             "half a frame goes out of a buffer of its own; docs/PROTOCOL.md 3.4.1)",
+       [](Options& o, const std::string&) { return o.send_copy = true; },
+       [](const Options& o) { return o.send_copy ? "on" : "off"; }},
       {"quiet", nullptr, "no plain-words summary before the RESULT line",
        [](Options& o, const std::string&) { return o.verbose_summary = false, true; },
        [](const Options&) { return std::string("off"); }},

@@ -56,6 +56,7 @@ struct Options {
   bool via_api = false;       ///< reliable modes through imago.h endpoints (apps/perf/via_api.h)
   std::string attach;         ///< via the API: a secondary of the imagod with this --file-prefix
   bool run_to_completion = false;  ///< via the API, embedded: this thread polls the engines too
+  bool send_copy = false;     ///< --send-copy: never by reference (Engine::send_ref())
   dp::RedundancyOptions redundancy;  ///< reliable modes: a second network per node
   std::string iface_b;        ///< --redundancy: network B's port on this interface (else the second port)
   dp::MacAddr peer_mac_b = dp::kBroadcastMac;  ///< --peer-b: the peer's address on network B

@@ -85,6 +85,26 @@ class TestSuiteReliableAfPacket(TestSuite):
         self._verify_stream(tx, rx, 100_000)
         self.verify(tx.retransmits > 0, "5 % loss and no retransmission")
 
+    def test_stream_by_reference_with_loss(self, link) -> None:
+        """
+        Steps:
+            As test_stream_with_loss with 20000 messages of 4000 bytes: above half a frame,
+            so imago-perf sends each from a buffer of its own by reference (three frames, each
+            two chained mbufs, the second attached to the buffer; docs/PROTOCOL.md 3.4.1).
+        Verify:
+            Every message arrives once, in order, intact; the sender retransmitted. On
+            net_af_packet every message went by reference (engine msgs_by_ref) and frames
+            went out chained; on net_af_xdp (it sends a chain's first mbuf alone) none did.
+        """
+        params = PerfParams(role=Role.TX, msgs=20_000, size=4000, mode="stream", loss=0.05, seed=12)
+        tx, rx = self._run(link, params)
+        self._verify_stream(tx, rx, 20_000)
+        self.verify(tx.retransmits > 0, "5 % loss and no retransmission")
+        eng = tx.raw["engine_A"]
+        want = 20_000 if self.pmd == "af_packet" else 0
+        self.verify(eng["msgs_by_ref"] == want, f"{eng['msgs_by_ref']} of 20000 sent by reference ({self.pmd})")
+        self.verify(eng["link_chained_out"] >= 3 * want, f"{eng['link_chained_out']} frames chained")
+
     def test_pingpong(self, link) -> None:
         """
         Steps:
