@@ -262,12 +262,12 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
 int Node::send_one(Active& a, const imago_msg& d, std::span<const uint8_t> msg, uint16_t flags, uint64_t now_ns) {
   EndpointSlot& s = *a.slot;
   if (s.group != 0) return ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns);
-  if (d.tier != IMAGO_TIER_POOL || msg.size() <= ne_.engine->ref_min()) return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
-  void* owner = d.u.ext.owner;  // send_bytes() checked the loan
-  const unsigned pi = pool_of(owner);
-  if (ext_held_[pi] >= rte_mempool_from_obj(owner)->size / 2) return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
+  void* owner = d.u.ext.owner;  // a pool buffer's: send_bytes() checked the loan
+  const unsigned pi = d.tier == IMAGO_TIER_POOL ? pool_of(owner) : 0;
+  if (d.tier != IMAGO_TIER_POOL || !ne_.engine->by_ref(msg.size()) || ext_held_[pi] >= rte_mempool_from_obj(owner)->size / 2)
+    return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
   const int rc = ne_.engine->send_ref(s.peer, msg, engine_flags(flags), now_ns, reinterpret_cast<uint64_t>(owner));
-  if (rc != 0) return rc == 1 ? 0 : rc;  // copied (a sink that does not chain), or refused
+  if (rc != 0) return rc;  // refused (by_ref() said it goes by reference: never 1, copied)
   s.tx_loans.take(d.u.ext.loan);
   ++ext_held_[pi];
   return 1;

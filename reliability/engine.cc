@@ -147,20 +147,12 @@ int Engine::send(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64
   if (p == nullptr) return rc;
   const uint32_t units = units_of(msg.size());
   if (!p->tx.fits(units, msg.size())) return -EAGAIN;
-  now_ = now_ns;
-  const bool fast = flags & send_flag::kFastpath;
-  for (uint32_t i = 0; i < units; ++i) {
-    size_t off = size_t{i} * unit_cap_;
-    auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
-    p->tx.push(part, unit_flags(i, units, fast), now_ns);
-    p->unsent_bytes += part.size() + record_header_size(part.size(), false);
-  }
-  queued(*p, units, msg.size(), flags, now_ns);
+  queue(*p, msg, units, flags, now_ns, [&](std::span<const uint8_t> part, uint8_t rf) { p->tx.push(part, rf, now_ns); });
   return 0;
 }
 
 int Engine::send_ref(NodeId id, std::span<const uint8_t> msg, uint32_t flags, uint64_t now_ns, uint64_t cookie) {
-  if (msg.size() <= ref_min() || !frames_->chains()) {
+  if (!by_ref(msg.size())) {
     const int rc = send(id, msg, flags, now_ns);
     return rc < 0 ? rc : 1;
   }
@@ -169,27 +161,29 @@ int Engine::send_ref(NodeId id, std::span<const uint8_t> msg, uint32_t flags, ui
   if (p == nullptr) return rc;
   const uint32_t units = units_of(msg.size());
   if (!p->tx.fits_ext(units)) return settle_ext(*p), -EAGAIN;  // fits_ext() may free parked slots
-  now_ = now_ns;
-  const bool fast = flags & send_flag::kFastpath;
   p->tx.begin_ext(cookie);
-  for (uint32_t i = 0; i < units; ++i) {
-    size_t off = size_t{i} * unit_cap_;
-    auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
-    p->tx.push_ext(part, unit_flags(i, units, fast), now_ns);
-    p->unsent_bytes += part.size() + record_header_size(part.size(), false);
-  }
   p->c.msgs_by_ref++;
-  queued(*p, units, msg.size(), flags, now_ns);
+  queue(*p, msg, units, flags, now_ns, [&](std::span<const uint8_t> part, uint8_t rf) { p->tx.push_ext(part, rf, now_ns); });
   settle_ext(*p);
   return 0;
 }
 
-void Engine::queued(Peer& p, uint32_t units, size_t len, uint32_t flags, uint64_t now_ns) {
+// Queue @p msg as @p units units, each through @p push(part, record flags), then account for
+// it and flush when a frame's worth (or a FASTPATH one) waits.
+template <typename Push>
+void Engine::queue(Peer& p, std::span<const uint8_t> msg, uint32_t units, uint32_t flags, uint64_t now_ns, Push&& push) {
+  now_ = now_ns;
   const bool fast = flags & send_flag::kFastpath;
+  for (uint32_t i = 0; i < units; ++i) {
+    const size_t off = size_t{i} * unit_cap_;
+    auto part = msg.subspan(off, std::min<size_t>(unit_cap_, msg.size() - off));
+    push(part, unit_flags(i, units, fast));
+    p.unsent_bytes += part.size() + record_header_size(part.size(), false);
+  }
   if (fast) p.fast_pending += units;
   if (flags & send_flag::kAckReq) p.probe_now = true;
   p.c.msgs_sent++;
-  p.c.bytes_sent += len;
+  p.c.bytes_sent += msg.size();
   update_ack_required(p);
   if (fast || p.unsent_bytes >= cfg_.mtu) flush(p, now_ns, false);
 }

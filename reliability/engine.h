@@ -332,7 +332,8 @@ class Engine {
   bool send_held(Peer& p, uint32_t pos, bool again);
   Peer* sendable(NodeId id, size_t len, int* rc);
   uint32_t units_of(size_t len) const;
-  void queued(Peer& p, uint32_t units, size_t len, uint32_t flags, uint64_t now_ns);
+  template <typename Push>
+  void queue(Peer& p, std::span<const uint8_t> msg, uint32_t units, uint32_t flags, uint64_t now_ns, Push&& push);
   void settle_ext(Peer& p);
   void commit_frame(Peer& p, uint32_t pos, uint64_t now);
   void update_ack_required(Peer& p);

@@ -163,20 +163,12 @@ class SendWindow {
   /** @return true when @p units units (one message of @p bytes) can be queued now: unit
    *  descriptors, and frame slots the sink no longer uses. */
   bool fits(uint32_t units, uint64_t bytes) {
-    if (units > free_slots()) return false;
-    const uint32_t need = units == 1 && open_room(bytes) ? 0 : units;
-    if (need > free_frames()) return false;
-    if (free_n_ < need) unpark();
-    return free_n_ >= need;
+    return room_for(units, units == 1 && open_room(bytes) ? 0 : units);
   }
 
   /** @return true when a message of @p units units can be queued by reference now: a
    *  frame and a free slot for each. */
-  bool fits_ext(uint32_t units) {
-    if (units > free_slots() || units > free_frames() || ext_free_n_ == 0) return false;
-    if (free_n_ < units) unpark();
-    return free_n_ >= units;
-  }
+  bool fits_ext(uint32_t units) { return ext_free_n_ != 0 && room_for(units, units); }
   /** Start a message by reference named @p cookie (caller checked fits_ext()). */
   void begin_ext(uint64_t cookie) {
     ext_cur_ = ext_free_[--ext_free_n_];
@@ -197,9 +189,7 @@ class SendWindow {
     f.ext_len = static_cast<uint32_t>(p.size());
     slot_ext_[f.slot] = ext_cur_;
     ++ext_[ext_cur_].frames;
-    units_[end_ & mask_] = TxUnit{pos, 0, static_cast<uint16_t>(p.size()), rec_flags};
-    sacked_.clear(end_);
-    return end_++;
+    return add_unit(TxUnit{pos, 0, static_cast<uint16_t>(p.size()), rec_flags});
   }
   /** Hand over, through @p fn(cookie), the messages by reference settled since the last call. */
   template <typename F>
@@ -244,9 +234,7 @@ class SendWindow {
     f.rec_len += static_cast<uint32_t>(h + p.size());
     f.n++;
     f.fast = static_cast<uint16_t>(f.fast + ((rec_flags & rec_flag::kFast) != 0));
-    units_[end_ & mask_] = TxUnit{pos, poff, static_cast<uint16_t>(p.size()), rec_flags};
-    sacked_.clear(end_);
-    return end_++;
+    return add_unit(TxUnit{pos, poff, static_cast<uint16_t>(p.size()), rec_flags});
   }
 
   /** @return one past the last unit of frame @p pos. */
@@ -396,6 +384,19 @@ class SendWindow {
   }
   uint8_t* slot(uint32_t i) const { return mem_ + size_t{i} * slot_bytes_; }
   bool busy(uint32_t i) const { return sink_memory() && sink_->slot_busy(slot(i)); }
+  /** @return true when @p units unit descriptors and @p frames free frames and slots (the
+   *  parked ones the sink let go of freed now) are there. */
+  bool room_for(uint32_t units, uint32_t frames) {
+    if (units > free_slots() || frames > free_frames()) return false;
+    if (free_n_ < frames) unpark();
+    return free_n_ >= frames;
+  }
+  /** Record unit @p u as the next one. @return its sequence number. */
+  Seq add_unit(const TxUnit& u) {
+    units_[end_ & mask_] = u;
+    sacked_.clear(end_);
+    return end_++;
+  }
   /** A frame let go of slot @p i: free, or parked while the sink still uses it. */
   void put_slot(uint32_t i) {
     if (busy(i))
