@@ -57,8 +57,8 @@ build_tree() {
   if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" "$@" >"$log" 2>&1 || { tail -30 "$log"; die "meson setup $dir failed (log: $log)"; }
   elif [ $# -gt 0 ]; then
-    # A tree made before its options changed: take the options of now.
-    meson configure "$dir" "$@" >"$log" 2>&1 || { tail -30 "$log"; die "meson configure $dir failed (log: $log)"; }
+    # A tree made before its options changed (or before an option existed): take the options of now.
+    meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 || { tail -30 "$log"; die "meson setup --reconfigure $dir failed (log: $log)"; }
   fi
   say "building $dir (log: $log)"
   ninja -C "$dir" >>"$log" 2>&1 || { grep -E 'error|FAILED' -A5 "$log" | head -60; die "build of $dir failed (log: $log)"; }

@@ -13,9 +13,9 @@ build_tree "$IMAGO_ROOT/build"
 setup_hugepages 512 || true
 # -O1 and line tables only (-g1): the sanitizers' own advice, and half the compile time of
 # -O2 -g (the sanitized build was 17 of the 39 minutes of this script on a 2-core machine);
-# the tests under it take as long as before.
+# the tests under it take as long as before. No programs (-Dapps=false): no test runs them.
 build_tree "$IMAGO_ROOT/build-asan" -Db_sanitize=address,undefined -Db_lundef=false \
-  -Dbenchmarks=false -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1
+  -Dbenchmarks=false -Dapps=false -Doptimization=1 -Ddebug=false -Dc_args=-g1 -Dcpp_args=-g1
 
 passed=0
 failed=0
@@ -70,7 +70,7 @@ if [ -z "$fuzz_counts" ]; then
 fi
 
 dts_log="$IMAGO_LOGS/test-dts.log"
-run_part dts /usr/bin/python3 -m pytest "$IMAGO_ROOT/dts" -v -rs
+run_part dts /usr/bin/python3 -m pytest "$IMAGO_ROOT/dts" -v -rs --durations=12
 dts_passed=$(grep -oE '[0-9]+ passed' "$dts_log" | tail -1 | awk '{print $1+0}')
 dts_failed=$(grep -oE '[0-9]+ (failed|error)' "$dts_log" | awk '{s+=$1} END {print s+0}')
 passed=$((passed + ${dts_passed:-0}))
