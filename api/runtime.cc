@@ -337,6 +337,7 @@ void Runtime::stop() {
     rte_mp_action_unregister(kCtlAction);
     g_runtime = nullptr;
   }
+  linger_leaves();
   if (engines_running_) {
     runner_->stop();
     runner_->join();
@@ -435,6 +436,25 @@ unsigned Runtime::poll_inline() {
   unsigned work = 0;
   for (auto& n : nodes_) work += n->poll(now);
   return work;
+}
+
+// A member whose stream of a group ended (imago_close(), or its source's END) says LEAVE until
+// the source answers LEAVE_OK; stopped before that, it would be expired by the source
+// (group_expire_ns later) instead of leaving. So a stop waits for the answers, up to
+// kLeaveLingerMs: with every try lost, the source expires it as before.
+void Runtime::linger_leaves() {
+  constexpr uint64_t kLeaveLingerMs = 250;
+  if (shm_ == nullptr || !(engines_running_ || o_.run_to_completion)) return;
+  const uint64_t start = rte_rdtsc(), end = start + rte_get_tsc_hz() / 1000 * kLeaveLingerMs;
+  thread_local dp::NodeSnapshot snap;
+  const auto answered = [&] {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      // A board published since the stop began: the engine's state after the last close.
+      if (!shm_->boards[i].read(&snap) || snap.published_tsc <= start || snap.groups_leaving != 0) return false;
+    }
+    return true;
+  };
+  wait_engine([&] { return answered() || rte_rdtsc() > end; });
 }
 
 bool Runtime::wait_engine(const std::function<bool()>& done) {

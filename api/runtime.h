@@ -74,6 +74,8 @@ class Runtime {
   static void free_rings(EndpointSlot& s);
   void hold_intr_thread_once_linked();
   bool wait_drained(uint32_t slot);
+  /** Before the engines stop: let the nodes' group LEAVEs be answered (bounded). */
+  void linger_leaves();
   /** Wait (up to a second; run-to-completion: polling the nodes) until @p done. */
   bool wait_engine(const std::function<bool()>& done);
   int group_answer(uint32_t slot);

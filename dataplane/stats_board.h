@@ -35,6 +35,7 @@ struct NodeSnapshot {
   rel::PeerCounters total;     ///< Engine::total_counters(): every peer, and frames no peer claimed
   EngineLinkCounters link;
   rel::GroupCounters group;    ///< Engine::group_counters()
+  uint32_t groups_leaving = 0;  ///< Engine::groups_leaving()
   /** A node on two networks (reliability/redundancy/): its mode, network B's link, and each
    *  network's counters and state. */
   bool redundant = false;

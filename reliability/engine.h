@@ -218,6 +218,9 @@ class Engine {
   int group_join(GroupId g, bool from_oldest, uint64_t now_ns);
   /** Leave group @p g: every stream of it ends here (kEnded). @return 0 or -ENOENT. */
   int group_leave(GroupId g, uint64_t now_ns);
+  /** @return this node's streams from sources still saying LEAVE (until LEAVE_OK, at most
+   *  8 tries, one every group_status_ns): a clean stop waits for them. */
+  uint32_t groups_leaving() const;
   /** @return the members of this node's stream of @p g (up to @p max ids into @p out). */
   size_t group_members(GroupId g, NodeId* out, size_t max) const;
   /** This node's stream of a group as its application sees it. */

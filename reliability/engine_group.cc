@@ -181,6 +181,12 @@ int Engine::group_leave(GroupId g, uint64_t now_ns) {
   return 0;
 }
 
+uint32_t Engine::groups_leaving() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < cfg_.group_streams; ++i) n += grx_[i].state == GroupRx::State::kLeaving;
+  return n;
+}
+
 size_t Engine::group_members(GroupId g, NodeId* out, size_t max) const {
   const GroupTx* t = find_tx(g);
   if (t == nullptr) return 0;

@@ -167,7 +167,9 @@ TEST_F(GroupTest, ALeavingMemberEndsItsStreamAndLeavesTheView) {
   send(20, 100);
   run_for(5 * kMs);
   ASSERT_EQ(node(2).e->group_leave(kG, now), 0);
+  EXPECT_EQ(node(2).e->groups_leaving(), 1u);  // until LEAVE_OK: a clean stop waits for it
   run_for(10 * kMs);
+  EXPECT_EQ(node(2).e->groups_leaving(), 0u);
   EXPECT_EQ(node(2).count(GroupEvent::kEnded), 1u);
   EXPECT_EQ(node(1).count(GroupEvent::kLeft, 2), 1u);
   EXPECT_EQ(node(3).count(GroupEvent::kLeft, 2), 1u);
@@ -176,6 +178,29 @@ TEST_F(GroupTest, ALeavingMemberEndsItsStreamAndLeavesTheView) {
   EXPECT_EQ(node(2).got.size(), 20u);
   expect_all(3, 40, 100);
   EXPECT_EQ(node(2).e->group_leave(kG, now), -ENOENT);
+}
+
+TEST_F(GroupTest, ALeaveIsSaidAgainUntilAnsweredAndGivenUpAfterEightTries) {
+  start(3);
+  send(20, 100);
+  run_for(5 * kMs);
+  // Do: node 2 leaves while nothing it sends arrives for 3 ms (its first LEAVEs, one every
+  // group_status_ns, 1 ms here). Expect: it still leaves.
+  const uint64_t cut_until = now + 3 * kMs;
+  w.drop = [&](const GWire::Frame& f) { return f.from == 2 && now < cut_until; };
+  ASSERT_EQ(node(2).e->group_leave(kG, now), 0);
+  run_for(2 * kMs);
+  EXPECT_EQ(node(2).e->groups_leaving(), 1u);
+  run_for(60 * kMs);
+  EXPECT_EQ(node(2).e->groups_leaving(), 0u);
+  EXPECT_EQ(node(1).count(GroupEvent::kLeft, 2), 1u);
+  // Do: node 3 leaves and nothing of it reaches the source any more. Expect: it stops saying
+  // LEAVE after eight tries (the source expires it in time), and never leaves the view.
+  w.drop = [](const GWire::Frame& f) { return f.from == 3; };
+  ASSERT_EQ(node(3).e->group_leave(kG, now), 0);
+  run_for(60 * kMs);
+  EXPECT_EQ(node(3).e->groups_leaving(), 0u);
+  EXPECT_EQ(node(1).count(GroupEvent::kLeft, 3), 0u);
 }
 
 TEST_F(GroupTest, AClosedSourceDeliversWhatItSentThenEveryMemberLeavesAndRejoinsAReopening) {
