@@ -612,7 +612,19 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       if (e.a.get() - r->rx.nxt() > uint32_t{kFar}) return false;
       r->nack = r->nack || (e.flags & group_ctl_flag::kNack);
-      if (seq_gt(e.a.get(), r->rx.high()) && seq_gt(e.a.get(), r->tail)) note_gap(*r, r->rx.high(), e.a.get(), now);
+      if (seq_gt(e.a.get(), r->rx.high()) && seq_gt(e.a.get(), r->tail)) {
+        note_gap(*r, r->rx.high(), e.a.get(), now);
+        // The tail of a parity block still open here, lost: the source sends the block's
+        // parity once our ACK (now) says we stopped in it, and we rebuild the tail from it
+        // (one lost frame). Asked only if that did not happen within a parity hold: the
+        // block holds the first hole's timer (parity_ask()) and the new gap waits as long.
+        const uint64_t hold_to = now + parity_hold(p, *r);
+        for (ParityAcc& b : r->blocks) {
+          if (b.tag.k == 0 || b.parity || b.resolved) continue;
+          b.due = b.due == kNever ? hold_to : std::max(b.due, hold_to);
+          r->new_due = std::max(r->new_due, hold_to);
+        }
+      }
       if (seq_gt(e.a.get(), r->tail)) r->tail = e.a.get();
       r->ack_deadline = now;
       // A lost NACK or repair is asked again on the first hole's timer, not here: a STATUS

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Parity repair of group streams (docs/PROTOCOL.md 3.7.7): members that lose one frame of a
-// block rebuild it without asking, members that lose more ask by frame number for all but
-// one, repairs at 1 % loss per member and 8 members stay under 5 % of the data frames, and
-// hostile parity frames are dropped and counted.
+// block rebuild it without asking (the tail of a stream that stopped too), members that lose
+// more ask by frame number for all but one, repairs at 1 % loss per member and 8 members
+// stay under 5 % of the data frames, and hostile parity frames are dropped and counted.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -93,6 +93,26 @@ TEST_F(GroupParityTest, ABlockEveryMemberHoldsWhenTheStreamStopsGetsNoParity) {
   // frame (there is no frame a member could rebuild), not closed with one.
   for (NodeId i = 2; i <= 4; ++i) expect_all(i, 2003, 1000);
   EXPECT_EQ(gc(1).parity_sent, parity0);
+}
+
+TEST_F(GroupParityTest, AMemberThatLosesTheLastFrameBeforeTheStreamStopsRebuildsIt) {
+  // Do: losses at two members switch parity on; then 3 messages more, the last of them lost
+  // at node 2: a block the stream stops in, whose lost tail node 2 learns of only from the
+  // source's STATUS (no later frame shows the hole).
+  stream_losing({{2, {1}}, {3, {5}}}, 2000);
+  const uint64_t rebuilt0 = gc(2).parity_rebuilt, nacks0 = gc(2).nacks_sent;
+  const uint64_t parity0 = gc(1).parity_sent, repairs0 = gc(1).repair_frames;
+  int seen = 0;
+  w.drop = [&](const GWire::Frame& f) { return data_first_sent(f) && f.to == 2 && ++seen == 3; };
+  send(3, 1000, 2000);
+  run_for(50 * kMs);
+  // Expect: the source closes the block with its parity (node 2's ACK stops inside it) and
+  // node 2 rebuilds its tail from it, waiting for the parity rather than asking.
+  for (NodeId i = 2; i <= 4; ++i) expect_all(i, 2003, 1000);
+  EXPECT_EQ(gc(2).parity_rebuilt, rebuilt0 + 1);
+  EXPECT_EQ(gc(2).nacks_sent, nacks0);
+  EXPECT_EQ(gc(1).parity_sent, parity0 + 1);
+  EXPECT_EQ(gc(1).repair_frames, repairs0 + 1);
 }
 
 // The target, in the engine alone: 1 % of every frame towards each of 8 members
