@@ -589,7 +589,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->last_nack_seq = start;
       free->nack_gap_ns = cfg_.nack_interval_ns;
       free->nack_now = free->blocked = free->probe_active = false;
-      free->repair_rtt_ns = 0;
+      free->repair_rtt_ns = free->parity_lag_ns = 0;
       free->new_gaps = false;
       free->nack = e.flags & group_ctl_flag::kNack;
       free->acked = free->skip_cont = false;

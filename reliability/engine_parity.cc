@@ -161,6 +161,7 @@ ParityAcc* Engine::parity_frame_in(const Peer& p, GroupRx& r, const Header& h, s
   if (b == nullptr || no - tag.first >= b->frames) return nullptr;  // beyond a block closed early: a lie
   const uint64_t bit = uint64_t{1} << (no - tag.first);
   if (!(b->have & bit)) b->add(frame), b->have |= bit;
+  b->last_ns = now;
   parity_schedule(p, r, now);
   return b->parity && b->count + 1u == b->frames ? b : nullptr;
 }
@@ -213,6 +214,10 @@ void Engine::on_group_parity(const Header& h, std::span<const uint8_t> body, uin
   const uint32_t covers = h.ack;
   if (covers < 64 && (b->have >> covers) != 0) return void(gc_.parity_bad++);  // frames beyond it: a lie
   b->frames = covers;
+  if (covers < tag.k && b->last_ns != 0) {  // closed early: how late such a parity comes
+    const uint64_t lag = now - std::min(now, b->last_ns);
+    r->parity_lag_ns = r->parity_lag_ns ? (7 * r->parity_lag_ns + lag) / 8 : lag;
+  }
   b->add_parity(body, static_cast<uint16_t>(h.credit));
   b->flags = h.flags & frame_flag::kCrc;
   // The parity says the block's frames all went out.
@@ -253,9 +258,12 @@ void Engine::parity_rebuild(Peer& p, GroupRx& r, ParityAcc& b, uint64_t now) {
 // The source closes a block it stopped in an ACK delay and a quarter NACK interval after its
 // last frame; then one way here. Round trips, ours and our repairs', stand for the trips; the
 // repairs' within 4 STATUS intervals, as the first hole's timer takes it (poll_member()).
+// Twice how late the parities of blocks closed early came, within 8 STATUS intervals: on a
+// loaded machine the source's turn on its core, not the wire, sets that.
 uint64_t Engine::parity_hold(const Peer& p, const GroupRx& r) const {
-  const uint64_t trips = std::max(2 * std::max(cfg_.nack_interval_ns, p.rto.srtt()),
-                                  std::min(2 * r.repair_rtt_ns, 4 * cfg_.group_status_ns));
+  const uint64_t trips = std::max({2 * std::max(cfg_.nack_interval_ns, p.rto.srtt()),
+                                   std::min(2 * r.repair_rtt_ns, 4 * cfg_.group_status_ns),
+                                   std::min(2 * r.parity_lag_ns, 8 * cfg_.group_status_ns)});
   return cfg_.group_ack_delay_ns + trips;
 }
 

@@ -101,6 +101,10 @@ struct GroupRx {
   // The repair round trip, measured on holes asked once and filled (as Karn's rule: a hole
   // asked again says nothing): how long to wait before asking the first hole again.
   uint64_t repair_rtt_ns = 0;
+  // How long after its last frame here the parity of a block the source closed early came
+  // (smoothed): the source's wait for our ACK and its own scheduling, which no round trip
+  // measured on the session shows on a loaded machine.
+  uint64_t parity_lag_ns = 0;
   uint64_t probe_ns = 0;
   Seq probe_seq = 0;
   bool probe_active = false, probe_clean = false;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Parity repair of group streams (docs/PROTOCOL.md 3.7.7): members that lose one frame of a
-// block rebuild it without asking (the tail of a stream that stopped too), members that lose
-// more ask by frame number for all but one, repairs at 1 % loss per member and 8 members
-// stay under 5 % of the data frames, and hostile parity frames are dropped and counted.
+// block rebuild it without asking (the tail of a stream that stopped too, and from a source
+// off its core, whose parity comes late), members that lose more ask by frame number for all
+// but one, repairs at 1 % loss per member and 8 members stay under 5 % of the data frames, and
+// hostile parity frames are dropped and counted.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -113,6 +114,43 @@ TEST_F(GroupParityTest, AMemberThatLosesTheLastFrameBeforeTheStreamStopsRebuilds
   EXPECT_EQ(gc(2).nacks_sent, nacks0);
   EXPECT_EQ(gc(1).parity_sent, parity0 + 1);
   EXPECT_EQ(gc(1).repair_frames, repairs0 + 1);
+}
+
+TEST_F(GroupParityTest, AMemberLearnsHowLateParityComesFromASourceOffItsCore) {
+  // Do: parity on (as above); then 60 bursts of 5 messages, each a block the stream stops
+  // in; nodes 2 and 3 each lose one frame of every burst, and the source is off its core
+  // for 6 ms after each burst, so the parity that closes the block comes 6 ms after its
+  // frames, later than any round trip measured (the repairs' counts up to 4 ms).
+  stream_losing({{2, {1}}, {3, {5}}}, 2000);
+  const uint64_t rebuilt0 = gc(2).parity_rebuilt, asked0 = gc(2).nack_frames_sent;
+  int to2 = 0, to3 = 0;  // data frames of this burst sent to nodes 2 and 3
+  w.drop = [&](const GWire::Frame& f) {
+    if (!data_first_sent(f)) return false;
+    if (f.to == 2) return to2++ == 1;
+    if (f.to == 3) return to3++ == 3;
+    return false;
+  };
+  uint64_t wake = 0;
+  asleep = [&](NodeId id, uint64_t t) { return id == 1 && t < wake; };
+  uint32_t sent = 2000;
+  for (int b = 0; b < 60; ++b, sent += 5) {
+    to2 = to3 = 0;
+    send(5, 1000, sent);
+    run_for(50 * kUs);  // the burst is out (coalesce_ns), the members' ACKs not yet back
+    wake = now + 6 * kMs;
+    run_for(10 * kMs);
+  }
+  asleep = [](NodeId, uint64_t) { return false; };
+  w.drop = [](const GWire::Frame&) { return false; };
+  run_for(20 * kMs);
+  for (NodeId i = 2; i <= 4; ++i) expect_all(i, sent, 1000);
+  // Expect: node 2 rebuilds its loss of nearly every burst from the late parity, and asks
+  // for a frame only in the first bursts, before it has measured how late parity comes.
+  const uint64_t rebuilt = gc(2).parity_rebuilt - rebuilt0, asked = gc(2).nack_frames_sent - asked0;
+  std::printf("node 2: %llu rebuilt, %llu frame asks in 60 bursts\n", (unsigned long long)rebuilt,
+              (unsigned long long)asked);
+  EXPECT_GE(rebuilt, 50u);
+  EXPECT_LE(asked, 10u);
 }
 
 // The target, in the engine alone: 1 % of every frame towards each of 8 members
