@@ -107,9 +107,9 @@ int imago_attach_secondary(const char *file_prefix, imago_t **out);
  * Close every endpoint still open and detach (embedded: stop the engines, the ports and
  * EAL, once this process's nodes left the groups they received, each source having answered
  * its LEAVE, or after 250 ms at most: a source that did not hear it expires the member
- * instead, group_expire_ns later; secondary: stop EAL, unless imagod died: then EAL's shared state is left as it is,
- * since its cleanup could wait for ever on a lock imagod held when it died, and the
- * process's exit releases it). @p im and every endpoint handle of it are invalid afterwards.
+ * instead, group_expire_ns later; secondary: stop EAL, unless imagod died: then EAL's
+ * shared state is left as it is, since its cleanup could wait for ever on a lock imagod
+ * held when it died, and the process's exit releases it). @p im and every endpoint handle of it are invalid afterwards.
  * @return 0; -EINVAL @p im is not a live attachment (NULL, detached already, forged).
  */
 int imago_detach(imago_t *im);

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -122,7 +123,8 @@ class GroupPair : public ::testing::Test {
   GNode& node(NodeId id) { return *w.nodes[id]; }
   /** Deliver what is on the wire (and what that makes) until it is quiet. */
   void settle() {
-    for (GWire::Frame& f : held) w.q.push_back(std::move(f));  // those asleep read them when awake
+    // Those asleep read what waited for them once awake, before what came since.
+    w.q.insert(w.q.begin(), std::make_move_iterator(held.begin()), std::make_move_iterator(held.end()));
     held.clear();
     for (int i = 0; i < 100000 && !w.q.empty(); ++i) {
       GWire::Frame f = std::move(w.q.front());
