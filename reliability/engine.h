@@ -369,11 +369,13 @@ class Engine {
   ParityTag parity_block_open(GroupTx& t, Seq first);
   bool stopped_in_block(const GroupTx& t) const;
   uint64_t parity_hold(const Peer& p, const GroupRx& r) const;
+  bool parity_passed(const GroupRx& r, const ParityAcc& b) const;
   bool parity_older_lacks(const GroupRx& r, const ParityAcc& b) const;
   void parity_released(GroupTx& t, uint32_t frames);
-  void send_parity(GroupTx& t);
+  void send_parity(GroupTx& t, uint64_t now);
+  uint32_t parity_withheld(GroupTx& t, uint32_t first, uint32_t bits, uint64_t now);
   void parity_close(GroupTx& t, uint64_t now);
-  void repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint64_t now);
+  void repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint8_t flags, uint64_t now);
   ParityAcc* parity_block(GroupRx& r, ParityTag tag);
   ParityAcc* parity_frame_in(const Peer& p, GroupRx& r, const Header& h, std::span<const uint8_t> frame,
                              uint64_t now);

@@ -98,6 +98,9 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   t->repair_due = kNever;
   t->frame_no = 0;
   t->ptx.reset({});
+  t->stop_seen = false;
+  std::fill(std::begin(t->sent_par), std::end(t->sent_par), GroupTx::SentParity{});
+  t->sent_par_n = 0;
   t->parity_on = false;
   t->losses = t->judged = t->parities = 0;
   t->loss_acc = t->block_acc = 0;
@@ -512,7 +515,7 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         group_repair(*t, p, a, e.b.get(), now);
         return true;
       }
-      if (e.op == group_op::kNackFrames) return repair_frames(*t, p, a, e.b.get(), now), true;
+      if (e.op == group_op::kNackFrames) return repair_frames(*t, p, a, e.b.get(), e.flags, now), true;
       // b: the frames it rebuilt from parity so far (a count that only grows; reordered: older).
       if (const uint32_t more = e.b.get() - m.rebuilt; more <= t->tx.slots()) t->losses += more, m.rebuilt = e.b.get();
       if (a - m.ack > t->tx.nxt() - m.ack) return m.ack - a <= uint32_t{kFar};  // older: reordered; beyond: a lie
@@ -877,7 +880,11 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
   if (r.rx.nxt() != r.last_nack_seq) {  // a new first hole, asked when it appeared
     if (r.probe_active && seq_gt(r.rx.nxt(), r.probe_seq)) {  // the probed hole was filled
       const uint64_t sample = now - r.probe_ns;
-      if (r.probe_clean) r.repair_rtt_ns = r.repair_rtt_ns ? (7 * r.repair_rtt_ns + sample) / 8 : sample;
+      // A hole asked again measures from its first ask: at least the round trip, so taken
+      // only when it raises the estimate (Karn's rule, but a gap under the round trip asks
+      // every hole twice and would never be measured).
+      if (r.probe_clean || sample > r.repair_rtt_ns)
+        r.repair_rtt_ns = r.repair_rtt_ns ? (7 * r.repair_rtt_ns + sample) / 8 : sample;
       r.probe_active = false;
     }
     // Twice the repair round trip, within [nack_interval, 4 STATUS intervals]: under load a

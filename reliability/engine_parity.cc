@@ -38,7 +38,8 @@ void Engine::parity_frame_out(GroupTx& t, std::span<const uint8_t> frame, uint64
   if (t.ptx.tag.k == 0) return;
   t.ptx.add(frame);
   t.ptx_ns = now;
-  if (t.ptx.count == t.ptx.tag.k) send_parity(t);
+  t.stop_seen = false;
+  if (t.ptx.count == t.ptx.tag.k) send_parity(t, now);
 }
 
 // A block the stream stopped in (idle, or its window full) is closed early, its parity
@@ -49,11 +50,17 @@ void Engine::parity_frame_out(GroupTx& t, std::span<const uint8_t> frame, uint64
 // block closed at every stall of a full window would be a few frames long, its parity dear.
 // A NACK stream's members do not say: its block is closed a quarter NACK interval on.
 void Engine::parity_close(GroupTx& t, uint64_t now) {
-  if (t.ptx.count == 0 || t.tx.has_unsent()) return;
+  if (t.ptx.count == 0 || t.tx.has_unsent()) return void(t.stop_seen = false);
   if (!t.nack && !seq_lt(t.tx.una(), t.tx.nxt())) return t.ptx.reset({});
   const uint64_t at = t.ptx_ns + (t.nack ? 0 : cfg_.group_ack_delay_ns) + cfg_.nack_interval_ns / 4;
   if (now < at) return void(group_deadline_ = std::min(group_deadline_, at));
-  if (t.nack || stopped_in_block(t)) return send_parity(t);
+  if (t.nack || stopped_in_block(t)) {
+    // Stopped at two looks with the application's messages taken in between (a node takes
+    // them before its engine's timers run): an ACK that just opened the window is no stop.
+    if (t.stop_seen) return send_parity(t, now);
+    t.stop_seen = true;
+    return void(group_deadline_ = std::min(group_deadline_, now));
+  }
   // Their ACKs will say (each brings the next look); this, should none come.
   group_deadline_ = std::min(group_deadline_, now + cfg_.group_ack_delay_ns);
 }
@@ -90,7 +97,7 @@ void Engine::parity_released(GroupTx& t, uint32_t frames) {
   t.losses = t.judged = t.parities = 0;
 }
 
-void Engine::send_parity(GroupTx& t) {
+void Engine::send_parity(GroupTx& t, uint64_t now) {
   ParityAcc& a = t.ptx;
   uint8_t* buf = txbuf_.get();
   // dst_token: the block, as in its frames; seq its first frame; ack the frames it covers (the
@@ -112,17 +119,43 @@ void Engine::send_parity(GroupTx& t) {
   gc_.parity_sent += sent;
   gc_.repair_frames += sent;
   t.parities++;
+  t.sent_par[t.sent_par_n++ % GroupTx::kSentParities] = {a.tag.first, a.count, now};
+  t.stop_seen = false;
   a.reset({});
 }
 
 // NACK_FRAMES: frames first + j for each bit j of @p bits, asked by number. Each goes the way
-// a NACK's frames go (group_repair()); one released or never sent is not there to send.
-void Engine::repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint64_t now) {
+// a NACK's frames go (group_repair()); one released or never sent is not there to send. A
+// member's first ask of a block without its parity (@p flags kNoParity) may leave one to the
+// parity (parity_withheld()).
+void Engine::repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint8_t flags, uint64_t now) {
+  if (flags & group_ctl_flag::kNoParity) bits &= ~parity_withheld(t, first, bits, now);
   for (; bits != 0; bits &= bits - 1) {
     uint32_t pos;
     if (t.tx.sent_frame(first + static_cast<uint32_t>(std::countr_zero(bits)), &pos))
       group_repair(t, p, t.tx.frame_first(pos), 1, now);
   }
+}
+
+// A member asked for frames of a block without its parity. On a loaded machine its hold ran
+// out while the parity was on its way (sent lately: within the longest hold a member keeps,
+// 8 STATUS intervals), or before the source judged the block it stopped in (still open here:
+// its parity is due, as a member lacks a frame of it, and goes now). Either way the parity
+// rebuilds one frame of the block there: the highest named is not sent again. Should that
+// parity be lost, the member's first hole's timer asks again (not in a NACK stream, which
+// frees frames by age: asked late, one could be gone). @return that frame's bit.
+uint32_t Engine::parity_withheld(GroupTx& t, uint32_t first, uint32_t bits, uint64_t now) {
+  if (bits == 0 || t.nack) return 0;
+  const uint32_t top = first + 31 - static_cast<uint32_t>(std::countl_zero(bits));
+  const auto in = [top](uint32_t from, uint32_t n) { return top - from < n; };
+  bool covered = false;
+  if (t.ptx.count != 0 && in(t.ptx.tag.first, t.ptx.count)) {
+    if (!t.tx.has_unsent()) send_parity(t, now);
+    covered = true;
+  }
+  for (const GroupTx::SentParity& s : t.sent_par)
+    covered = covered || (s.frames != 0 && in(s.first, s.frames) && now - s.ns <= 8 * cfg_.group_status_ns);
+  return covered ? uint32_t{1} << (top - first) : 0;
 }
 
 // --- the member's side ---
@@ -267,6 +300,11 @@ uint64_t Engine::parity_hold(const Peer& p, const GroupRx& r) const {
   return cfg_.group_ack_delay_ns + trips;
 }
 
+// A frame of a block after @p b came: b's parity, sent before it, is lost.
+bool Engine::parity_passed(const GroupRx& r, const ParityAcc& b) const {
+  return r.hi_valid && seq_ge(r.hi_frame, b.tag.first + b.frames);
+}
+
 // A block followed before @p b that still lacks frames: our ACK stops there.
 bool Engine::parity_older_lacks(const GroupRx& r, const ParityAcc& b) const {
   for (const ParityAcc& o : r.blocks)
@@ -279,13 +317,21 @@ bool Engine::parity_older_lacks(const GroupRx& r, const ParityAcc& b) const {
 // then the first hole is not asked for again (hold_until).
 void Engine::parity_ask(Peer& p, GroupRx& r, uint64_t now) {
   r.hold_until = 0;
+  const uint64_t hold = parity_hold(p, r);
   for (ParityAcc& b : r.blocks) {
-    if (b.tag.k == 0 || b.resolved || b.due == kNever) continue;
+    if (b.tag.k == 0) continue;
+    // Asked for without its parity: the source may have left one frame to it, for the parity
+    // it sends when the block ends. The first hole's timer waits for it while the block's
+    // frames still come and a hold after; not once a later block's frame came (the parity
+    // goes before it: lost).
+    if (b.bare_ns != 0 && !b.parity && (b.missing(known_sent(r, b)) & b.asked) != 0 && !parity_passed(r, b))
+      r.hold_until = std::max(r.hold_until, std::max(b.bare_ns, b.last_ns) + hold);
+    if (b.resolved || b.due == kNever) continue;
     // No parity yet, and our ACK stops at an older block's hole: a source stopped in this
     // block closes it only once a member's ACK stops inside it. Held (the first hole's timer,
     // an older block's, is not) until then, and a hold on.
     if (!b.parity && parity_older_lacks(r, b)) {
-      b.due = now + parity_hold(p, r);
+      b.due = now + hold;
       group_deadline_ = std::min(group_deadline_, b.due);
       continue;
     }
@@ -297,10 +343,19 @@ void Engine::parity_ask(Peer& p, GroupRx& r, uint64_t now) {
     const uint32_t known = known_sent(r, b);
     const uint64_t missing = b.missing(known);
     uint64_t want = missing & ~b.asked;
-    if (b.parity && missing != 0) want &= ~(uint64_t{1} << (63 - std::countl_zero(missing)));
+    // One frame is left to the parity: none more when one asked for is still missing (the
+    // source may not send it again, parity_withheld()), else the highest.
+    if (b.parity && missing != 0 && (missing & b.asked) == 0) want &= ~(uint64_t{1} << (63 - std::countl_zero(missing)));
+    // Without the parity, and before any frame of a later block (the parity goes before them:
+    // lost), the first ask says so, on the entry with the highest frame: the source leaves at
+    // most that one to the parity.
+    const bool bare = !b.parity && b.asked == 0 && want != 0 && !parity_passed(r, b);
+    const uint32_t top_half = want >> 32 ? 1 : 0;
+    if (bare) b.bare_ns = now;
     for (uint32_t half = 0; half < 2; ++half)
       if (const auto bits = static_cast<uint32_t>(want >> (32 * half)); bits != 0) {
-        send_ctl(p, group_op::kNackFrames, r.g, b.tag.first + 32 * half, bits);
+        const uint8_t fl = bare && half == top_half ? group_ctl_flag::kNoParity : 0;
+        send_ctl(p, group_op::kNackFrames, r.g, b.tag.first + 32 * half, bits, fl);
         gc_.nack_frames_sent++;
         gc_.nacks_sent++;
       }

@@ -67,6 +67,7 @@ struct GroupTx {
   ParityAcc ptx;
   uint64_t ptx_ns = 0;      ///< when the open block's last frame went out
   Seq ptx_seq = 0;          ///< the open block's first unit
+  bool stop_seen = false;   ///< parity_close() found the stream stopped in the block once
   std::unique_ptr<uint8_t[]> ptx_mem;  ///< mtu bytes, set aside at create()
   bool parity_on = false;   ///< new blocks get parity: losses were frequent
   uint32_t losses = 0;      ///< frames members asked for or rebuilt since the last decision
@@ -74,6 +75,15 @@ struct GroupTx {
   uint32_t parities = 0;    ///< parity frames sent since then
   uint64_t loss_acc = 0;    ///< losses of the last judgements, each weighing 3/4 of the next
   uint64_t block_acc = 0;   ///< blocks of the last judgements, weighed alike
+  /** The parity frames sent lately: a member's ask without its block's parity may have
+   *  crossed one (repair_frames()). */
+  struct SentParity {
+    uint32_t first = 0, frames = 0;  ///< the block's first frame number, the frames it covers
+    uint64_t ns = 0;
+  };
+  static constexpr size_t kSentParities = 8;
+  SentParity sent_par[kSentParities];
+  uint32_t sent_par_n = 0;  ///< parity frames recorded (the next goes at n % kSentParities)
 };
 
 /** A (source, group) stream this node receives. */

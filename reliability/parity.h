@@ -76,6 +76,7 @@ struct ParityAcc {
   uint64_t asked = 0;     ///< member: bit j: frame tag.first + j asked for
   uint64_t due = 0;       ///< member: when its holes are asked for
   uint64_t last_ns = 0;   ///< member: when its latest frame arrived
+  uint64_t bare_ns = 0;   ///< member: when it was first asked for without its parity (0: not)
   bool parity = false;    ///< member: the parity frame XORed in
   bool resolved = false;  ///< member: nothing more to ask
   uint8_t flags = 0;      ///< member: the parity frame's frame_flag::kCrc (the data frames' too)
@@ -83,7 +84,7 @@ struct ParityAcc {
 
   void reset(ParityTag t) {
     std::memset(bytes, 0, len);
-    *this = ParityAcc{t, t.k, 0, 0, 0, 0, 0, ~uint64_t{0}, 0, false, false, 0, bytes};
+    *this = ParityAcc{t, t.k, 0, 0, 0, 0, 0, ~uint64_t{0}, 0, 0, false, false, 0, bytes};
   }
   /** XOR in data frame @p frame (a whole frame, header and records). */
   void add(std::span<const uint8_t> frame) {

@@ -136,6 +136,10 @@ namespace group_ctl_flag {
 /// The stream is NACK-based: its source frees frames without ACKs (Config::group_nack_hold_ns,
 /// group_window), its members send no ACKs after the first and skip what is gone (kLost).
 inline constexpr uint8_t kNack = 0x1;
+/// kNackFrames: the member's first ask of the block, its parity not here. A source that sent
+/// that parity lately (or closes the block now) sends the highest frame named of the block
+/// not again: the parity on its way rebuilds it (docs/PROTOCOL.md 3.7.7).
+inline constexpr uint8_t kNoParity = 0x2;
 }  // namespace group_ctl_flag
 
 /** One entry of a kGroupCtl frame's body (which holds one or more). */
