@@ -104,6 +104,7 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   t->parity_on = false;
   t->losses = t->judged = t->parities = 0;
   t->loss_acc = t->block_acc = 0;
+  t->judged_ns = 0;
   // Peers that asked before the group was open here.
   for (size_t i = 0; i < interests_.size();) {
     Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;

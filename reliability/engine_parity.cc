@@ -79,12 +79,15 @@ bool Engine::stopped_in_block(const GroupTx& t) const {
 // a burst of sends that no member has answered yet does not read as a loss-free stretch.
 // Judged over the last few judgements, and a judgement's frames capped at twice its due: a
 // hole filled at last releases many frames at once, whose losses were told before, and that
-// release alone would read as a loss-free stretch.
+// release alone would read as a loss-free stretch. For the same reason at most one judgement
+// an ACK delay: the ACKs of a burst read together release in steps (the slowest member's,
+// then the next slowest's), each of which would be judged alone and as loss-free.
 void Engine::parity_released(GroupTx& t, uint32_t frames) {
   if (cfg_.group_parity_frames == 0) return;
   t.judged += frames;
   const uint32_t due = kJudgeBlocks * cfg_.group_parity_frames;
-  if (t.judged < due) return;
+  if (t.judged < due || (t.judged_ns != 0 && now_ - t.judged_ns < cfg_.group_ack_delay_ns)) return;
+  t.judged_ns = now_;
   // Blocks: of the judged frames, or the parity frames sent if more (blocks closed early). A
   // parity frame costs one copy per member where the link cannot multicast, and saves only
   // that member's loss: there it must be worth a copy each.

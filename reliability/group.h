@@ -72,6 +72,7 @@ struct GroupTx {
   bool parity_on = false;   ///< new blocks get parity: losses were frequent
   uint32_t losses = 0;      ///< frames members asked for or rebuilt since the last decision
   uint32_t judged = 0;      ///< frames released since then
+  uint64_t judged_ns = 0;   ///< when the last decision was made (0: none yet)
   uint32_t parities = 0;    ///< parity frames sent since then
   uint64_t loss_acc = 0;    ///< losses of the last judgements, each weighing 3/4 of the next
   uint64_t block_acc = 0;   ///< blocks of the last judgements, weighed alike

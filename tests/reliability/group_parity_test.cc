@@ -228,6 +228,44 @@ TEST_F(GroupParityTest, AMemberWhoseRepairsComeLaterThanItsNackIntervalAsksEachH
   EXPECT_LE(nacks, 60u);
 }
 
+TEST_F(GroupParityTest, ReleasesInStepsAtOnceAreJudgedOnceWithTheLossesToldBefore) {
+  // Do: parity on (as above); then 20 rounds of 4 bursts of 64 messages (8 blocks each),
+  // nodes 2 and 3 each losing a frame of every block and telling it at once, while node 4
+  // (no loss) has its frames to the source held for the whole round and read at once at its
+  // end, as by a source coming back to its core: its four ACKs release the window in four
+  // steps, with no loss left to tell.
+  stream_losing({{2, {1}}, {3, {5}}}, 2000);
+  const uint64_t nacks0 = gc(2).nacks_sent + gc(3).nacks_sent, rebuilt0 = gc(2).parity_rebuilt;
+  std::vector<GWire::Frame> from4;
+  bool hold4 = false;
+  const auto lose = w.drop;
+  w.drop = [&](const GWire::Frame& f) {
+    if (hold4 && f.from == 4 && f.to == 1) return from4.push_back(f), true;
+    return lose(f);
+  };
+  uint32_t sent = 2000;
+  for (int round = 0; round < 20; ++round) {
+    hold4 = true;
+    for (int b = 0; b < 4; ++b, sent += 64) {
+      send(64, 1000, sent);
+      run_for(300 * kUs);
+    }
+    hold4 = false;
+    for (GWire::Frame& f : from4) w.q.push_back(std::move(f));
+    from4.clear();
+    run_for(2 * kMs);
+  }
+  run_for(20 * kMs);
+  for (NodeId i = 2; i <= 4; ++i) expect_all(i, sent, 1000);
+  // Expect: each round judged once, on its losses: parity stays on, every loss is rebuilt,
+  // no hole is asked for plainly.
+  const uint64_t nacks = gc(2).nacks_sent + gc(3).nacks_sent - nacks0, rebuilt = gc(2).parity_rebuilt - rebuilt0;
+  std::printf("nodes 2, 3: %llu NACKs; node 2: %llu rebuilt of 640 lost\n", (unsigned long long)nacks,
+              (unsigned long long)rebuilt);
+  EXPECT_GE(rebuilt, 600u);
+  EXPECT_LE(nacks, 20u);
+}
+
 // The target, in the engine alone: 1 % of every frame towards each of 8 members
 // dropped independently (repairs and control frames too), 20,000 messages of 1 KiB.
 TEST_F(GroupParityTest, OnePercentLostAtEachOfEightMembersCostsUnderFivePercentRepairs) {
