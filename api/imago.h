@@ -109,7 +109,8 @@ int imago_attach_secondary(const char *file_prefix, imago_t **out);
  * its LEAVE, or after 250 ms at most: a source that did not hear it expires the member
  * instead, group_expire_ns later; secondary: stop EAL, unless imagod died: then EAL's
  * shared state is left as it is, since its cleanup could wait for ever on a lock imagod
- * held when it died, and the process's exit releases it). @p im and every endpoint handle of it are invalid afterwards.
+ * held when it died, and the process's exit releases it). @p im and every endpoint handle
+ * of it are invalid afterwards.
  * @return 0; -EINVAL @p im is not a live attachment (NULL, detached already, forged).
  */
 int imago_detach(imago_t *im);

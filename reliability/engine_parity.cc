@@ -123,7 +123,6 @@ void Engine::send_parity(GroupTx& t, uint64_t now) {
   gc_.repair_frames += sent;
   t.parities++;
   t.sent_par[t.sent_par_n++ % GroupTx::kSentParities] = {a.tag.first, a.count, now};
-  t.stop_seen = false;
   a.reset({});
 }
 

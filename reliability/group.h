@@ -109,8 +109,8 @@ struct GroupRx {
   uint64_t new_due = 0;  ///< when they are asked (group_nack_backoff_ns)
   bool new_gaps = false;
   bool nack_now = false;    ///< new holes: poll at once
-  // The repair round trip, measured on holes asked once and filled (as Karn's rule: a hole
-  // asked again says nothing): how long to wait before asking the first hole again.
+  // The repair round trip, from a hole's first ask to its filling (a hole asked again only
+  // raises it: Karn's rule, poll_member()): how long to wait before asking the first hole again.
   uint64_t repair_rtt_ns = 0;
   // How long after its last frame here the parity of a block the source closed early came
   // (smoothed): the source's wait for our ACK and its own scheduling, which no round trip
