@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -255,6 +256,23 @@ int open_slot(imago_t* h, CtlMsg& m, uint64_t node, uint32_t ring_size, imago_ep
   return 0;
 }
 
+// An application that returns from main() (or calls exit()) attached is detached first, by
+// a handler registered after every static the teardown uses was built, so it runs before
+// their destructors (which would otherwise free them under a detach run by ours).
+void detach_at_exit() {
+  std::vector<imago_t*> live;
+  {
+    std::lock_guard<std::mutex> lock(g_ctl);
+    g_atts.for_each([&](uintptr_t h) { live.push_back(reinterpret_cast<imago_t*>(h)); });
+  }
+  for (imago_t* im : live) imago_detach(im);
+}
+
+void detach_at_exit_once() {
+  static const bool registered = std::atexit(detach_at_exit) == 0;
+  (void)registered;
+}
+
 int attach_refused() {
   bool live = false;
   g_atts.for_each([&](uintptr_t) { live = true; });
@@ -296,6 +314,7 @@ int imago_attach_embedded(int argc, char** argv, imago_t** out) {
   ShmRoot* shm = rt->shm();
   uintptr_t h = g_atts.add([&](Attachment& a) { a = Attachment{std::move(rt), shm}; });
   *out = reinterpret_cast<imago_t*>(h);
+  detach_at_exit_once();
   return 0;
 }
 
@@ -308,9 +327,10 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   // imagod's control thread share the machine, and pinning them all to one CPU starves them.
   unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
   std::string lcores = "0@(0-" + std::to_string(ncpu - 1) + ")";
-  if (dp::eal_start("imago-app", {"--proc-type=secondary", "--file-prefix", prefix, "--no-pci",
-                                  "--no-telemetry", "--lcores", lcores, "--log-level=lib.*:warning"}) < 0) {
-    return -EIO;
+  if (int rc = dp::eal_start("imago-app", {"--proc-type=secondary", "--file-prefix", prefix, "--no-pci",
+                                           "--no-telemetry", "--lcores", lcores, "--log-level=lib.*:warning"});
+      rc < 0) {
+    return rc == -EALREADY ? -ENOTSUP : -EIO;  // EALREADY: an attach of this process failed after EAL began
   }
   CtlMsg m{};
   m.op = CtlOp::kHello;
@@ -324,6 +344,7 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   }
   uintptr_t h = g_atts.add([&](Attachment& a) { a = Attachment{nullptr, shm}; });
   *out = reinterpret_cast<imago_t*>(h);
+  detach_at_exit_once();
   return 0;
 }
 
@@ -444,6 +465,17 @@ int imago_open(imago_t* h, const char* name, uint64_t peer, const struct imago_e
   return open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
 }
 
+namespace {
+/** @return true when @p h's node is a node of a multi-hop fabric (--topology), as its board says. */
+bool on_fabric(imago_ep_t* h) {
+  std::lock_guard<std::mutex> lock(g_ctl);
+  const Endpoint* ep = ep_of(h);
+  if (ep == nullptr) return false;
+  thread_local dp::NodeSnapshot snap;  // 16 KiB: not on an application's stack
+  return ep->att->shm->boards[ep->slot->node_index].read(&snap) && snap.fabric;
+}
+}  // namespace
+
 int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* opts, imago_ep_t** out) {
   if (out == nullptr || group == 0) return -EINVAL;
   std::vector<imago::rel::NodeId> members;
@@ -456,6 +488,10 @@ int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* 
   std::snprintf(m.name, sizeof m.name, "group-%u", group);
   int rc = open_slot(h, m, opts ? opts->local_node : 0, opts ? opts->ring_size : 0, out);
   if (rc < 0 || members.empty()) return rc;
+  if (on_fabric(*out)) {  // its members reach one another over circuits: no ordering there yet
+    imago_close(*out), *out = nullptr;
+    return -ENOTSUP;
+  }
   auto ord = std::make_unique<Ordered>();
   {
     std::lock_guard<std::mutex> lock(g_ctl);
@@ -531,6 +567,7 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
     used += k;
   }
   if (room > 0) rte_ring_enqueue_zc_elem_finish(ep->tx, used);  // fewer than reserved: the rest is unreserved
+  if (rc == -EAGAIN && room >= want) ep->slot->tx_ring_full.add();  // room on the ring, no pool buffer
   return done > 0 || rc == 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
 }
 

@@ -115,8 +115,8 @@ int imago_attach_secondary(const char *file_prefix, imago_t **out);
  */
 int imago_detach(imago_t *im);
 
-/** @return how many nodes this attachment serves (embedded default: 2; imagod: 1), or 0
- *  for a handle that is not live. */
+/** @return how many nodes this attachment serves (embedded default: 2; a secondary: as many
+ *  as imagod runs, 2 with --pair), or 0 for a handle that is not live. */
 unsigned imago_node_count(const imago_t *im);
 /** @return the id of node @p index (0-based), or 0 for an index out of range. */
 uint64_t imago_node_id(const imago_t *im, unsigned index);
@@ -354,11 +354,12 @@ int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
 /**
  * Give back @p n received descriptors in bulk (their buffers are freed or reused). Each
- * descriptor is marked released (its tier becomes IMAGO_TIER_INLINE), so releasing the same
- * array twice frees nothing the second time. A descriptor that is stale (released already,
- * a copy kept from before), forged, or received on another endpoint frees nothing: every
- * loan carries a generation, so such a descriptor can never free a buffer the application
- * still holds through another descriptor.
+ * descriptor given back is marked released (its tier becomes IMAGO_TIER_INLINE), so
+ * releasing the same array twice frees nothing the second time. A descriptor that is stale
+ * (released already, a copy kept from before), forged, or received on another endpoint
+ * frees nothing and is left unchanged (one received on another endpoint stays readable and
+ * is still to be released there): every loan carries a generation, so such a descriptor can
+ * never free a buffer the application still holds through another descriptor.
  * @return how many descriptors were refused (0 when all were valid; also counted in the
  *         statistics' release_invalid); -EINVAL @p ep not live, or NULL @p msgs with n > 0.
  */
@@ -436,7 +437,8 @@ struct imago_ep_stats {
 	                               reassembly; the others were copied from the engine's) */
 	uint64_t events;          /**< group events put on the rx ring (group endpoints) */
 	uint64_t events_lost;     /**< group events dropped: the rx ring was full (a SEND-only
-	                               endpoint whose application never receives, say) */
+	                               endpoint whose application never receives, say; ENDED
+	                               and LOST wait for room instead, and are never dropped) */
 	/* A SEND group endpoint's stream (0 on other endpoints): published when it takes
 	 * messages and about every millisecond. */
 	uint32_t group_members;   /**< members in the source's view */
@@ -522,7 +524,8 @@ enum imago_group_event_kind {
 	                              node's --group-expire-ms, or its node died); position as LEFT */
 	IMAGO_GROUP_STARTED = 4, /**< this node receives source's stream from position on */
 	IMAGO_GROUP_ENDED = 5,   /**< this node no longer receives source's stream; reason says why,
-	                              position is the first unit not delivered */
+	                              position is the first unit not delivered (it comes after
+	                              every message the node held in order, and is never dropped) */
 	IMAGO_GROUP_LOST = 6,    /**< a NACK stream (IMAGO_GROUP_NACK): units [position, position +
 	                              count) of source's stream were freed by the source before this
 	                              node got them; every message with a unit there is not delivered,
@@ -621,7 +624,8 @@ struct imago_group_event {
  *         (its members leaving: retry shortly); -ENOSPC no free endpoint slot, or the node
  *         sends to (--group-sources) or receives (--group-streams) as many groups as it may;
  *         -ENOMEM no memory for the rings; -ETIMEDOUT the engine did not answer within a
- *         second; -ENOTCONN imagod did not answer.
+ *         second; -ENOTCONN imagod did not answer; -ENOTSUP an order flag on a node of a
+ *         multi-hop fabric (--topology: ordering is not offered over circuits yet).
  */
 int imago_group_open(imago_t *im, uint32_t group, const struct imago_group_opts *opts, imago_ep_t **out);
 

@@ -426,7 +426,7 @@ void Node::on_group_event(const rel::GroupEvent& e) {
   stage_event(*a, e.src, &ev, sizeof ev);
 }
 
-bool Node::on_group_lost(const rel::GroupEvent& e) {
+bool Node::on_group_report(const rel::GroupEvent& e) {
   Active* a = find_group(e.group, IMAGO_GROUP_RECV);
   if (a == nullptr) return true;  // the endpoint is closing: nobody to tell
   if (!stage_room(*a)) {

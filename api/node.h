@@ -99,7 +99,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
   bool deliver_group(rel::NodeId src, rel::GroupId g, std::span<const uint8_t> msg) override;
   void on_group_event(const rel::GroupEvent& e) override;
-  bool on_group_lost(const rel::GroupEvent& e) override;
+  bool on_group_report(const rel::GroupEvent& e) override;
   // rel::red::Listener (a node on two networks): to the endpoints that asked
   // (IMAGO_EP_NET_EVENTS) toward that peer.
   void on_net_event(const rel::red::NetEvent& e) override;

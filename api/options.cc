@@ -67,7 +67,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
        }},
       {"seed", "N", "seed of the injected faults (each port adds its id) [1]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.fault_rx.seed); }},
-      {"file-prefix", "NAME", "imagod: EAL prefix applications attach with [imago]",
+      {"file-prefix", "NAME", "imagod: EAL prefix applications attach with (ignored with --no-huge, which shares nothing: imago-PID) [imago]",
        [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
       {"no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",
        [](RuntimeOptions& o, const std::string&) { return o.no_huge = true; }},

@@ -113,7 +113,8 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;
     eal = dp::default_eal_args(d, getpid());
   }
-  if (dp::eal_start(args.prog, eal) < 0) {
+  if (int rc = dp::eal_start(args.prog, eal); rc < 0) {
+    if (rc == -EALREADY) return -ENOTSUP;  // an attach of this process failed after EAL began
     if (daemon && !args.explicit_eal && !o_.no_huge)
       std::fprintf(stderr, "imago: EAL needs hugepages for applications to attach (echo 512 > "
                    "/proc/sys/vm/nr_hugepages), or run with --no-huge\n");

@@ -212,15 +212,20 @@ unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n) {
   for (unsigned i = 0; i < n; ++i) {
     imago_msg& m = msgs[i];
     if (m.tier == IMAGO_TIER_INLINE) continue;  // nothing held: the common, cheap case
+    // Only what this endpoint lent, in this loan's generation, once. A descriptor refused is
+    // left as it was: given to another endpoint by mistake, it is still the application's to
+    // give back to its own (and its bytes still readable).
+    bool ok;
     if (m.tier == IMAGO_TIER_COPY) {  // in the application's own receive area
-      if (t.arena == nullptr || !t.arena->give(m.u.ext.loan, m.u.ext.data)) ++refused;
-      m.tier = IMAGO_TIER_INLINE;
-      continue;
+      ok = t.arena != nullptr && t.arena->give(m.u.ext.loan, m.u.ext.data);
+    } else {
+      void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
+      ok = m.tier <= IMAGO_TIER_MBUF && expect != nullptr && give_back(t, 0, m.u.ext.loan, expect);
     }
-    void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
-    // Only what this endpoint lent, in this loan's generation, once.
-    if (m.tier > IMAGO_TIER_MBUF || expect == nullptr || !give_back(t, 0, m.u.ext.loan, expect)) ++refused;
-    m.tier = IMAGO_TIER_INLINE;
+    if (ok)
+      m.tier = IMAGO_TIER_INLINE;
+    else
+      ++refused;
   }
   return refused;
 }

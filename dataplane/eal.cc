@@ -40,7 +40,9 @@ int eal_start(const std::string& prog, const std::vector<std::string>& eal_args)
   argv.push_back(nullptr);
   if (rte_eal_init(static_cast<int>(owned.size()), argv.data()) < 0) {
     int err = rte_errno;
-    IMAGO_LOG(ERR, dataplane, "EAL initialisation failed: %s\n", err ? rte_strerror(err) : "see EAL's messages");
+    // EALREADY: an earlier rte_eal_init() of this process got far enough to refuse any other.
+    if (err == EALREADY) IMAGO_LOG(ERR, dataplane, "EAL starts once per process: attach again in a new process\n");
+    else IMAGO_LOG(ERR, dataplane, "EAL initialisation failed: %s\n", err ? rte_strerror(err) : "see EAL's messages");
     return err ? -err : -EIO;  // EAL does not always set rte_errno
   }
   g_started = true;

@@ -44,13 +44,13 @@ void add_fabric_rows(OptionTable<T>& t, FabricOptions T::*m) {
                [m](const T& o) { return (o.*m).spec; }});
   t.push_back({"show-routes", nullptr, "with --topology: print the routing table at start and when a link changes",
                [m](T& o, const std::string&) { return (o.*m).show_routes = true; }});
-  t.push_back({"link-hello-us", "US", "with --topology: a HELLO on every link this often, 10..1000000 [1000]",
+  t.push_back({"link-hello-us", "US", "with --topology: a HELLO on every link this often, 10..1000000",
                [m](T& o, const std::string& v) {
                  uint64_t us;
                  return parse_num<uint64_t>(v, us, 10, 1'000'000) && ((o.*m).health.hello_ns = us * 1000, true);
                },
                [m](const T& o) { return std::to_string((o.*m).health.hello_ns / 1000); }});
-  t.push_back({"link-miss", "N", "with --topology: HELLOs a link sends unanswered (nothing received) before it is down, 2..10000 [100]",
+  t.push_back({"link-miss", "N", "with --topology: HELLOs a link sends unanswered (nothing received) before it is down, 2..10000",
                [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).health.miss, 2, 10000); },
                [m](const T& o) { return std::to_string((o.*m).health.miss); }});
 }

@@ -18,7 +18,9 @@ namespace imago::dp {
 namespace {
 
 std::mutex g_mu;            // commands (telemetry threads) against telemetry_set()
-TelemetrySources g_sources;  // under g_mu
+// Under g_mu. Never destroyed: a library's nodes may be torn down by another static's
+// destructor at exit (an application that returns from main() attached), after this one's.
+TelemetrySources& g_sources = *new TelemetrySources;
 std::atomic<bool> g_registered{false};
 
 // A reader's copy of a board (16 KiB), one per telemetry thread.

@@ -109,10 +109,12 @@ class AppSink {
   /** A group stream changed: a member joined, left or expired (in the stream's order, at
    *  each member and at the source), a stream started or ended here, data was lost. */
   virtual void on_group_event(const GroupEvent& /*e*/) {}
-  /** A NACK stream's units were lost (GroupEvent::kLost), reported in their place. @return
-   *  false when the application cannot take the report now (as deliver()): the stream waits
-   *  and it is offered again, so a loss is never skipped unreported. */
-  virtual bool on_group_lost(const GroupEvent& e) {
+  /** An event that must reach the application, offered in its stream's place: a NACK stream's
+   *  units lost (GroupEvent::kLost), or a stream received here that ended other than by
+   *  group_leave() (kEnded, after every message held before its end). @return false when the
+   *  application cannot take it now (as deliver()): the stream waits and it is offered
+   *  again, so a loss or an end is never skipped unreported. */
+  virtual bool on_group_report(const GroupEvent& e) {
     on_group_event(e);
     return true;
   }
@@ -395,7 +397,8 @@ class Engine {
   void group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,
                   uint64_t now);
   void group_deliver(GroupRx& r);
-  void end_stream(GroupRx& r, GroupEvent::Why why);
+  void end_stream(GroupRx& r, GroupEvent::Why why, Seq end_at = 0, bool leave = false);
+  void poll_ending(GroupRx& r, uint64_t now);
   void group_peer_gone(Peer& p);
   void group_poll(uint64_t now);
   void poll_source(GroupTx& t, uint64_t now);

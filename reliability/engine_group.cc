@@ -298,7 +298,9 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
     // Members that lose this frame learn of it from a STATUS, an interval from now.
     group_deadline_ = std::min(group_deadline_, now + cfg_.group_status_ns);
   }
-  if (t.members.empty()) group_release(t);
+  // With no member, everything sent goes; else what went out before every member's start (a
+  // member admitted while it waited to go out does not acknowledge it).
+  group_release(t);
 }
 
 void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now) {
@@ -403,7 +405,7 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     // kTellTail times (a STATUS lost would leave it unaware of a lost tail for good), or,
     // once the stream closes, never (END, repeated, gives the tail).
     const bool untold = !t.closing && (m.told != t.tx.nxt() || m.told_times < kTellTail);
-    const bool behind = !m.heard || (t.nack ? untold : m.ack != t.tx.nxt());
+    const bool behind = !m.heard || (t.nack ? untold : seq_lt(m.ack, t.tx.nxt()));
     // The same tail told again after 1, 2, 4 ... intervals.
     const uint64_t every = t.nack && m.told == t.tx.nxt() ? cfg_.group_status_ns << std::min(m.told_times, uint8_t{7})
                                                           : cfg_.group_status_ns;
@@ -411,7 +413,7 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     // member that had everything is not late for what was sent after). Never in a NACK
     // stream: its members hold nothing back (a dead one goes with its session).
     const uint64_t since = t.nack ? now
-                           : m.ack != t.tx.nxt()
+                           : seq_lt(m.ack, t.tx.nxt())
                                ? std::max(m.progress_ns, t.tx.frame(t.tx.fpos(m.ack)).first_tx_ns)
                                : m.progress_ns;
     if (behind && !t.nack && now - since >= cfg_.group_expire_ns) {
@@ -519,12 +521,17 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       if (e.op == group_op::kNackFrames) return repair_frames(*t, p, a, e.b.get(), e.flags, now), true;
       // b: the frames it rebuilt from parity so far (a count that only grows; reordered: older).
       if (const uint32_t more = e.b.get() - m.rebuilt; more <= t->tx.slots()) t->losses += more, m.rebuilt = e.b.get();
-      if (a - m.ack > t->tx.nxt() - m.ack) return m.ack - a <= uint32_t{kFar};  // older: reordered; beyond: a lie
+      // A member admitted while messages waited to go out starts after them, beyond what was
+      // sent: its ACK may stand there until they go.
+      if (seq_lt(a, m.ack)) return m.ack - a <= uint32_t{kFar};  // older: reordered
+      if (a != m.ack && seq_gt(a, t->tx.nxt())) return false;    // beyond what was sent: a lie
       if (a != m.ack || !m.heard) m.progress_ns = now;
-      const bool slowest = m.ack == t->tx.una();  // only its ACK can release anything
+      // Only the slowest member's ACK can release anything, but no member's may be at una:
+      // the units before every member's start are held until the lowest ACK passes them.
+      const bool release = a != m.ack;
       m.ack = a;
       m.heard = true;
-      if (slowest) group_release(*t);
+      if (release) group_release(*t);
       if (t->ptx.count != 0) group_deadline_ = now;  // a block it may have stopped in (parity_close())
       return true;
     }
@@ -637,7 +644,6 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
     case group_op::kExpired:
       if (r == nullptr || r->state != GroupRx::State::kActive) return true;
       if (w != nullptr) w->asked[pi] = kDone;  // no JOIN again: the application joins anew
-      group_deliver(*r);
       end_stream(*r, GroupEvent::kDropped);
       return true;
     case group_op::kEnd:
@@ -656,11 +662,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         if (seq_gt(e.a.get(), r->tail)) note_gap(*r, r->tail, e.a.get(), now), r->tail = e.a.get();
         return true;
       }
-      event(GroupEvent::kEnded, r->src, r->g, cfg_.node_id, 0, r->rx.dlv(),
-            r->rx.dlv() == e.a.get() ? GroupEvent::kClosed : GroupEvent::kDropped);
-      r->state = GroupRx::State::kLeaving;
-      r->leave_ns = 0;
-      r->leave_tries = 0;
+      end_stream(*r, GroupEvent::kClosed, e.a.get(), true);
       if (w != nullptr) w->asked[pi] = kAsk;
       return true;
     case group_op::kLeaveOk:
@@ -681,9 +683,29 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
   }
 }
 
-void Engine::end_stream(GroupRx& r, GroupEvent::Why why) {
-  event(GroupEvent::kEnded, r.src, r.g, cfg_.node_id, 0, r.rx.dlv(), why);
-  r.state = GroupRx::State::kFree;
+// The stream ended here (@p why; kClosed: at @p end_at). Its end is told only after what it
+// holds in order, and never dropped: a member is expired because its application lags, so
+// its ring is full just then (poll_ending()).
+void Engine::end_stream(GroupRx& r, GroupEvent::Why why, Seq end_at, bool leave) {
+  r.state = GroupRx::State::kEnding;
+  r.end_why = why;
+  r.end_at = end_at;
+  r.end_leave = leave;
+  poll_ending(r, now_);
+}
+
+void Engine::poll_ending(GroupRx& r, uint64_t now) {
+  group_deliver(r);
+  GroupEvent e{GroupEvent::kEnded, r.src, r.g, cfg_.node_id, 0, r.rx.dlv(), static_cast<GroupEvent::Why>(r.end_why)};
+  if (e.why == GroupEvent::kClosed && r.rx.dlv() != r.end_at) e.why = GroupEvent::kDropped;
+  if (r.blocked || !app_->on_group_report(e)) {
+    group_deadline_ = std::min(group_deadline_, now + cfg_.deliver_retry_ns);
+    return;
+  }
+  r.state = r.end_leave ? GroupRx::State::kLeaving : GroupRx::State::kFree;
+  r.leave_ns = 0;  // LEAVE at the next poll
+  r.leave_tries = 0;
+  if (r.end_leave) group_deadline_ = now;
 }
 
 void Engine::on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now) {
@@ -812,7 +834,7 @@ bool Engine::deliver_lost(GroupRx& r) {
   while (end != rx.nxt() && (rx.slot(end).rec_flags & kLostUnit)) ++end;
   GroupEvent e{GroupEvent::kLost, r.src, r.g, cfg_.node_id, 0, rx.dlv()};
   e.count = end - rx.dlv();
-  if (!app_->on_group_lost(e)) return false;
+  if (!app_->on_group_report(e)) return false;
   while (rx.dlv() != end) rx.pop();
   r.reasm.reset();
   r.skip_cont = true;
@@ -858,6 +880,7 @@ void Engine::nack_new_gaps(Peer& p, GroupRx& r, uint64_t now) {
 }
 
 void Engine::poll_member(GroupRx& r, uint64_t now) {
+  if (r.state == GroupRx::State::kEnding) return poll_ending(r, now);  // no word to the source
   Peer* p = find(r.src);
   if (p == nullptr || !established(*p)) return;
   if (r.state == GroupRx::State::kLeaving) {
@@ -958,6 +981,7 @@ void Engine::group_peer_gone(Peer& p) {
     GroupRx& r = grx_[i];
     if (r.state == GroupRx::State::kActive && r.src == p.id) end_stream(r, GroupEvent::kGone);
     if (r.state == GroupRx::State::kLeaving && r.src == p.id) r.state = GroupRx::State::kFree;
+    if (r.state == GroupRx::State::kEnding && r.src == p.id) r.end_leave = false;  // no one to tell
   }
   for (uint32_t i = 0; i < cfg_.group_sources; ++i) {
     GroupTx& t = gtx_[i];

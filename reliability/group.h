@@ -89,7 +89,9 @@ struct GroupTx {
 
 /** A (source, group) stream this node receives. */
 struct GroupRx {
-  enum class State : uint8_t { kFree, kActive, kLeaving };
+  /** kEnding: the stream ended (end_stream()); what it holds in order is delivered, then its
+   *  kEnded event, as the application takes them; then kLeaving (end_leave) or kFree. */
+  enum class State : uint8_t { kFree, kActive, kEnding, kLeaving };
   State state = State::kFree;
   GroupId g = 0;
   NodeId src = 0;
@@ -102,6 +104,9 @@ struct GroupRx {
   Seq last_nack_seq = 0;
   uint64_t leave_ns = 0;
   uint32_t leave_tries = 0;
+  uint8_t end_why = 0;     ///< kEnding: GroupEvent::Why (kClosed: unless short of end_at)
+  bool end_leave = false;  ///< kEnding: say LEAVE once the end is told
+  Seq end_at = 0;          ///< kEnding, kClosed: where the source's stream ended
   // Holes that appeared since the last poll (a unit beyond all held, a tail beyond it) lie at
   // or above new_from: each is asked for once at the next poll; the first hole alone is asked
   // again, on a timer.

@@ -585,11 +585,14 @@ TEST(RingInline, ReceivedCopiesAreReleasedOnceAndForgeriesRefused) {
   EXPECT_EQ(m.tier, IMAGO_TIER_INLINE);
   EXPECT_EQ(imago_release(p.b, &stale, 1), 1) << "a stale copy gives nothing back";
   EXPECT_EQ(stats_of(p.b).release_invalid, 5u);
-  // On the other endpoint it is foreign.
+  // On the other endpoint it is foreign, and left as it was: still readable, and still to be
+  // released on its own endpoint.
   imago_msg other = receive_one(p, 150, 2);
-  imago_msg copy = other;
-  EXPECT_EQ(imago_release(p.a, &copy, 1), 1);
+  EXPECT_EQ(imago_release(p.a, &other, 1), 1);
+  EXPECT_EQ(other.tier, IMAGO_TIER_COPY);
+  EXPECT_TRUE(intact(2, 150, other));
   EXPECT_EQ(imago_release(p.b, &other, 1), 0);
+  EXPECT_EQ(other.tier, IMAGO_TIER_INLINE);
 }
 
 TEST(RingInline, AFullReceiveAreaStopsReceivesUntilReleased) {
@@ -817,7 +820,9 @@ TEST(ZeroCopy, SendersLeaveAReserveThatDeliveriesUse) {
   EXPECT_EQ(rte_mempool_avail_count(big), reserve);
   std::vector<uint8_t> msg(3000);
   fill(9, 3000, msg.data());
+  const uint64_t full_before = stats_of(p.b).tx_ring_full;
   EXPECT_EQ(imago_send(p.b, msg.data(), 3000, 0), -EAGAIN);
+  EXPECT_EQ(stats_of(p.b).tx_ring_full, full_before + 1);  // no pool buffer: counted as a full ring
   // Do: a gives one back; b sends one big message by copy.
   ASSERT_EQ(imago_buf_free(p.a, held.back()), 0);
   held.pop_back();

@@ -71,7 +71,7 @@ struct GNode : FrameSink, AppSink {
     return true;
   }
   void on_group_event(const GroupEvent& ev) override { events.push_back(ev); }
-  bool on_group_lost(const GroupEvent& ev) override {  // refused as messages are
+  bool on_group_report(const GroupEvent& ev) override {  // refused as messages are
     if (!accept) return false;
     events.push_back(ev);
     return true;

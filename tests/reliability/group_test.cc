@@ -162,6 +162,94 @@ TEST_F(GroupTest, ASilentMemberIsExpiredOnceAndTheOthersGoOn) {
   expect_all(2, 110, 100);
 }
 
+TEST_F(GroupTest, AMemberExpiredWhileItsApplicationTakesNothingGetsWhatItHeldThenItsEnd) {
+  start(3);
+  // Do: node 3's application takes nothing (its ring full, as it were): the source waits for
+  // it until it expires it (50 ms), then goes on without it.
+  node(3).accept = false;
+  send(400, 100);
+  run_for(60 * kMs);
+  ASSERT_EQ(node(1).count(GroupEvent::kExpired, 3), 1u);
+  EXPECT_EQ(node(3).count(GroupEvent::kEnded), 0u);  // refused as the messages are: not dropped
+  // Do: it takes again.
+  node(3).accept = true;
+  run_for(5 * kMs);
+  // Expect: the messages its window held, in order, then its end (kDropped) at the first it
+  // did not get: what follows is lost, and said so.
+  expect_all(2, 400, 100);
+  const size_t held = node(3).got.size();
+  EXPECT_GT(held, 100u);
+  expect_all(3, static_cast<uint32_t>(held), 100);
+  ASSERT_EQ(node(3).count(GroupEvent::kEnded), 1u);
+  ASSERT_EQ(node(3).count(GroupEvent::kStarted), 1u);
+  Seq start = 0;
+  size_t views = 0;  // view records (a member's join) take a unit of the stream each
+  for (const GroupEvent& ev : node(3).events) {
+    if (ev.kind == GroupEvent::kStarted) start = ev.position;
+    views += ev.kind == GroupEvent::kJoined;
+    if (ev.kind != GroupEvent::kEnded) continue;
+    EXPECT_EQ(ev.why, GroupEvent::kDropped);
+    EXPECT_EQ(ev.position - start, held + views);  // a message a unit
+  }
+}
+
+TEST_F(GroupTest, AMemberAdmittedWhileMessagesWaitToGoOutHoldsNothingBack) {
+  tune = [](Config& c) { c.coalesce_ns = 50 * kMs; };  // small messages wait for a full frame
+  make(2);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+  // Do: messages wait to go out (coalescing) when node 2's JOIN comes: it starts after them.
+  for (uint32_t i = 0; i < 5; ++i) ASSERT_EQ(node(1).e->group_send(kG, gmsg(64, i), 0, now), 0);
+  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
+  run_for(5 * kMs);
+  NodeId m[2];
+  ASSERT_EQ(node(1).e->group_members(kG, m, 2), 1u);
+  // Do: a window's worth and more, as fast as the window allows (for a second at most).
+  uint32_t sent = 5;
+  for (int tries = 0; sent < 1005 && tries < 10000; ++tries) {
+    while (sent < 1005 && node(1).e->group_send(kG, gmsg(64, sent), 0, now) == 0) ++sent;
+    tick(100 * kUs);
+  }
+  ASSERT_EQ(sent, 1005u) << "the window stood still";
+  run_for(100 * kMs);
+  // Expect: the five before its start were released once sent, and everything after reached
+  // it; nothing held back, no expiry.
+  expect_all(2, 1000, 64, 5);
+  Engine::GroupTxView v{};
+  ASSERT_TRUE(node(1).e->group_tx_view(kG, &v));
+  EXPECT_EQ(v.pending, 0u);
+  EXPECT_EQ(node(1).count(GroupEvent::kExpired), 0u);
+}
+
+TEST_F(GroupTest, MembersThatAllSendFromTheStartJoinEveryStream) {
+  // Do: three nodes open the group as sources and join it at once, and send as fast as their
+  // windows allow from the first moment: each window is full when the others' JOINs come.
+  make(3);
+  for (NodeId i = 1; i <= 3; ++i) {
+    ASSERT_EQ(node(i).e->group_open(kG, now), 0);
+    ASSERT_EQ(node(i).e->group_join(kG, false, now), 0);
+  }
+  for (int round = 0; round < 4000; ++round) {
+    for (NodeId i = 1; i <= 3; ++i)
+      for (int k = 0; k < 64 && node(i).e->group_send(kG, gmsg(64, 0), 0, now) == 0; ++k) {
+      }
+    tick(20 * kUs);
+  }
+  run_for(20 * kMs);
+  // Expect: every node joined the two other streams, and no stream stands still: each source
+  // has every message it took acknowledged (a member admitted while messages waited to go out
+  // starts after them, and they are still released once sent).
+  NodeId m[4];
+  for (NodeId i = 1; i <= 3; ++i) {
+    EXPECT_EQ(node(i).e->group_members(kG, m, 4), 2u) << "source " << i;
+    EXPECT_EQ(node(i).count(GroupEvent::kStarted), 2u) << "node " << i;
+    Engine::GroupTxView v{};
+    ASSERT_TRUE(node(i).e->group_tx_view(kG, &v));
+    EXPECT_EQ(v.pending, 0u) << "source " << i;
+    EXPECT_EQ(node(i).count(GroupEvent::kExpired), 0u) << "source " << i;
+  }
+}
+
 TEST_F(GroupTest, ALeavingMemberEndsItsStreamAndLeavesTheView) {
   start(3);
   send(20, 100);

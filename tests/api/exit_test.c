@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What an application may do at the ends of its life, each in a process of its own (EAL
+ * starts once per process), written against imago.h alone:
+ *   exit_test return     attach (embedded default), open, send, and return from main()
+ *                        without imago_detach(): the library detaches; exit code 0, no crash
+ *   exit_test secondary  attach as a secondary of an imagod that is not there: -EIO; every
+ *                        attach after it: -ENOTSUP (EAL refuses to start again) */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "imago.h"
+
+static int leave_attached(void) {
+	imago_t *im = NULL;
+	imago_ep_t *ep = NULL;
+	if (imago_attach_embedded(0, NULL, &im) != 0 || imago_open(im, "exit", 2, NULL, &ep) != 0) {
+		fprintf(stderr, "exit_test: attach or open failed\n");
+		return 1;
+	}
+	(void)imago_send(ep, "bye", 3, 0); /* in flight, or queued: either way, then exit */
+	return 0; /* no imago_detach(): the library's exit handler does it */
+}
+
+static int failed_secondary(void) {
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, "imago-nobody-%d", (int)getpid());
+	imago_t *im = NULL;
+	const int first = imago_attach_secondary(prefix, &im);
+	const int second = imago_attach_secondary(prefix, &im);
+	const int embedded = imago_attach_embedded(0, NULL, &im);
+	printf("exit_test: first %d, second %d, embedded %d\n", first, second, embedded);
+	return first == -EIO && second == -ENOTSUP && embedded == -ENOTSUP && im == NULL ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+	if (argc == 2 && strcmp(argv[1], "return") == 0) return leave_attached();
+	if (argc == 2 && strcmp(argv[1], "secondary") == 0) return failed_secondary();
+	fprintf(stderr, "usage: exit_test return|secondary\n");
+	return 2;
+}
