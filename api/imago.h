@@ -140,8 +140,12 @@ struct imago_node_stats {
 	uint64_t msgs_sent;          /**< messages the engine accepted from endpoints (and its control channel) */
 	uint64_t msgs_received;      /**< messages the engine delivered */
 	uint64_t msgs_retransmitted; /**< retransmissions (of a message or a fragment of one) */
-	uint64_t frames_sent;        /**< frames handed to the port, ACKs and repairs included */
-	uint64_t frames_received;    /**< frames that passed every check */
+	uint64_t frames_sent;        /**< frames of sessions with peers handed to the port, ACKs and
+	                                  repairs included (group data and parity frames are not:
+	                                  group_data_frames, group_repair_frames; group control
+	                                  frames are) */
+	uint64_t frames_received;    /**< frames of sessions that passed every check (group data
+	                                  and parity frames not included; group control frames are) */
 	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale) */
 	uint64_t acks_sent;          /**< frames that carried only an acknowledgement */
 	uint64_t nacks_sent;         /**< negative acknowledgements (gap reports) sent */
@@ -172,7 +176,8 @@ struct imago_node_stats {
 	uint64_t net_frames_received[2]; /**< valid frames received on each (second copies not counted) */
 	uint64_t net_heartbeats_lost[2]; /**< heartbeats that did not arrive: each network's loss */
 	uint64_t net_resent[2];          /**< frames last sent on it that were found lost */
-	uint64_t net_failovers[2];       /**< times it went down toward a peer while the other was not */
+	uint64_t net_failovers[2];       /**< times it went down toward a peer while the other was up
+	                                      (in every mode; not the FAILOVER events) */
 	uint64_t net_failbacks;          /**< active-standby: times traffic came back to network A */
 	uint64_t net_duplicates_dropped; /**< second copies of frames dropped, both networks */
 	/* NACK-based group streams (IMAGO_GROUP_NACK): */

@@ -279,6 +279,11 @@ class Engine {
   Seq new_isn();
   void reset_session(Peer& p, bool notify, Seq isn);
   void declare_dead(Peer& p);
+  /** The keep-alive: ack_refresh_ns, but a third of dead_after_ns at most, so that an idle
+   *  peer is never declared dead for want of it. */
+  uint64_t keepalive_ns() const { return std::min(cfg_.ack_refresh_ns, cfg_.dead_after_ns / 3); }
+  /** How often a peer declared dead is asked whether it is back (a HELLO). */
+  uint64_t dead_probe_ns() const { return std::max(cfg_.rto_initial_ns, cfg_.dead_after_ns / 4); }
   void encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack);
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);

@@ -255,6 +255,10 @@ void Engine::remove_member(GroupTx& t, size_t i, GroupEvent::Kind why, uint64_t 
 }
 
 void Engine::group_release(GroupTx& t) {
+  // A NACK stream frees by age and room alone (nack_release()): what it sent is held
+  // --group-nack-hold-ms for repairs and FROM_OLDEST joins, members or none; its members
+  // acknowledge once, so their ACKs fall behind what it freed and would hold nothing.
+  if (t.nack) return;
   // Everything sent that every member holds; with no member, everything sent.
   Seq upto = t.tx.nxt();
   for (const GroupMember& m : t.members)
@@ -822,8 +826,10 @@ void Engine::lose_units(GroupRx& r, Seq a, uint32_t n) {
   if (seq_gt(s, r.tail)) r.tail = s;
   group_deliver(r);
   // The holes after these (and what the window had no room for) are asked at once: the
-  // source answers, and they are older than any timer would say.
-  note_gap(r, rx.nxt(), r.tail, now_);
+  // source answers, and they are older than any timer would say. Not while the window has
+  // no room (the application lags): asked again at once, the source would answer LOST at
+  // once, and so on at every poll; the first hole's timer asks them, backing off.
+  if (rx.fits(s)) note_gap(r, rx.nxt(), r.tail, now_);
 }
 
 // A run of lost units at the delivery point: one kLost event, and the message they were part

@@ -68,7 +68,12 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
       learn_peer(p, h);
       break;
     case HelloVerdict::kSame:
-      if (dead) return count(p, Reject::kPeerDead);
+      if (dead) {  // the incarnation we declared dead is back: a new session, both ISNs new,
+        p.c.resets++;  // counted and told as a restart (its unconfirmed were dropped at death)
+        reset_session(p, true, new_isn());
+        learn_peer(p, h);
+        break;
+      }
       if (Reject r = adopt_isn(p, h, token_, &changed); r != Reject::kNone) return count(p, r);
       break;
   }
@@ -184,7 +189,7 @@ void Engine::declare_dead(Peer& p) {
   p.s.epoch = keep.epoch;
   p.s.token = keep.token;
   p.s.state = PeerState::kDead;
-  p.hello_deadline = kNever;
+  p.hello_deadline = now_ + dead_probe_ns();
   p.c.deaths++;
   app_->on_peer_dead(p.id, discarded);
 }

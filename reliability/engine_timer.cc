@@ -22,7 +22,15 @@ uint32_t Engine::poll(uint64_t now_ns) {
 }
 
 void Engine::run_timers(Peer& p, uint64_t now) {
-  if (p.s.state == PeerState::kDead) return;
+  if (p.s.state == PeerState::kDead) {
+    // Asked now and then whether it is back: two nodes that each declared the other dead
+    // (a partition, a stalled process) would otherwise never speak again.
+    if (now >= p.hello_deadline) {
+      send_hello(p, false, now);
+      p.hello_deadline = now + dead_probe_ns();
+    }
+    return;
+  }
   if (now - p.last_heard >= cfg_.dead_after_ns) return declare_dead(p);
   if (p.s.state == PeerState::kConnecting && now >= p.hello_deadline) {
     if (send_hello(p, false, now)) {
@@ -40,7 +48,7 @@ void Engine::run_timers(Peer& p, uint64_t now) {
     p.probe_now = true;  // Pupa: every ACK-timer tick re-sends pending ACK requests
     p.ack_req_deadline = now + cfg_.ack_delay_ns;
   }
-  if (p.s.known && now - p.last_sent >= cfg_.ack_refresh_ns) p.ack_now = true;  // refresh
+  if (p.s.known && now - p.last_sent >= keepalive_ns()) p.ack_now = true;  // refresh
 }
 
 void Engine::on_rto(Peer& p, uint64_t now) {
@@ -108,7 +116,7 @@ void Engine::on_tail_probe(Peer& p) {
 }
 
 uint64_t Engine::peer_deadline(const Peer& p) const {
-  if (p.s.state == PeerState::kDead) return kNever;
+  if (p.s.state == PeerState::kDead) return p.hello_deadline;
   const bool established = p.s.state == PeerState::kEstablished;
   // ACKs, NACKs and probes wait for the peer's token (flush() sends none before): until it is
   // known they are not work that is due, or a caller would spin on them.
@@ -121,7 +129,7 @@ uint64_t Engine::peer_deadline(const Peer& p) const {
                          p.last_heard + cfg_.dead_after_ns});
   if (p.s.state == PeerState::kConnecting) d = std::min(d, p.hello_deadline);
   if (p.ack_required && p.tx.has_outstanding()) d = std::min(d, p.ack_req_deadline);
-  if (p.s.known) d = std::min(d, p.last_sent + cfg_.ack_refresh_ns);
+  if (p.s.known) d = std::min(d, p.last_sent + keepalive_ns());
   if (established && p.tx.has_unsent() && p.credit_out.allows(p.tx.nxt())) {
     const bool now_due = p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu;
     uint64_t due = now_due ? now_ : p.tx.unsent_enq_ns() + cfg_.coalesce_ns;

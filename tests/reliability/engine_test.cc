@@ -656,6 +656,35 @@ TEST_F(EngineTest, SilentPeerIsDeclaredDeadAndSendFails) {
   EXPECT_EQ(a.e->send(2, msg(8, 1), 0, now), -ENOTCONN);
 }
 
+TEST_F(EngineTest, TwoPeersThatDeclaredEachOtherDeadSpeakAgainOnceTheyHearEachOther) {
+  connect();
+  // Do: nothing passes either way for longer than dead_after_ns (a partition, or a process
+  // stopped): each declares the other dead.
+  for (int i = 0; i < 1000 && (a.e->state(2) != PeerState::kDead || b.e->state(1) != PeerState::kDead); ++i) {
+    now = std::min(a.e->next_deadline(), b.e->next_deadline());
+    a.e->poll(now);
+    b.e->poll(now);
+    a.out.clear();
+    b.out.clear();
+  }
+  ASSERT_EQ(a.e->state(2), PeerState::kDead);
+  ASSERT_EQ(b.e->state(1), PeerState::kDead);
+  EXPECT_EQ(a.e->send(2, msg(8, 1), 0, now), -ENOTCONN);
+  // Do: the wire works again. Expect: within two probe intervals both are established on a
+  // new session (told as a restart), and a message goes through.
+  const uint64_t until = now + 2 * std::max(ca.rto_initial_ns, ca.dead_after_ns / 4) + 1;
+  while (now < until && (a.e->state(2) != PeerState::kEstablished || b.e->state(1) != PeerState::kEstablished))
+    tick(until - now);
+  ASSERT_EQ(a.e->state(2), PeerState::kEstablished);
+  ASSERT_EQ(b.e->state(1), PeerState::kEstablished);
+  EXPECT_EQ(a.resets, 1);
+  EXPECT_EQ(b.resets, 1);
+  ASSERT_EQ(a.e->send(2, msg(8, 9), send_flag::kFastpath, now), 0);
+  poll_settle();
+  ASSERT_EQ(b.got.size(), 1u);
+  EXPECT_EQ(b.got.back(), msg(8, 9));
+}
+
 TEST_F(EngineTest, AnAckRequestToAPeerNotYetHeardFromIsNoWorkDueNow) {
   // Do: before B has answered A's HELLO, send B a message that asks for an ACK (found by
   // the engine fuzzer: the request waited for B's token while the deadline said "now").

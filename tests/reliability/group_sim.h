@@ -343,7 +343,7 @@ class GroupCluster {
   void on_event(Node& n, const rel::GroupEvent& ev) {
     using E = rel::GroupEvent;
     if (n.id == 0) {
-      if (ev.kind == E::kJoined) joined_.insert(ev.member);
+      if (ev.kind == E::kJoined) joined_.insert(ev.member), ++joins_[ev.member];
       // A session between them died: nothing arrived one way for dead_after_ns (loss alone
       // can do that: keep-alives are 50 ms apart), and the member is rightly expired.
       if (ev.kind == E::kExpired && ev.member < n_) {
@@ -351,15 +351,20 @@ class GroupCluster {
         note_gap(0, ev.member, 1);
         if (cut_[ev.member]) cut_off_.insert(ev.member);
       }
-      if (ev.kind == E::kExpired && ++expired_[ev.member] > 1)
+      // Twice only if it joined again in between (its session with the source revived).
+      if (ev.kind == E::kExpired && ++expired_[ev.member] > joins_[ev.member])
         error_ = "member " + std::to_string(ev.member) + " expired twice";
       if (ev.kind == E::kLeft && ++left_seen_[ev.member] > 1)
         error_ = "member " + std::to_string(ev.member) + " left twice";
       return;
     }
     if (ev.kind == E::kStarted) {
-      if (n.started) error_ = "member " + std::to_string(n.id) + ": its stream started twice";
+      // Again only after it ended (its session with the source died and revived: it joins
+      // anew); the END said what followed was lost.
+      if (n.started && !n.ended) error_ = "member " + std::to_string(n.id) + ": its stream started twice";
+      if (n.ended) n.lost_since = true, ++restarts_;
       n.started = true;
+      n.ended = false;
       n.first = ~uint64_t{0};
       n.count = 0;
     }
@@ -479,7 +484,8 @@ class GroupCluster {
     last_[way][m] = now_;
     lost_mark_[way][m] = lost_way(from, to);
   }
-  std::map<NodeId, int> expired_, left_seen_;
+  std::map<NodeId, int> expired_, left_seen_, joins_;
+  uint64_t restarts_ = 0;  ///< streams started again at a member after they ended
   std::vector<bool> applied_;
   std::string error_;
 };
