@@ -62,6 +62,18 @@ class NackStreamTest : public GroupStreamTest {
     finish_frame(f.data(), f.size(), true);
     node(2).e->on_frame(f, now);
   }
+  /** Nodes 2 and 3 join a NACK stream; node 3 loses every fifth group frame; @p count
+   *  messages of 200 bytes go out one each 20 us; then 20 ms pass. */
+  void paced_losing_every_fifth_at_3(uint32_t count) {
+    start(3, true, true);
+    auto n = std::make_shared<int>(0);
+    w.drop = [n](const GWire::Frame& f) { return f.group && f.to == 3 && (++*n % 5) == 0; };
+    for (uint32_t i = 0; i < count; ++i) {
+      send(1, 200, i);
+      tick(20 * kUs);
+    }
+    run_for(20 * kMs);
+  }
   uint64_t bad_ctl() { return node(2).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; }
   std::vector<uint8_t> ctl;
   Seq started_at(NodeId id) const {
@@ -92,15 +104,8 @@ TEST_F(NackStreamTest, WithoutLossEveryMessageArrivesAndMembersAcknowledgeOnlyTh
 }
 
 TEST_F(NackStreamTest, ALossWithinTheBufferIsRepairedOnTheMembersNack) {
-  start(3, true, true);
-  int n = 0;
-  w.drop = [&](const GWire::Frame& f) { return f.group && f.to == 3 && (++n % 5) == 0; };
   // Paced: a burst of more than the window frees its oldest frames before a NACK comes.
-  for (uint32_t i = 0; i < 300; ++i) {
-    send(1, 200, i);
-    tick(20 * kUs);
-  }
-  run_for(20 * kMs);
+  paced_losing_every_fifth_at_3(300);
   expect_all(2, 300, 200);
   expect_all(3, 300, 200);
   EXPECT_GT(node(3).e->group_counters().nacks_sent, 0u);
@@ -109,16 +114,9 @@ TEST_F(NackStreamTest, ALossWithinTheBufferIsRepairedOnTheMembersNack) {
 }
 
 TEST_F(NackStreamTest, LossesLongAfterTheFirstFramesAgedOutAreRepairedNotLost) {
-  start(3, true, true);
-  int n = 0;
-  w.drop = [&](const GWire::Frame& f) { return f.group && f.to == 3 && (++n % 5) == 0; };
   // Do: 20 ms of paced messages, four times the hold: frames age out and are freed all along
   // (the members' one ACK, at their start, falls behind what was freed).
-  for (uint32_t i = 0; i < 1000; ++i) {
-    send(1, 200, i);
-    tick(20 * kUs);
-  }
-  run_for(20 * kMs);
+  paced_losing_every_fifth_at_3(1000);
   // Expect: every loss was asked for within the hold and repaired; none reported lost.
   expect_all(3, 1000, 200);
   EXPECT_EQ(node(3).count(GroupEvent::kLost), 0u);
