@@ -48,13 +48,17 @@ int on_ctl(const rte_mp_msg* msg, const void* peer) {
 }
 
 // rte_mempool_mem_iter() callback: note one chunk of pool memory (counting past the table,
-// so the caller sees an overflow).
+// so the caller sees an overflow). A chunk that starts where the last one ended extends it:
+// hugepages fragmented by other processes split a pool into many chunks, mostly adjacent.
 void note_range(rte_mempool*, void* arg, rte_mempool_memhdr* m, unsigned) {
   auto* shm = static_cast<ShmRoot*>(arg);
-  if (shm->n_pool_mem < ShmRoot::kMaxRanges) {
-    const auto lo = reinterpret_cast<uintptr_t>(m->addr);
-    shm->pool_mem[shm->n_pool_mem] = {lo, lo + m->len};
+  const auto lo = reinterpret_cast<uintptr_t>(m->addr);
+  const uint32_t n = shm->n_pool_mem;
+  if (n > 0 && n <= ShmRoot::kMaxRanges && shm->pool_mem[n - 1].hi == lo) {
+    shm->pool_mem[n - 1].hi = lo + m->len;
+    return;
   }
+  if (n < ShmRoot::kMaxRanges) shm->pool_mem[n] = {lo, lo + m->len};
   ++shm->n_pool_mem;
 }
 
@@ -145,12 +149,18 @@ int Runtime::create_shared() {
   shm_->big_pool = rte_mempool_create("imago_big", o_.big_buffers, o_.max_message + kHeadroom, 0, 0,
                                       nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
   if (!shm_->msg_pool || !shm_->frame_pool || !shm_->big_pool) {
-    IMAGO_LOG(ERR, api, "cannot create the message pools: %s\n", rte_strerror(rte_errno));
+    // ENOENT / ENOMEM: EAL found no room for them (its memory: hugepages, or -m with --no-huge).
+    const uint64_t mib = (uint64_t{o_.pool_buffers} * (o_.pool_max + kFrameClass + 2 * kHeadroom) +
+                          uint64_t{o_.big_buffers} * (o_.max_message + kHeadroom)) >> 20;
+    IMAGO_LOG(ERR, api, "cannot create the message pools (about %llu MiB): %s: give EAL more memory "
+              "(hugepages; -m with --no-huge) or take a smaller --max-message / --pool-buffers\n",
+              static_cast<unsigned long long>(mib), rte_strerror(rte_errno));
     return -ENOMEM;
   }
   for (rte_mempool* mp : {shm_->msg_pool, shm_->frame_pool, shm_->big_pool}) rte_mempool_mem_iter(mp, note_range, shm_);
   if (shm_->n_pool_mem > ShmRoot::kMaxRanges) {
-    IMAGO_LOG(ERR, api, "the message pools lie in %u chunks, more than %u\n", shm_->n_pool_mem, ShmRoot::kMaxRanges);
+    IMAGO_LOG(ERR, api, "the message pools lie in %u chunks of memory, more than %u: hugepages too fragmented "
+              "(more free hugepages, a smaller --max-message, or --no-huge)\n", shm_->n_pool_mem, ShmRoot::kMaxRanges);
     return -ENOMEM;
   }
   shm_->magic = kShmMagic;  // last: a secondary that sees it sees the rest

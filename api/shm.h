@@ -27,7 +27,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 13;
+inline constexpr uint32_t kShmVersion = 14;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -112,7 +112,7 @@ struct ShmRoot {
   struct Range {
     uintptr_t lo, hi;
   };
-  static constexpr unsigned kMaxRanges = 64;
+  static constexpr unsigned kMaxRanges = 256;
   Range pool_mem[kMaxRanges] = {};
   uint32_t n_pool_mem = 0;
   Counter no_endpoint[kMaxNodes];       ///< messages for an endpoint not open here

@@ -68,8 +68,11 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
       learn_peer(p, h);
       break;
     case HelloVerdict::kSame:
-      if (dead) {  // the incarnation we declared dead is back: a new session, both ISNs new,
-        p.c.resets++;  // counted and told as a restart (its unconfirmed were dropped at death)
+      // The incarnation we declared dead is back, or (a new ISN on our established session,
+      // addressed to us) it declared us dead and came back: either way a new session, both
+      // ISNs new, counted and told as a restart (the unconfirmed were dropped at the death).
+      if (dead || (p.s.state == PeerState::kEstablished && h.seq != p.s.peer_isn && h.dst_token == token_)) {
+        p.c.resets++;
         reset_session(p, true, new_isn());
         learn_peer(p, h);
         break;

@@ -8,6 +8,8 @@
  */
 #include "example.h"
 
+#include <sys/stat.h>
+
 static const char help[] =
 	"Usage: %s send FILE | recv [options] [-- imagod options of an embedded node]\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
@@ -140,6 +142,9 @@ static void sender_poll(struct sender *s, uint64_t sum)
 
 static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 {
+	struct stat st;
+	if (stat(o->file, &st) == 0 && !S_ISREG(st.st_mode))
+		return fprintf(stderr, "imago-cp: %s: not a regular file\n", o->file), -EINVAL;
 	FILE *f = fopen(o->file, "rb");
 	if (f == NULL) return fprintf(stderr, "imago-cp: %s: %s\n", o->file, strerror(errno)), -errno;
 	struct sender s = {.im = im, .node = node};

@@ -231,11 +231,13 @@ static inline int ex_settle(const imago_t *im, double timeout_s)
 	}
 }
 
-/* The rate part of a RESULT line: duration_s, msgs_per_s, gbps. */
+/* The rate part of a RESULT line: duration_s, msgs_per_s, gbps (0 when no time passed: a
+ * run that never started, say). */
 static inline void ex_print_rate(uint64_t msgs, uint64_t bytes, uint64_t ns)
 {
-	double s = ns ? (double)ns / 1e9 : 1e-9;
-	printf("\"duration_s\":%.6f,\"msgs_per_s\":%.1f,\"gbps\":%.4f", s, (double)msgs / s, (double)bytes * 8 / s / 1e9);
+	double s = (double)ns / 1e9;
+	printf("\"duration_s\":%.6f,\"msgs_per_s\":%.1f,\"gbps\":%.4f", s, ns ? (double)msgs / s : 0.0,
+	       ns ? (double)bytes * 8 / s / 1e9 : 0.0);
 }
 
 #endif /* IMAGO_EXAMPLE_H */

@@ -141,6 +141,9 @@ void session_report(Session& s, app::Json& result) {
   for (NodePort* n : s.ctx.nodes) result.obj(std::string("port_") + n->name, port_json(n->port.id()));
   result.obj("lcores", lcores_json(s.ctx));
   result.boolean("timed_out", s.timed_out);
+  // How the run ended, as --via api says it: a run cut short reports what it did, and its
+  // `lost` counts what had not arrived yet.
+  result.str("ended", s.timed_out ? "duration" : dp::stop_requested() ? "signal" : "done");
   teardown_run(s);
 }
 
