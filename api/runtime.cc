@@ -125,9 +125,7 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     return -EIO;
   }
   eal_up_ = true;
-  // Our prefix, or (imagod, the primary, with EAL args of its own) one only we may hold:
-  // leave nothing behind.
-  if (!args.explicit_eal || (daemon && rte_eal_process_type() == RTE_PROC_PRIMARY)) dp::eal_own_runtime_dir();
+  if (!args.explicit_eal) dp::eal_own_runtime_dir();  // our prefix: leave nothing behind
   return 0;
 }
 
