@@ -102,6 +102,7 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   std::fill(std::begin(t->sent_par), std::end(t->sent_par), GroupTx::SentParity{});
   t->sent_par_n = 0;
   t->parity_on = false;
+  t->ahead = false;
   t->losses = t->judged = t->parities = 0;
   t->loss_acc = t->block_acc = 0;
   t->judged_ns = 0;
@@ -238,6 +239,7 @@ bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
   if (!push_view(t, GroupEvent::kJoined, p.id, start, now)) return false;  // window full: it asks again
   event(GroupEvent::kJoined, cfg_.node_id, t.g, p.id, t.view, start);
   t.members.push_back(GroupMember{p.id, start, start, now, now, false});
+  group_release(t);  // it may start beyond what was sent, with every other member (t.ahead)
   gc_.joins++;
   send_ctl(p, group_op::kJoinOk, t.g, start, t.view, t.nack ? group_ctl_flag::kNack : 0);
   return true;
@@ -261,8 +263,11 @@ void Engine::group_release(GroupTx& t) {
   if (t.nack) return;
   // Everything sent that every member holds; with no member, everything sent.
   Seq upto = t.tx.nxt();
-  for (const GroupMember& m : t.members)
+  t.ahead = !t.members.empty();
+  for (const GroupMember& m : t.members) {
     if (m.ack - t.tx.una() < upto - t.tx.una()) upto = m.ack;
+    if (!seq_gt(m.ack, t.tx.nxt())) t.ahead = false;
+  }
   if (upto == t.tx.una()) return;
   const uint32_t held = t.tx.free_frames();
   t.tx.release_to(upto);
@@ -302,9 +307,9 @@ void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
     // Members that lose this frame learn of it from a STATUS, an interval from now.
     group_deadline_ = std::min(group_deadline_, now + cfg_.group_status_ns);
   }
-  // With no member, everything sent goes; else what went out before every member's start (a
-  // member admitted while it waited to go out does not acknowledge it).
-  group_release(t);
+  // With no member, everything sent goes; with every member ahead, what went out before
+  // their starts (no one acknowledges it). Else the slowest member's ACK releases.
+  if (t.members.empty() || t.ahead) group_release(t);
 }
 
 void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now) {
@@ -530,12 +535,12 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       if (seq_lt(a, m.ack)) return m.ack - a <= uint32_t{kFar};  // older: reordered
       if (a != m.ack && seq_gt(a, t->tx.nxt())) return false;    // beyond what was sent: a lie
       if (a != m.ack || !m.heard) m.progress_ns = now;
-      // Only the slowest member's ACK can release anything, but no member's may be at una:
-      // the units before every member's start are held until the lowest ACK passes them.
-      const bool release = a != m.ack;
+      // Only the slowest member's ACK can release anything: group_release() leaves una at the
+      // lowest ACK, unless every member is ahead of what was sent (then flushes release).
+      const bool slowest = m.ack == t->tx.una();
       m.ack = a;
       m.heard = true;
-      if (release) group_release(*t);
+      if (slowest) group_release(*t);
       if (t->ptx.count != 0) group_deadline_ = now;  // a block it may have stopped in (parity_close())
       return true;
     }

@@ -61,6 +61,9 @@ struct GroupTx {
   uint64_t repair_due = ~uint64_t{0};
   bool nack = false;     ///< NACK-based: frames freed by age and room, not by ACKs
   bool closing = false;  ///< group_close(): no more sends; freed once every member left
+  /** Every member starts beyond what was sent (admitted while messages waited to go out):
+   *  none acknowledges them, so each flush releases them (group_release() says). */
+  bool ahead = false;
   uint64_t closed_ns = 0;
   // Parity (3.7.7): frames are numbered as they first go out; a block is open while ptx.tag.k.
   uint32_t frame_no = 0;
