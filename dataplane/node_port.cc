@@ -9,6 +9,8 @@
 #include <ctime>
 
 #include "dataplane/encap_headers.h"
+#include "dataplane/log.h"
+#include "dataplane/xdp_umem.h"
 #include "reliability/epoch.h"
 
 namespace imago::dp {
@@ -17,8 +19,13 @@ int node_port_open(NodePort& n, uint16_t port_id, const NodePortConfig& c) {
   // Held besides the descriptors: each fault stage's queue, what the caller holds elsewhere.
   const unsigned extra = 4 * c.fault_capacity + 4 * c.burst + c.extra_mbufs;
   const unsigned count = mbufs_needed(c.port, rte_lcore_count(), c.burst, 256, extra);
-  n.pool = create_mbuf_pool(c.pool_name, count, mbuf_room_for(c.max_frame), rte_socket_id());
+  const bool xdp = port_driver(port_id) == "net_af_xdp";
+  n.pool = create_mbuf_pool(c.pool_name, count, mbuf_room_for(c.max_frame), rte_socket_id(), xdp && xdp_pool_packed());
   if (n.pool == nullptr) return -ENOMEM;
+  if (xdp) n.fenced = fence_outside_xdp_umem(n.pool);
+  if (n.fenced != 0)
+    IMAGO_LOG(NOTICE, dataplane, "port %u: %u of %u mbufs lie outside net_af_xdp's UMEM: never used\n", port_id,
+              n.fenced, count);
   if (int rc = n.port.open(port_id, c.port, n.pool); rc < 0) return rc;
   // Only a device with a real MTU (not net_ring) limits the frames.
   if (const uint32_t mtu = n.port.link_mtu(); mtu != 0 && c.max_frame > size_t{mtu} + sizeof(EthHdr)) {
@@ -40,6 +47,7 @@ void node_port_close(NodePort& n) {
   n.port.close();
   rte_mempool_free(n.pool);
   n.pool = nullptr;
+  n.fenced = 0;
 }
 
 void stamp_incarnation(rel::Config& c, uint64_t id) {

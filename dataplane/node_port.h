@@ -24,6 +24,7 @@ struct NodePort {
   Port port;
   FaultyPort faulty;
   rte_mempool* pool = nullptr;
+  unsigned fenced = 0;  ///< mbufs of the pool a net_af_xdp port cannot use, never handed out (xdp_umem.h)
 };
 
 struct NodePortConfig {

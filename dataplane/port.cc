@@ -6,6 +6,7 @@
 #include <rte_errno.h>
 #include <rte_interrupts.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -141,11 +142,33 @@ uint16_t mbuf_room_for(size_t frame) {
   return static_cast<uint16_t>(std::max<size_t>(RTE_MBUF_DEFAULT_DATAROOM, frame + kAfPacketSlack));
 }
 
-rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket) {
+// rte_pktmbuf_pool_create() with the mempool flags it does not take.
+static rte_mempool* pktmbuf_pool(const char* name, unsigned n, unsigned cache, uint16_t room, int socket,
+                                 unsigned flags) {
+  rte_mempool* mp = rte_mempool_create_empty(name, n, sizeof(rte_mbuf) + room, cache,
+                                             sizeof(rte_pktmbuf_pool_private), socket, flags);
+  if (mp == nullptr) return nullptr;
+  rte_pktmbuf_pool_private priv{};
+  priv.mbuf_data_room_size = room;
+  int rc = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), nullptr);
+  if (rc == 0) {
+    rte_pktmbuf_pool_init(mp, &priv);
+    rc = rte_mempool_populate_default(mp);
+  }
+  if (rc < 0) {
+    rte_mempool_free(mp);
+    rte_errno = -rc;
+    return nullptr;
+  }
+  rte_mempool_obj_iter(mp, rte_pktmbuf_init, nullptr);
+  return mp;
+}
+
+rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket, bool packed) {
   unsigned cache = std::min(256u, n / 8);  // mempool cache must stay below n / 1.5
-  rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), n, cache, 0,
-                                            static_cast<uint16_t>(data_room + RTE_PKTMBUF_HEADROOM),
-                                            socket);
+  const auto room = static_cast<uint16_t>(data_room + RTE_PKTMBUF_HEADROOM);
+  rte_mempool* mp = packed ? pktmbuf_pool(name.c_str(), n, cache, room, socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG)
+                           : rte_pktmbuf_pool_create(name.c_str(), n, cache, 0, room, socket);
   if (!mp) {
     IMAGO_LOG(ERR, dataplane, "mempool %s (%u mbufs): %s\n", name.c_str(), n,
               rte_strerror(rte_errno));
@@ -271,11 +294,13 @@ int Port::set_mc_addrs(std::span<const MacAddr> addrs) {
   return rc;
 }
 
-std::string Port::driver() const {
+std::string port_driver(uint16_t port_id) {
   rte_eth_dev_info info{};
-  if (rte_eth_dev_info_get(id_, &info) < 0 || !info.driver_name) return "unknown";
+  if (rte_eth_dev_info_get(port_id, &info) < 0 || !info.driver_name) return "unknown";
   return info.driver_name;
 }
+
+std::string Port::driver() const { return port_driver(id_); }
 
 uint32_t Port::link_mtu() const {
   rte_eth_dev_info info{};

@@ -52,10 +52,15 @@ unsigned mbufs_needed(const PortConfig& cfg, unsigned nb_lcores, unsigned burst,
 uint16_t mbuf_room_for(size_t frame);
 
 /**
- * Create a packet mbuf pool of @p n mbufs of @p data_room bytes on @p socket.
+ * Create a packet mbuf pool of @p n mbufs of @p data_room bytes on @p socket; @p packed puts
+ * them back to back, across page boundaries (no IOVA-contiguous objects: not for a NIC's DMA).
  * @return the pool, or nullptr with rte_errno set (ENOMEM, EEXIST, EINVAL) after logging.
  */
-rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket);
+rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data_room, int socket,
+                              bool packed = false);
+
+/** @return the driver name of port @p port_id, e.g. "net_af_xdp"; "unknown" without one. */
+std::string port_driver(uint16_t port_id);
 
 /**
  * @name Holding DPDK's interrupt thread

@@ -18,7 +18,7 @@ std::string unique_name(const char* what);
 /** A packet pool of @p n mbufs freed at scope exit. */
 class ScopedPool {
  public:
-  explicit ScopedPool(unsigned n, uint16_t data_room = 2048);
+  explicit ScopedPool(unsigned n, uint16_t data_room = 2048, bool packed = false);
   ~ScopedPool();
   rte_mempool* get() const { return mp_; }
   /** @return mbufs currently taken from the pool (not counting the per-lcore caches). */

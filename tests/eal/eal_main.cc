@@ -18,8 +18,8 @@ std::string unique_name(const char* what) {
   return "t" + std::to_string(n.fetch_add(1, std::memory_order_relaxed)) + "_" + what;
 }
 
-ScopedPool::ScopedPool(unsigned n, uint16_t data_room)
-    : mp_(dp::create_mbuf_pool(unique_name("pool"), n, data_room, SOCKET_ID_ANY)) {}
+ScopedPool::ScopedPool(unsigned n, uint16_t data_room, bool packed)
+    : mp_(dp::create_mbuf_pool(unique_name("pool"), n, data_room, SOCKET_ID_ANY, packed)) {}
 ScopedPool::~ScopedPool() { rte_mempool_free(mp_); }
 unsigned ScopedPool::in_use() const { return rte_mempool_in_use_count(mp_); }
 
