@@ -258,9 +258,25 @@ int traffic_run(ApiRun& r) {
   return 0;
 }
 
-imago_node_stats node_delta(const ApiRun& r, const ApiEnd& e) {
-  imago_node_stats n{}, d{};
+// The node's counters once the engine published what the run's end left (boards are 1 ms
+// apart, and the last messages reach the application before their board): read until two
+// reads 2 ms apart agree, for at most 100 ms. Control path, after the run.
+static imago_node_stats settled_node_stats(const ApiRun& r, const ApiEnd& e) {
+  imago_node_stats n{}, again{};
   imago_node_stats_get(r.im, static_cast<unsigned>(e.node_index), &n);
+  for (int i = 0; i < 50; ++i) {
+    rte_delay_us_sleep(2000);
+    imago_node_stats_get(r.im, static_cast<unsigned>(e.node_index), &again);
+    const bool same = again.msgs_sent == n.msgs_sent && again.msgs_received == n.msgs_received &&
+                      again.frames_sent == n.frames_sent && again.frames_received == n.frames_received;
+    n = again;
+    if (same) break;
+  }
+  return n;
+}
+
+imago_node_stats node_delta(const ApiRun& r, const ApiEnd& e) {
+  imago_node_stats n = settled_node_stats(r, e), d{};
   const imago_node_stats& b = e.node_before;
   d.node = n.node;
   d.msgs_sent = n.msgs_sent - b.msgs_sent, d.msgs_received = n.msgs_received - b.msgs_received;
