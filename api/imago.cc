@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -330,6 +331,10 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   if (int rc = dp::eal_start("imago-app", {"--proc-type=secondary", "--file-prefix", prefix, "--no-pci",
                                            "--no-telemetry", "--lcores", lcores, "--log-level=lib.*:warning"});
       rc < 0) {
+    // EAL made the prefix's runtime directory before it found no primary there: if it is
+    // empty, it is ours to remove (rmdir leaves one a primary is using alone).
+    std::error_code ec;
+    if (rc != -EALREADY) std::filesystem::remove("/var/run/dpdk/" + prefix, ec);
     return rc == -EALREADY ? -ENOTSUP : -EIO;  // EALREADY: an attach of this process failed after EAL began
   }
   CtlMsg m{};

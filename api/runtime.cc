@@ -125,7 +125,9 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     return -EIO;
   }
   eal_up_ = true;
-  if (!args.explicit_eal) dp::eal_own_runtime_dir();  // our prefix: leave nothing behind
+  // Our prefix, or (imagod, the primary, with EAL args of its own) one only we may hold:
+  // leave nothing behind.
+  if (!args.explicit_eal || (daemon && rte_eal_process_type() == RTE_PROC_PRIMARY)) dp::eal_own_runtime_dir();
   return 0;
 }
 
