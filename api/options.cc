@@ -126,6 +126,16 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
   if (b_opts && !o.redundancy.on) return *err = "--iface-b, --peer-b and --src-ip-b need --redundancy MODE", -EINVAL;
   if (o.redundancy.on && o.src_ip != 0 && o.src_ip_b == 0 && !o.pair)
     return *err = "--redundancy with --src-ip needs --src-ip-b (our address on network B)", -EINVAL;
+  if (o.src_ip_b != 0 && o.src_ip == 0)
+    return *err = "--src-ip-b needs --src-ip (addresses are for the UDP encapsulation)", -EINVAL;
+  if (!o.iface.empty() && o.iface == o.iface_b)
+    return *err = "--iface-b " + o.iface_b + " is network A's interface too: network B needs one of its own", -EINVAL;
+  for (const std::vector<PeerAddr>* list : {&o.peers, &o.peers_b})
+    for (size_t i = 0; i < list->size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if ((*list)[i].id == (*list)[j].id)
+          return *err = std::string(list == &o.peers ? "--peer " : "--peer-b ") + std::to_string((*list)[i].id) +
+                        " given twice", -EINVAL;
   for (PeerAddr& p : o.peers_b) {
     PeerAddr* a = nullptr;
     for (PeerAddr& q : o.peers) a = q.id == p.id ? &q : a;

@@ -125,6 +125,7 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     return -EIO;
   }
   eal_up_ = true;
+  iface_vdevs_ = !args.explicit_eal;
   // Our prefix, or (imagod, the primary, with EAL args of its own) one only we may hold:
   // leave nothing behind.
   if (!args.explicit_eal || (daemon && rte_eal_process_type() == RTE_PROC_PRIMARY)) dp::eal_own_runtime_dir();
@@ -207,6 +208,14 @@ int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
   std::vector<uint16_t> all;
   uint16_t id;
   RTE_ETH_FOREACH_DEV(id) all.push_back(id);
+  // An --iface whose port did not come up is said as such, never replaced by another port.
+  for (const auto& [iface, k] : {std::pair{o_.iface, 0}, std::pair{o_.iface_b, 1}}) {
+    const std::string vdev = pmd + std::to_string(k);
+    if (!iface_vdevs_ || iface.empty() || rte_eth_dev_get_port_by_name(vdev.c_str(), &id) == 0) continue;
+    std::fprintf(stderr, "imago: %s %s: %s could not open it (see the lines above: no such interface, or no "
+                 "permission?)\n", k == 0 ? "--iface" : "--iface-b", iface.c_str(), pmd.c_str());
+    return -ENODEV;
+  }
   if (all.empty()) {
     std::fprintf(stderr, "imago: no port: give --pair, --iface NAME, --vdev DEV, or EAL args with a --vdev\n");
     return -ENODEV;
@@ -315,7 +324,14 @@ int Runtime::start_engines() {
   }
   unsigned lcore = o_.engine_lcore ? o_.engine_lcore : rte_get_next_lcore(-1, 1, 0);
   if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
-    std::fprintf(stderr, "imago: the engines need a worker lcore: give EAL two lcores (-l 0-1)\n");
+    if (o_.engine_lcore == 0)
+      std::fprintf(stderr, "imago: the engines need a worker lcore: give EAL two lcores (-l 0-1)\n");
+    else if (lcore == rte_get_main_lcore())
+      std::fprintf(stderr, "imago: --engine-lcore %u is EAL's main lcore (the application's): give a worker lcore\n",
+                   lcore);
+    else
+      std::fprintf(stderr, "imago: --engine-lcore %u is not one of EAL's lcores: give one of them, or -l with it "
+                   "(e.g. -l 0,%u)\n", lcore, lcore);
     return -EINVAL;
   }
   runner_ = std::make_unique<dp::LcoreRunner>();

@@ -90,6 +90,7 @@ class Runtime {
   dp::RingPair ring_{};
   dp::RingPair ring_b_{};  ///< --pair --redundancy: network B
   bool has_ring_ = false;
+  bool iface_vdevs_ = false;  ///< --iface / --iface-b made their vdevs (default EAL args)
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unique_ptr<dp::LcoreRunner> runner_;
   bool engines_running_ = false;
