@@ -15,13 +15,13 @@ static const char help[] =
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [the attachment's first]\n"
 	"  --group G           the group [7]\n"
-	"  --members N         send: start once N members joined [1]\n"
+	"  --members N         send: start once N members joined, 1..64 [1]\n"
 	"  --chunk BYTES       send: bytes per DATA message, 64..60000 [8192]\n"
 	"  --out DIR           recv: where the file is written [.]\n"
 	"  --timeout S         give up after S seconds without progress [30]\n"
 	"Prints READY, a line per member (send) or the file's fate (recv), and RESULT {json}.\n";
 
-enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kMaxMembers = 64, kNameMax = 200 };
+enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kFailed = 5, kMaxMembers = 64, kNameMax = 200 };
 
 struct cp_opts {
 	const char *file, *out;
@@ -41,7 +41,7 @@ struct cp_ctl {
 struct member {
 	uint64_t id;
 	imago_ep_t *ep; /* towards it, for its DONE */
-	int state;      /* 0 joined, 1 done and matching, 2 done with another checksum, 3 expired */
+	int state;      /* 0 joined, 1 done and matching, 2 done with another checksum, 3 expired, 4 failed */
 };
 
 static uint64_t fnv64(uint64_t h, const uint8_t *p, size_t n)
@@ -55,6 +55,7 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int bad = 0;
 		if (!strcmp(a, "--")) {
 			o->ex.node_argc = argc - i, o->ex.node_argv = argv + i, argv[i] = argv[0];
 			break;
@@ -64,16 +65,17 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 		else if (!strcmp(a, "recv")) o->file = NULL, o->out = o->out ? o->out : ".";
 		else if (a[0] == '-' && v == NULL) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
 		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, ++i;
-		else if (!strcmp(a, "--node")) o->node = strtoull(v, NULL, 0), ++i;
-		else if (!strcmp(a, "--group")) o->group = (uint32_t)strtoul(v, NULL, 0), ++i;
-		else if (!strcmp(a, "--members")) o->members = (uint32_t)strtoul(v, NULL, 0), ++i;
-		else if (!strcmp(a, "--chunk")) o->chunk = (uint32_t)strtoul(v, NULL, 0), ++i;
+		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node), ++i;
+		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group), ++i;
+		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), ++i;
+		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), ++i;
 		else if (!strcmp(a, "--out")) o->out = v, ++i;
-		else if (!strcmp(a, "--timeout")) o->timeout_s = strtod(v, NULL), ++i;
+		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s), ++i;
 		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
+		if (bad) return 2;
 	}
-	if ((o->file == NULL) == (o->out == NULL) || o->group == 0 || o->chunk < 64 || o->chunk > 60000)
-		return fprintf(stderr, "%s: give send FILE or recv, --group >= 1, --chunk 64..60000\n", argv[0]), 2;
+	if ((o->file == NULL) == (o->out == NULL))
+		return fprintf(stderr, "%s: give send FILE or recv (see --help)\n", argv[0]), 2;
 	struct sigaction sa = {.sa_handler = ex_on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -134,6 +136,10 @@ static void sender_poll(struct sender *s, uint64_t sum)
 		if (c.type == kDone && s->m[j].state == 0) {
 			s->m[j].state = c.sum == sum ? 1 : 2;
 			printf("member %llu done: %s\n", (unsigned long long)s->m[j].id, c.sum == sum ? "checksum ok" : "CHECKSUM MISMATCH");
+		} else if (c.type == kFailed && s->m[j].state == 0) {
+			c.name[kNameMax] = 0;
+			s->m[j].state = 4;
+			printf("member %llu failed: %s\n", (unsigned long long)s->m[j].id, c.name);
 		}
 		imago_release(s->m[j].ep, d, 1);
 	}
@@ -182,9 +188,9 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 	printf("RESULT {\"mode\":\"cp\",\"role\":\"send\",\"bytes\":%llu,\"seconds\":%.3f,\"mib_per_s\":%.2f,\"members\":[",
 	       (unsigned long long)c.size, secs, (double)c.size / 1048576.0 / secs);
 	for (unsigned j = 0; j < s.n; ++j) {
-		static const char *const st[] = {"unfinished", "done", "mismatch", "expired"};
+		static const char *const st[] = {"unfinished", "done", "mismatch", "expired", "failed"};
 		printf("%s{\"node\":%llu,\"state\":\"%s\"}", j ? "," : "", (unsigned long long)s.m[j].id, st[s.m[j].state]);
-		ok += s.m[j].state == 1, bad += s.m[j].state == 2 || s.m[j].state == 0, expired += s.m[j].state == 3;
+		ok += s.m[j].state == 1, expired += s.m[j].state == 3, bad += s.m[j].state != 1 && s.m[j].state != 3;
 	}
 	printf("],\"done\":%u,\"expired\":%u,\"failed\":%u}\n", ok, expired, bad);
 	free(buf), fclose(f);
@@ -228,7 +234,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 				snprintf(path, sizeof path, "%s/%s", o->out, c.name);
 				if ((f = fopen(path, "wb")) == NULL) { fate = "cannot write"; break; }
 			} else if (p[0] == kData && f != NULL) {
-				fwrite(p + 1, 1, d[i].len - 1, f);
+				if (fwrite(p + 1, 1, d[i].len - 1, f) != d[i].len - 1) { fate = "cannot write"; break; }
 				size += d[i].len - 1, sum = fnv64(sum, p + 1, d[i].len - 1);
 			} else if (p[0] == kEof && d[i].len == sizeof eof && f != NULL) {
 				memcpy(&eof, p, sizeof eof);
@@ -237,10 +243,14 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 		}
 		if (k > 0) imago_release(g, d, (unsigned)k);
 	}
-	if (f != NULL) fclose(f);
+	if (f != NULL && fclose(f) != 0 && !strcmp(fate ? fate : "", "done")) fate = "cannot write";
 	if (fate == NULL) fate = ex_stop ? "stopped" : "timed out";
+	/* The sender hears what became of its file here: our checksum, or why we have none. */
 	struct cp_ctl done = {.type = kDone, .size = size, .sum = sum};
-	if (back != NULL && !strcmp(fate, "done")) rc = send_one(back, &done, sizeof done, o->timeout_s);
+	const int judged = !strcmp(fate, "done") || !strcmp(fate, "mismatch");
+	if (!judged) done.type = kFailed, snprintf(done.name, sizeof done.name, "%s%s%s", fate, path[0] ? ": " : "", path);
+	if (back != NULL && (judged || !strcmp(fate, "cannot write") || !strcmp(fate, "bad name")))
+		rc = send_one(back, &done, sizeof done, o->timeout_s);
 	/* The DONE must reach the sender before we detach: wait until the engine took it and the
 	 * sender's node confirmed everything. */
 	struct imago_ep_stats st;

@@ -107,6 +107,43 @@ static inline int ex_is_role(const char *a, const char *const roles[])
 	return 0;
 }
 
+/* Option @p opt's value @p v as a whole number in [lo, hi] into *out. @return 0, or -1 said. */
+static inline int ex_uint(const char *prog, const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long x = v[0] == '-' ? 0 : strtoull(v, &end, 0);
+	if (v[0] == '-' || end == v || *end != 0 || errno != 0 || x < lo || x > hi) {
+		fprintf(stderr, "%s: %s takes a whole number from %llu to %llu, not '%s'\n", prog, opt,
+			(unsigned long long)lo, (unsigned long long)hi, v);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/* As ex_uint() for a 32-bit field. */
+static inline int ex_u32(const char *prog, const char *opt, const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	uint64_t x;
+	if (ex_uint(prog, opt, v, lo, hi, &x) < 0) return -1;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+/* Option @p opt's value @p v as a number in [lo, hi] into *out. @return 0, or -1 said. */
+static inline int ex_real(const char *prog, const char *opt, const char *v, double lo, double hi, double *out)
+{
+	char *end = NULL;
+	double x = strtod(v, &end);
+	if (end == v || *end != 0 || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "%s: %s takes a number from %g to %g, not '%s'\n", prog, opt, lo, hi, v);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
 /* @p roles: NULL-terminated; the third is the default (both sides in one process). */
 static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[], const char *help)
 {
@@ -118,6 +155,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i], *v = NULL;
 		char key[32];
+		int bad = 0;
 		snprintf(key, sizeof key, " %s ", a);
 		if (!strcmp(a, "--")) { /* the rest is the embedded node's command line */
 			o->node_argc = argc - i;
@@ -136,28 +174,33 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (a[0] != '-' && ex_is_role(a, roles)) o->role = a;
 		else if (!strcmp(a, "--secondary")) o->prefix = v;
 		else if (!strcmp(a, "--name")) o->name = v;
-		else if (!strcmp(a, "--node")) o->node = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--peer")) o->peer = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--count")) o->count = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--hold")) o->hold = (uint32_t)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--timeout")) o->timeout_s = strtod(v, NULL);
-		else if (!strcmp(a, "--group")) o->group = (uint32_t)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--members")) /* N, or a list of node ids (N: the others) */
-			o->members = (uint32_t)strtoul(v, NULL, 0), o->members_list = strchr(v, ',') ? v : NULL;
-		else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
+		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node);
+		else if (!strcmp(a, "--peer")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->peer);
+		else if (!strcmp(a, "--count")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->count);
+		else if (!strcmp(a, "--hold")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->hold);
+		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s);
+		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group);
+		else if (!strcmp(a, "--members")) { /* N, or a list of node ids (N: the others) */
+			o->members_list = strchr(v, ',') ? v : NULL;
+			if (o->members_list == NULL) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->members);
+		} else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
 		else if (!strcmp(a, "--nack")) o->nack = 1;
-		else if (!strcmp(a, "--rate")) o->rate = strtod(v, NULL);
-		else if (!strcmp(a, "--idle-us")) o->idle_us = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--rate")) bad = ex_real(argv[0], a, v, 0, 1e9, &o->rate);
+		else if (!strcmp(a, "--idle-us")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->idle_us);
 		else if (!strcmp(a, "--order")) o->order = v;
-		else if (!strcmp(a, "--order-window")) o->order_window = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--order-window")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->order_window);
 		else if (!strcmp(a, "--order-log")) o->order_log = v;
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
 		else if (!strcmp(a, "--wait")) o->use_wait = 1;
 		else if (!strcmp(a, "--size")) {
-			char *end;
-			o->size_min = o->size_max = (uint32_t)strtoul(v, &end, 0);
-			if (*end == '-') o->size_max = (uint32_t)strtoul(end + 1, NULL, 0);
+			char lo[32] = "", *dash;
+			snprintf(lo, sizeof lo, "%s", v);
+			if ((dash = strchr(lo, '-')) != NULL) *dash = 0;
+			bad = ex_u32(argv[0], a, lo, 0, UINT32_MAX, &o->size_min);
+			o->size_max = o->size_min;
+			if (!bad && dash != NULL) bad = ex_u32(argv[0], a, v + (dash - lo) + 1, 0, UINT32_MAX, &o->size_max);
 		} else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
+		if (bad) return 2;
 	}
 	if (o->size_min < EX_HDR || o->size_max < o->size_min || o->count == 0)
 		return fprintf(stderr, "%s: --size must be >= %u (A-B: A <= B), --count > 0\n", argv[0], EX_HDR), 2;

@@ -267,6 +267,8 @@ void print_usage(const char* prog) {
   for (const Mode* m = modes(); m->name; ++m) std::printf("  %-10s %s\n", m->name, m->help);
   std::printf(
       "\nThe last line of output is RESULT {json}: msgs_sent, msgs_delivered, lost, ...\n"
+      "Exit status: 0 once RESULT is printed, whatever the run found (judge it by RESULT's ended,\n"
+      "peer_dead, lost, msgs_delivered); 1 when the run could not take place; 2 for a bad line.\n"
       "Example: %s --pair --mode raw --msgs 1000000 --size 64 --loss 0.1 --seed 7\n",
       prog);
 }

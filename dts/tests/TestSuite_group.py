@@ -548,6 +548,41 @@ class TestSuiteGroup(TestSuite):
             self.verify(r.wait(RUN_LIMIT_S) == 0, f"{r.name}; last lines:\n{r.tail()}")
             self.verify((out / src.name).read_bytes() == src.read_bytes(), f"{out / src.name} differs")
 
+    def test_a_member_that_cannot_write_the_file_tells_the_sender(self, topology: Topology, tmp_path: Path) -> None:
+        """imago-cp sends a 2 MB file to 2 members; member 3 writes into a 512 KiB tmpfs (its
+        disk fills up).
+
+        Expect: member 3 says `cannot write` and exits 1; the sender hears it at once, reports
+        member 2 done and member 3 failed, and exits 1; member 2's file is the original.
+        """
+        ports = self._bridge(topology, 2)
+        src = tmp_path / "payload.bin"
+        src.write_bytes(bytes((i * 131 + (i >> 9)) & 0xFF for i in range(2_000_000)))
+        good, full = tmp_path / "out2", tmp_path / "out3"
+        good.mkdir(), full.mkdir()
+        host.run_cmd(["mount", "-t", "tmpfs", "-o", "size=512k", "imago-dts-full", str(full)])
+        try:
+            recvs = [self._cp(port, i, [(1, ports[0])], ["recv", "--out", str(out)])
+                     for i, port, out in ((2, ports[1], good), (3, ports[2], full))]
+            sender = self._cp(ports[0], 1, [(2, ports[1]), (3, ports[2])],
+                              ["send", str(src), "--members", "2", "--chunk", "8000"])
+            rc = sender.wait(RUN_LIMIT_S)
+            res = _result(sender)
+            print("sender RESULT", json.dumps(res))
+            states = {m["node"]: m["state"] for m in res["members"]}
+            self.verify(states == {2: "done", 3: "failed"} and res["failed"] == 1, f"members: {states}")
+            self.verify(rc == 1, f"the sender exited {rc} with a member failed")
+            self.verify(any("member 3 failed: cannot write" in l for l in sender.lines("stdout")),
+                        f"no reason given; last lines:\n{sender.tail()}")
+            self.verify(recvs[0].wait(RUN_LIMIT_S) == 0, f"member 2; last lines:\n{recvs[0].tail()}")
+            self.verify((good / src.name).read_bytes() == src.read_bytes(), "member 2's file differs")
+            self.verify(recvs[1].wait(RUN_LIMIT_S) == 1, f"member 3; last lines:\n{recvs[1].tail()}")
+            self.verify(_result(recvs[1])["state"] == "cannot write", f"member 3: {_result(recvs[1])}")
+        finally:
+            for r in locals().get("recvs", []):
+                r.kill(grace=0)
+            host.run_cmd(["umount", "-l", str(full)], check=False)
+
     def test_forged_group_frames_are_dropped_and_counted(self, topology: Topology) -> None:
         """A stream to one member while a third node on the bridge injects GROUP_DATA frames to
         the group's MAC (01:00:5e:00:00:07): 50 in the source's name from its own MAC, 50 in
