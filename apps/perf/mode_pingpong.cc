@@ -56,9 +56,9 @@ struct Echoer final : rel::AppSink {
 };
 
 struct PingState {
-  EngineEnd a, b;
-  Pinger pinger;
+  Pinger pinger;  // the sinks outlive the engines, which hand back what they hold as they go
   Echoer echoer;
+  EngineEnd a, b;
   std::vector<uint8_t> msg;
   uint64_t total = 0;
   ActivityWatch echo_frames;  // an echoer alone ends when the pinger falls silent

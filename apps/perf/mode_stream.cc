@@ -93,9 +93,11 @@ struct SenderEvents final : rel::AppSink {
 };
 
 struct StreamState {
-  EngineEnd tx, rx;  // a node is unused (node == nullptr) when this process has only the other
+  // The engines' sinks first: the engines, destroyed before them, hand back what they still
+  // hold (ext_done() of messages by reference a run cut short left unacknowledged).
   SenderEvents tx_events;
   StreamReceiver rx_app;
+  EngineEnd tx, rx;  // a node is unused (node == nullptr) when this process has only the other
   EchoQueue echo_q;
   app::Pacer pacer;
   Variant variant = Variant::kStream;

@@ -105,6 +105,31 @@ class TestSuiteReliableAfPacket(TestSuite):
         self.verify(eng["msgs_by_ref"] == want, f"{eng['msgs_by_ref']} of 20000 sent by reference ({self.pmd})")
         self.verify(eng["link_chained_out"] >= 3 * want, f"{eng['link_chained_out']} frames chained")
 
+    def test_a_run_cut_short_with_messages_in_flight_ends_cleanly(self, link) -> None:
+        """
+        Steps:
+            Stream messages of 4000 bytes (sent by reference on net_af_packet) and stop the
+            sender at its --duration of 0.3 s, long before the 1000000 are sent: the engine
+            still holds unacknowledged messages by reference as imago-perf tears it down.
+        Verify:
+            The sender exits 0 with its RESULT, ended "duration" (it died of SIGSEGV: the
+            engine gave the buffers back to an application object already destroyed).
+        """
+        tx_if, rx_if = link
+        params = PerfParams(role=Role.RX, msgs=1_000_000, size=4000, mode="stream", peer_mac=tx_if.mac,
+                            duration_s=RUN_LIMIT_S, idle_timeout_ms=1000)
+        rx = self._start(rx_if, params, 1, "cut-rx")
+        rx.wait_ready(READY_TIMEOUT_S)
+        tx = self._start(tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac, duration_s=0.3, idle_timeout_ms=None),
+                         0, "cut-tx")
+        t = tx.result(timeout=RUN_LIMIT_S)
+        print("tx RESULT", json.dumps(t.raw))
+        self.verify(t.raw["ended"] == "duration" and 0 < t.msgs_sent < 1_000_000, f"tx: {t.raw['ended']}, "
+                    f"{t.msgs_sent} sent")
+        if self.pmd == "af_packet":
+            self.verify(t.raw["engine_A"]["msgs_by_ref"] > 0, "no message went by reference")
+        rx.stop()
+
     def test_pingpong(self, link) -> None:
         """
         Steps:
