@@ -222,6 +222,26 @@ TEST(LinkSet, ActiveStandbyFailsOverWhenAGoesQuietAndBackAfterFailback) {
   EXPECT_EQ(p.s[0]->counters(0).failbacks, 1u);
 }
 
+// Both networks down, each with a sign of life in turn (a frame heard on one, then the other,
+// never long enough to heal): traffic goes where usable() says, but the active network, and
+// its FAILOVER events, do not flip with every sign.
+TEST(LinkSet, BothNetworksDownWithSignsOfLifeInTurnDoNotFlipTheActiveOne) {
+  struct Events : Listener {
+    int failovers = 0;
+    void on_net_event(const NetEvent& e) override { failovers += e.kind == NetEvent::kFailover; }
+  } ev;
+  Pair p(Mode::kActiveStandby);
+  p.s[0]->set_listener(&ev);
+  p.run(3);
+  p.run(5, true, true);
+  ASSERT_TRUE(p.s[0]->state(2, 0) == NetState::kDown && p.s[0]->state(2, 1) == NetState::kDown);
+  const int before = ev.failovers;
+  for (int k = 0; k < 20; ++k) p.run(2, k % 2 == 1, k % 2 == 0);  // 2 ms of A alone, then of B alone
+  EXPECT_LE(ev.failovers - before, 1) << "the active network flipped with every sign of life";
+  p.run(150);  // both heal (past the failure window): at most one move, to a network that is up
+  EXPECT_NE(p.s[0]->state(2, p.s[0]->active(2)), NetState::kDown);
+}
+
 TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
   Pair p(Mode::kPingPong);
   p.run(3);
