@@ -303,9 +303,11 @@ int imago_send(imago_ep_t *ep, const void *data, uint32_t len, uint32_t flags);
 
 /**
  * Send up to @p n messages by copy, in order, with the same @p flags.
- * @return how many were taken (fewer than @p n is back-pressure: send the rest later), or
- *         a negative errno as imago_send() when the first one could not be taken for a
- *         reason other than back-pressure (0 is returned for back-pressure).
+ * @return how many were taken, or a negative errno as imago_send() when the first one
+ *         could not be taken for a reason other than back-pressure (0 is returned for
+ *         back-pressure). Fewer than @p n: the next message met back-pressure, or is itself
+ *         refused (a NULL pointer, too long): a call starting with it says which (0 for
+ *         back-pressure, else its errno).
  */
 int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, uint32_t flags);
 
@@ -360,9 +362,10 @@ int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 /**
  * Give back @p n received descriptors in bulk (their buffers are freed or reused). Each
  * descriptor given back is marked released (its tier becomes IMAGO_TIER_INLINE), so
- * releasing the same array twice frees nothing the second time. A descriptor that is stale
- * (released already, a copy kept from before), forged, or received on another endpoint
- * frees nothing and is left unchanged (one received on another endpoint stays readable and
+ * releasing the same array twice frees nothing the second time, and is not refused: an
+ * IMAGO_TIER_INLINE descriptor holds nothing to give back, whatever its bytes, and is never
+ * refused nor counted. A descriptor of another tier that is stale (a copy kept from before a
+ * release), forged, or received on another endpoint frees nothing and is left unchanged (one received on another endpoint stays readable and
  * is still to be released there): every loan carries a generation, so such a descriptor can
  * never free a buffer the application still holds through another descriptor.
  * @return how many descriptors were refused (0 when all were valid; also counted in the
