@@ -101,6 +101,28 @@ class TestSuiteLifecycle(TestSuite):
         self.verify("rte_mp" not in cp.stderr, f"rte_mp error: {cp.stderr[-500:]}")
         self.verify("node 1: msgs sent" in cp.stdout and "stopped cleanly" in cp.stdout, cp.stdout[-500:])
 
+    def test_imagod_names_the_port_or_lcore_it_cannot_have(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            Run imagod --no-huge with --iface of an interface that does not exist (beside a
+            --vdev net_null0 that does), and imagod --no-huge --pair --engine-lcore 5 (EAL runs
+            lcores 0-1).
+        Verify:
+            Each fails to start (exit 1) and says what it could not have: the interface through
+            its PMD (never another port in its place), the lcore and how to give it.
+        """
+        node = topology.add_node("np")
+        cases = {
+            ("--iface", "imago-nosuch0", "--vdev", "net_null0", "--node-id", "1", "--peer", "2"):
+                "--iface imago-nosuch0: net_af_packet could not open it",
+            ("--pair", "--engine-lcore", "5"): "--engine-lcore 5 is not one of EAL's lcores",
+        }
+        for args, words in cases.items():
+            cp = run_app(node, imagod_binary(), ["--no-huge", "--file-prefix", f"{topology.prefix}-np", *args],
+                         timeout=30)
+            self.verify(cp.returncode == 1, f"{args}: exit {cp.returncode}, want 1")
+            self.verify(words in cp.stderr, f"{args}: stderr lacks {words!r}: {cp.stderr[-400:]!r}")
+
     def test_interactive_prompt_runs_and_reports(self, topology: Topology, perf_binary: Path) -> None:
         """
         Steps:
