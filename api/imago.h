@@ -146,7 +146,11 @@ struct imago_node_stats {
 	                                  frames are) */
 	uint64_t frames_received;    /**< frames of sessions that passed every check (group data
 	                                  and parity frames not included; group control frames are) */
-	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale) */
+	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale),
+	                                  and group frames of a stream this node does not receive
+	                                  (not joined, or left: a source goes on sending to the group
+	                                  address for its other members: telemetry's
+	                                  /imago/node,ID reject_not_joined tells them apart) */
 	uint64_t acks_sent;          /**< frames that carried only an acknowledgement */
 	uint64_t nacks_sent;         /**< negative acknowledgements (gap reports) sent */
 	uint64_t losses_detected;    /**< frames found lost (timeouts and gap reports) */
