@@ -23,6 +23,9 @@
 
 #include "api/imago.h"
 #include "api/imago.hpp"
+
+#include <sys/mman.h>
+#include <type_traits>
 #include "api/shm.h"
 #include "api/tiers.h"
 #include "tests/api/pool_use.h"
@@ -1185,7 +1188,8 @@ TEST(Languages, CppWrapper) {
   imago::Endpoint dup;
   EXPECT_EQ(g_att->open(name.c_str(), 2, dup), -EEXIST);
   EXPECT_FALSE(dup);
-  ASSERT_TRUE(eventually([&] { return a.peer_ready() && b.peer_ready(); }));
+  ASSERT_TRUE(eventually([&] { return a.peer_ready() == 1 && b.peer_ready() == 1; }));
+  EXPECT_EQ(dup.peer_ready(), -EINVAL) << "an error is not 'not ready': a wait with == 1 ends on it";
   // Do: a single send and a burst through spans.
   const uint8_t hello[] = {'h', 'i', '!'};
   EXPECT_EQ(a.send(hello), 0);
@@ -1218,11 +1222,40 @@ TEST(Languages, CppWrapper) {
   ASSERT_EQ(g_att->open(unique("cpp").c_str(), 1, d, &node2b), 0);
   d = std::move(c);
   ASSERT_TRUE(d);
-  EXPECT_TRUE(a.peer_ready());
+  EXPECT_EQ(a.peer_ready(), 1);
   EXPECT_EQ(d.close(), 0);
-  EXPECT_TRUE(eventually([&] { return !a.peer_ready(); }));
+  EXPECT_TRUE(eventually([&] { return a.peer_ready() == 0; }));
   EXPECT_EQ(d.close(), 0) << "closing an empty endpoint is a no-op";
+  // A span of 4 GiB and more is refused whole, never cut to its low 32 bits (which sent the
+  // first 100 bytes of a 4 GiB + 100 span as a message).
+  const size_t huge = (size_t{1} << 32) + 100;
+  void* area = mmap(nullptr, huge, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(area, MAP_FAILED);
+  EXPECT_EQ(a.send(std::span<const uint8_t>(static_cast<const uint8_t*>(area), huge)), -EMSGSIZE);
+  munmap(area, huge);
   // a closes in its destructor.
+}
+
+// The attachment has one owner: not copyable; moved, the moved-from object is empty and its
+// end detaches nothing (a copy's end detached the process's attachment for good).
+static_assert(!std::is_copy_constructible_v<imago::Attachment> && !std::is_copy_assignable_v<imago::Attachment>);
+static_assert(std::is_nothrow_move_constructible_v<imago::Attachment> &&
+              std::is_nothrow_move_assignable_v<imago::Attachment>);
+
+TEST(Languages, CppAttachmentMovesWithoutDetaching) {
+  imago_t* const im = g_att->get();
+  {
+    imago::Attachment moved = std::move(*g_att);
+    EXPECT_EQ(g_att->get(), nullptr);
+    EXPECT_EQ(moved.get(), im);
+    *g_att = std::move(moved);  // back; moved ends empty
+    EXPECT_EQ(moved.get(), nullptr);
+    EXPECT_EQ(moved.detach(), 0) << "an empty attachment detaches nothing";
+  }
+  ASSERT_EQ(g_att->get(), im);
+  EXPECT_EQ(imago_node_count(im), 2u) << "still attached";
+  imago::Endpoint e;
+  EXPECT_EQ(g_att->open(unique("cppmv").c_str(), 2, e), 0);
 }
 
 TEST(Cleanup, NothingIsLeftOpen) {
