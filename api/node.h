@@ -75,6 +75,11 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   int init(const NodeSpec& spec, ShmRoot* shm);
   /** Control path, before the engine lcore starts. @return 0 or a negative errno. */
   int add_peer(const PeerAddr& peer);
+  /** Teardown, the engine lcore stopped: give back the received frames held in place (they
+   *  may be another node's, attached to its memory: every node does this before any goes). */
+  void release_frames() {
+    if (ne_.engine) ne_.engine->release_frames();
+  }
   /** @return true when @p id is a peer of this node. */
   bool has_peer(uint64_t id) const;
 

@@ -378,6 +378,10 @@ void Runtime::stop() {
   }
   if (shm_ != nullptr)
     for (PoolCaches& pc : shm_->engine_caches) pool_caches_free(pc);  // the engines are stopped
+  // Frames held in place, by an engine or a fault stage, may be another node's (net_ring hands
+  // over the mbuf itself) and point into its memory: all go back before any node's memory.
+  for (auto& n : nodes_) n->release_frames();
+  for (auto& pb : ports_) pb->faulty.release();
   nodes_.clear();
   for (auto& pb : ports_) dp::node_port_close(*pb);
   ports_.clear();

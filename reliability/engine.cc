@@ -91,6 +91,10 @@ Engine::~Engine() {
   }
 }
 
+void Engine::release_frames() {
+  for (auto& p : peers_) release_held(*p);
+}
+
 Peer* Engine::find(NodeId id) {
   // Streams come in runs to one peer: remember the last one (peers are never removed).
   if (last_found_ != nullptr && last_found_->id == id) return last_found_;

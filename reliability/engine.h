@@ -158,6 +158,10 @@ class Engine {
   static int create(const Config& cfg, FrameSink* frames, AppSink* app,
                     std::unique_ptr<Engine>* out);
   ~Engine();
+  /** Give back every received frame held in place. Teardown, with nothing running the engine
+   *  any more: a frame held may be another engine's (net_ring hands over the mbuf itself),
+   *  attached to that engine's memory, which must not go first. */
+  void release_frames();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
