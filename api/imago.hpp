@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * A thin C++ layer over imago.h: RAII for the attachment and endpoints, spans for bursts.
+ * A thin C++ layer over imago.h: RAII for the attachment and endpoints, spans for bursts,
+ * every C call a method of one of the two.
  * Errors stay negative errno values (no exceptions), as in the C API.
  */
 #pragma once
@@ -43,11 +44,25 @@ class Endpoint {
     if (ms.size() > UINT_MAX) return -EINVAL;  // all must go back: refuse rather than cut
     return imago_release(ep_, ms.data(), count(ms.size()));
   }
+  /** Zero-copy send, step 1, as imago_buf_alloc(): 0 and @p buf, or a negative errno. */
+  int buf_alloc(uint32_t len, void*& buf) { return imago_buf_alloc(ep_, len, &buf); }
+  /** Zero-copy send, step 2, as imago_send_zc(): on 0 the buffer is imago's. */
+  int send_zc(void* buf, uint32_t len, uint32_t flags = 0) { return imago_send_zc(ep_, buf, len, flags); }
+  /** As imago_buf_free(): a buffer from buf_alloc() that was not sent. */
+  int buf_free(void* buf) { return imago_buf_free(ep_, buf); }
+  /** As imago_poll(): messages ready now, or a negative errno. */
+  int poll() { return imago_poll(ep_); }
   int wait(int64_t timeout_us) { return imago_wait(ep_, timeout_us); }
   /** As imago_peer_ready(): 1, 0, or a negative errno (-EINVAL, -ENOTCONN: imagod is gone).
    *  Wait with `== 1` (an error is not "not ready yet"). */
   int peer_ready() const { return imago_peer_ready(ep_); }
   int stats(imago_ep_stats& st) const { return imago_stats(ep_, &st); }
+  uint32_t max_message() const { return imago_max_message(ep_); }
+  /** The endpoint's name (NULL when empty), its peer node (0: a group endpoint), its group
+   *  (0: a peer endpoint), as imago_ep_name(), imago_ep_peer(), imago_ep_group(). */
+  const char* name() const { return imago_ep_name(ep_); }
+  uint64_t peer() const { return imago_ep_peer(ep_); }
+  uint32_t group() const { return imago_ep_group(ep_); }
   int close() { return ep_ ? imago_close(std::exchange(ep_, nullptr)) : 0; }
   imago_ep_t* get() const { return ep_; }
   explicit operator bool() const { return ep_ != nullptr; }
@@ -84,6 +99,22 @@ class Attachment {
     if (rc == 0) out = Endpoint(ep);
     return rc;
   }
+  /** A group endpoint, as imago_group_open() (@p opts NULL: the defaults).
+   *  @return 0 and @p out, or a negative errno. */
+  int group_open(uint32_t group, Endpoint& out, const imago_group_opts* opts = nullptr) {
+    imago_ep_t* ep = nullptr;
+    int rc = imago_group_open(im_, group, opts, &ep);
+    if (rc == 0) out = Endpoint(ep);
+    return rc;
+  }
+  /** The nodes served: imago_node_count(), imago_node_id() (0 out of range). */
+  unsigned node_count() const { return imago_node_count(im_); }
+  uint64_t node_id(unsigned index) const { return imago_node_id(im_, index); }
+  int node_stats(unsigned index, imago_node_stats& st) const {
+    return imago_node_stats_get(im_, index, &st);
+  }
+  /** Run-to-completion: as imago_engine_poll() (-ENOTSUP with an engine lcore). */
+  int engine_poll() { return imago_engine_poll(im_); }
   imago_t* get() const { return im_; }
 
  private:

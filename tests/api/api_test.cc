@@ -1236,6 +1236,47 @@ TEST(Languages, CppWrapper) {
   // a closes in its destructor.
 }
 
+// The calls beyond send/receive: zero-copy, node information, groups, run-to-completion.
+TEST(Languages, CppWrapperCoversZeroCopyNodesAndGroups) {
+  EXPECT_EQ(g_att->node_count(), 2u);
+  EXPECT_EQ(g_att->node_id(0), 1u);
+  EXPECT_EQ(g_att->node_id(2), 0u) << "out of range";
+  imago_node_stats ns{};
+  EXPECT_EQ(g_att->node_stats(0, ns), 0);
+  EXPECT_EQ(g_att->node_stats(9, ns), -EINVAL);
+  EXPECT_EQ(g_att->engine_poll(), -ENOTSUP) << "the nodes have their engine lcore";
+  const std::string name = unique("cppzc");
+  imago::Endpoint a, b;
+  imago_ep_opts node2{.local_node = 2, .ring_size = 256, .reserved = 0};
+  ASSERT_EQ(g_att->open(name.c_str(), 2, a), 0);
+  ASSERT_EQ(g_att->open(name.c_str(), 1, b, &node2), 0);
+  EXPECT_STREQ(a.name(), name.c_str());
+  EXPECT_EQ(a.peer(), 2u);
+  EXPECT_EQ(a.group(), 0u);
+  EXPECT_GE(a.max_message(), 4096u);
+  ASSERT_TRUE(eventually([&] { return a.peer_ready() == 1 && b.peer_ready() == 1; }));
+  void* buf = nullptr;
+  ASSERT_EQ(a.buf_alloc(3000, buf), 0);
+  std::memset(buf, 0x5a, 3000);
+  ASSERT_EQ(a.send_zc(buf, 3000), 0);
+  EXPECT_EQ(a.buf_free(buf), -EINVAL) << "a sent buffer is imago's";
+  ASSERT_EQ(b.wait(2'000'000), 1);
+  EXPECT_GE(b.poll(), 1);
+  imago_msg m{};
+  ASSERT_EQ(b.recv(std::span<imago_msg>(&m, 1)), 1);
+  EXPECT_EQ(m.len, 3000u);
+  EXPECT_EQ(static_cast<const uint8_t*>(imago_msg_data(&m))[2999], 0x5a);
+  EXPECT_EQ(b.release(std::span<imago_msg>(&m, 1)), 0);
+  // A group endpoint through the wrapper: its group, no peer.
+  imago::Endpoint g;
+  ASSERT_EQ(g_att->group_open(4242, g), 0);
+  EXPECT_EQ(g.group(), 4242u);
+  EXPECT_EQ(g.peer(), 0u);
+  imago::Endpoint g2;
+  EXPECT_EQ(g_att->group_open(4242, g2), -EEXIST);
+  EXPECT_FALSE(g2);
+}
+
 // The attachment has one owner: not copyable; moved, the moved-from object is empty and its
 // end detaches nothing (a copy's end detached the process's attachment for good).
 static_assert(!std::is_copy_constructible_v<imago::Attachment> && !std::is_copy_assignable_v<imago::Attachment>);
