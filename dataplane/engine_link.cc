@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "dataplane/log.h"
+#include "dataplane/port.h"
 
 namespace imago::dp {
 
@@ -29,10 +30,8 @@ int EngineLink::init(FaultyPort& port, rte_mempool* pool, const EncapConfig& enc
   // the chain itself to a receiver in the same process, which would have to join it (a copy
   // where a held frame costs none: it reads the sender's slot in place), a NIC would need its
   // multi-segment offload, and net_af_xdp sends the first segment alone.
-  rte_eth_dev_info info{};
-  const char* drv = rte_eth_dev_info_get(port.port(), &info) == 0 ? info.driver_name : nullptr;
-  chains_ = drv != nullptr && encap_trailer_len(encap) == 0 &&
-            (std::strcmp(drv, "net_memif") == 0 || std::strcmp(drv, "net_af_packet") == 0);
+  const std::string drv = port_driver(port.port());
+  chains_ = encap_trailer_len(encap) == 0 && (drv == "net_memif" || drv == "net_af_packet");
   iova_va_ = rte_eal_iova_mode() == RTE_IOVA_VA;
   linear_ = std::make_unique_for_overwrite<uint8_t[]>(kMaxLinear);
   peers_.reserve(AllowList::kMaxPeers);
@@ -167,10 +166,7 @@ rel::FrameRoom EngineLink::frame_room() const {
 uint8_t* EngineLink::frame_memory_alloc(size_t bytes) {
   // net_af_xdp sends an mbuf of its UMEM pool (ours) from the mbuf's own buffer, whatever it
   // is attached to: held frames go out copied there.
-  rte_eth_dev_info info{};
-  if (rte_eth_dev_info_get(port_->port(), &info) == 0 && info.driver_name != nullptr &&
-      std::strcmp(info.driver_name, "net_af_xdp") == 0)
-    return nullptr;
+  if (port_driver(port_->port()) == "net_af_xdp") return nullptr;
   // A memzone: hugepage memory a secondary holding a delivered frame can read, IOVA
   // contiguous when the hugepages allow it (a real NIC's DMA reads the slot as it is).
   char name[RTE_MEMZONE_NAMESIZE];
