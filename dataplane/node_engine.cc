@@ -20,11 +20,7 @@ int open_fabric_node(NodeEngine& e, const NodeEngineConfig& c, rel::Config ec, r
   return 0;
 }
 
-}  // namespace
-
-int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const NodeEngineConfig& c,
-                     rel::AppSink* app) {
-  e.clock = TscClock(rte_get_tsc_hz());
+int open_node(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const NodeEngineConfig& c, rel::AppSink* app) {
   rel::Config ec = c.engine;
   stamp_incarnation(ec, c.id);
   if (c.circuits != nullptr) return open_fabric_node(e, c, ec, app);
@@ -52,6 +48,18 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
     e.link_b.attach_set(e.set.get(), 1);
   }
   return 0;
+}
+
+}  // namespace
+
+int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const NodeEngineConfig& c,
+                     rel::AppSink* app) {
+  e.clock = TscClock(rte_get_tsc_hz());
+  const int rc = open_node(e, port, pool, c, app);
+  if (rc == 0)
+    e.absence_tol_tsc = static_cast<uint64_t>(static_cast<unsigned __int128>(e.engine->absence_tolerance_ns()) *
+                                              rte_get_tsc_hz() / 1'000'000'000);
+  return rc;
 }
 
 int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip,

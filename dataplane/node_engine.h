@@ -35,6 +35,8 @@ struct NodeEngine {
   std::unique_ptr<rel::Engine> engine;
   TscClock clock;      ///< TSC cycles to the engine's nanoseconds
   BoardPublisher pub;  ///< where the polling lcore publishes the engine's state (none by default)
+  uint64_t last_poll_tsc = 0;    ///< the previous node_engine_poll()
+  uint64_t absence_tol_tsc = 0;  ///< rel::Engine::absence_tolerance_ns() in TSC cycles
 };
 
 struct NodeEngineConfig {
@@ -97,9 +99,20 @@ inline rte_mbuf* node_engine_current_frame(const NodeEngine& e) {
   return m != nullptr || !e.set ? m : e.link_b.current_frame();
 }
 
+/** The lcore came round late (descheduled; a run-to-completion application busy elsewhere):
+ *  the engine heard nothing meanwhile, so the time beyond the tolerance is not its peers'
+ *  silence. Before receiving: what waited in the rx ring then counts as heard now. */
+inline void node_engine_note_poll(NodeEngine& e, uint64_t now_tsc) {
+  const uint64_t gap = now_tsc - e.last_poll_tsc;
+  if (e.last_poll_tsc != 0 && gap > e.absence_tol_tsc)
+    e.engine->credit_absence(e.clock.ns(now_tsc), e.clock.ns(gap - e.absence_tol_tsc));
+  e.last_poll_tsc = now_tsc;
+}
+
 /** The polling lcore's step: receive, deliver, run timers, send (EngineLink::poll()), and
  *  publish the board when due. @return work done. */
 inline unsigned node_engine_poll(NodeEngine& e, uint64_t now_tsc) {
+  node_engine_note_poll(e, now_tsc);
   unsigned work;
   if (e.circ) {  // every link in (forwarding as it goes), hellos and circuits, timers, every link out
     const uint64_t now = e.clock.ns(now_tsc);

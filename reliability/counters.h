@@ -76,6 +76,8 @@ struct PeerCounters {
   uint64_t discarded_msgs = 0;   ///< unconfirmed messages dropped on reset/death
   uint64_t challenges_sent = 0;  ///< HELLO_ACKs challenging an unproven restart (also hellos_sent)
   uint64_t msgs_by_ref = 0;      ///< of msgs_sent, sent from the caller's buffer (send_ref()), not copied
+  uint64_t absences = 0;         ///< times the engine, polled late, did not count that time as this
+                                 ///< peer's silence (Engine::credit_absence())
   uint64_t reject[static_cast<size_t>(Reject::kCount)] = {};
 
   /** Add every counter of @p o to this one. */
@@ -98,7 +100,7 @@ void for_each_counter(const PeerCounters& c, Fn&& fn) {
   fn("tx_backpressure", c.tx_backpressure), fn("deliver_refused", c.deliver_refused);
   fn("credit_stalls", c.credit_stalls), fn("resets", c.resets), fn("deaths", c.deaths);
   fn("discarded_msgs", c.discarded_msgs), fn("challenges_sent", c.challenges_sent);
-  fn("msgs_by_ref", c.msgs_by_ref);
+  fn("msgs_by_ref", c.msgs_by_ref), fn("absences", c.absences);
 }
 
 /** Call @p fn(reject_name(r), count) for every rejection reason r of @p c. */

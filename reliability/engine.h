@@ -253,6 +253,15 @@ class Engine {
   /** @return the earliest time poll() has work (UINT64_MAX: none). */
   uint64_t next_deadline() const;
 
+  /** The engine was not polled for @p ns (its thread descheduled, its caller busy elsewhere)
+   *  beyond absence_tolerance_ns(): it heard nothing then, so that time is not counted as
+   *  its peers' silence (death) nor its group members' (expiry). Called before the frames
+   *  that waited are received. */
+  void credit_absence(uint64_t now_ns, uint64_t ns);
+  /** @return the gap between two polls that is the caller's to choose (a caller that sleeps
+   *  until next_deadline() leaves at most keepalive_ns()); longer ones are absences. */
+  uint64_t absence_tolerance_ns() const { return std::min(cfg_.dead_after_ns, cfg_.group_expire_ns) / 8; }
+
   /** @return the state of @p peer (kDead for an unknown peer). */
   PeerState state(NodeId peer) const;
   /** @return counters of @p peer, or nullptr for an unknown peer. */
@@ -411,6 +420,8 @@ class Engine {
   void group_peer_gone(Peer& p);
   void group_poll(uint64_t now);
   void poll_source(GroupTx& t, uint64_t now);
+  /** Since when member @p m of @p t has held the stream back (its expiry counts from it). */
+  uint64_t held_back_since(const GroupTx& t, const GroupMember& m) const;
   void poll_member(GroupRx& r, uint64_t now);
   void poll_wants(uint64_t now);
   void event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos,

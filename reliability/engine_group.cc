@@ -403,6 +403,11 @@ void Engine::tell_lost(GroupTx& t, Peer& p, Seq from, uint32_t n) {
   gc_.lost_told++;
 }
 
+uint64_t Engine::held_back_since(const GroupTx& t, const GroupMember& m) const {
+  return seq_lt(m.ack, t.tx.nxt()) ? std::max(m.progress_ns, t.tx.frame(t.tx.fpos(m.ack)).first_tx_ns)
+                                   : m.progress_ns;
+}
+
 void Engine::poll_source(GroupTx& t, uint64_t now) {
   if (now >= t.repair_due) repair_round(t, now);
   group_deadline_ = std::min(group_deadline_, t.repair_due);
@@ -421,10 +426,7 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     // Held back since it last acknowledged, or since the first unit it lacks went out (a
     // member that had everything is not late for what was sent after). Never in a NACK
     // stream: its members hold nothing back (a dead one goes with its session).
-    const uint64_t since = t.nack ? now
-                           : seq_lt(m.ack, t.tx.nxt())
-                               ? std::max(m.progress_ns, t.tx.frame(t.tx.fpos(m.ack)).first_tx_ns)
-                               : m.progress_ns;
+    const uint64_t since = t.nack ? now : held_back_since(t, m);
     if (behind && !t.nack && now - since >= cfg_.group_expire_ns) {
       if (p != nullptr) send_ctl(*p, group_op::kExpired, t.g, m.ack, 0);
       remove_member(t, i, GroupEvent::kExpired, now);

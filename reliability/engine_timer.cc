@@ -21,6 +21,22 @@ uint32_t Engine::poll(uint64_t now_ns) {
   return sent;
 }
 
+void Engine::credit_absence(uint64_t now, uint64_t ns) {
+  // Two nodes on one lcore: the first polled after a stall would otherwise declare the
+  // other dead before that one could say a word; a peer in another process has its frames
+  // waiting, but perhaps behind more than one burst.
+  for (auto& pp : peers_) {
+    if (pp->s.state == PeerState::kDead) continue;
+    pp->last_heard = std::min(now, pp->last_heard + ns);
+    pp->c.absences++;
+  }
+  for (uint32_t i = 0; i < cfg_.group_sources; ++i) {
+    GroupTx& t = gtx_[i];
+    if (t.g == 0 || t.nack) continue;
+    for (GroupMember& m : t.members) m.progress_ns = std::min(now, held_back_since(t, m) + ns);
+  }
+}
+
 void Engine::run_timers(Peer& p, uint64_t now) {
   if (p.s.state == PeerState::kDead) {
     // Asked now and then whether it is back: two nodes that each declared the other dead

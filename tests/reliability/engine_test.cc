@@ -656,6 +656,40 @@ TEST_F(EngineTest, SilentPeerIsDeclaredDeadAndSendFails) {
   EXPECT_EQ(a.e->send(2, msg(8, 1), 0, now), -ENOTCONN);
 }
 
+TEST_F(EngineTest, AnEngineNotPolledForAWhileDoesNotCountThatTimeAsItsPeersSilence) {
+  connect();
+  ASSERT_EQ(a.e->send(2, msg(8, 1), send_flag::kFastpath, now), 0);
+  poll_settle();
+  // Do: neither engine is polled for twice dead_after_ns (their lcore descheduled: two
+  // nodes of one process), then A comes round first, before B could say a word. A caller
+  // that polls late credits the time beyond the tolerance (node_engine_poll() does).
+  const uint64_t gap = 2 * ca.dead_after_ns;
+  now += gap;
+  a.e->credit_absence(now, gap - a.e->absence_tolerance_ns());
+  a.e->poll(now);
+  b.e->credit_absence(now, gap - b.e->absence_tolerance_ns());
+  // Expect: B is not declared dead; once polled it speaks, and the stream goes on.
+  EXPECT_EQ(a.e->state(2), PeerState::kEstablished);
+  EXPECT_EQ(a.deaths, 0);
+  EXPECT_EQ(a.e->counters(2)->absences, 1u);
+  ASSERT_EQ(a.e->send(2, msg(8, 2), send_flag::kFastpath, now), 0);
+  poll_settle();
+  ASSERT_EQ(b.got.size(), 2u);
+  EXPECT_EQ(b.got.back(), msg(8, 2));
+  // Do: the same absence, credited, and B silent from then on. Expect: A still declares it
+  // dead, at most dead_after_ns after it came round (the credit is not immortality).
+  now += gap;
+  a.e->credit_absence(now, gap - a.e->absence_tolerance_ns());
+  const uint64_t back = now;
+  for (int i = 0; i < 100 && a.e->state(2) != PeerState::kDead; ++i) {
+    a.e->poll(now);
+    a.out.clear();
+    if (a.e->state(2) != PeerState::kDead) now = a.e->next_deadline();
+  }
+  EXPECT_EQ(a.e->state(2), PeerState::kDead);
+  EXPECT_LE(now - back, ca.dead_after_ns);
+}
+
 TEST_F(EngineTest, TwoPeersThatDeclaredEachOtherDeadSpeakAgainOnceTheyHearEachOther) {
   connect();
   // Do: nothing passes either way for longer than dead_after_ns (a partition, or a process
