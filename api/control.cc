@@ -10,11 +10,37 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <string>
 #include <string_view>
 
 namespace imago::api {
+
+std::vector<int> live_secondaries(const std::string& prefix) {
+  std::vector<int> pids;
+  std::error_code ec;
+  constexpr std::string_view kSock = "mp_socket_";
+  for (const auto& f : std::filesystem::directory_iterator("/var/run/dpdk/" + prefix, ec)) {
+    const std::string name = f.path().filename().string();
+    if (name.size() <= kSock.size() || name.compare(0, kSock.size(), kSock) != 0) continue;
+    const int pid = std::atoi(name.c_str() + kSock.size());  // mp_socket_PID_TSC; the primary's has none
+    if (pid > 0 && pid != getpid() && !process_gone(pid)) pids.push_back(pid);
+  }
+  return pids;
+}
+
+bool primary_runs(const std::string& prefix) {
+  const std::string path = "/var/run/dpdk/" + prefix + "/config";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock l {};
+  l.l_type = F_WRLCK;  // would a write lock be refused? (F_GETLK takes nothing)
+  l.l_whence = SEEK_SET;
+  const bool held = fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  close(fd);  // this process held no lock on it: closing drops none
+  return held;
+}
 
 // A killed process may linger as a zombie until its parent reaps it: that is gone too.
 bool process_gone(int pid) {

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "api/shm.h"
 
@@ -37,6 +39,14 @@ struct CtlMsg {
 /** @return true when process @p pid is gone: it does not exist, or it is a zombie (killed,
  *  not yet reaped by its parent). Control path: a syscall and a read of /proc. */
 bool process_gone(int pid);
+
+/** @return the live processes other than this one that are DPDK secondaries of file
+ *  prefix @p prefix (their mp_socket_PID_* in its runtime directory). Control path. */
+std::vector<int> live_secondaries(const std::string& prefix);
+
+/** @return true when a DPDK primary of file prefix @p prefix runs: it holds the lock on its
+ *  runtime directory's config file. Control path. */
+bool primary_runs(const std::string& prefix);
 
 /** Secondary side: send @p m to the primary and wait for the reply (into @p m).
  *  @return the reply's rc, or -ENOTCONN when nobody answered. */

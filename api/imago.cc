@@ -90,6 +90,10 @@ Endpoint* ep_of(const imago_ep_t* h) { return g_eps.get(reinterpret_cast<uintptr
 bool primary_lost(Attachment* a) {
   if (a->rt) return false;
   if (a->primary_gone.load(std::memory_order_relaxed)) return true;
+  if (a->shm->primary_stopping.load(std::memory_order_acquire) != 0) {
+    a->primary_gone.store(true, std::memory_order_relaxed);
+    return true;
+  }
   const uint64_t now = rte_rdtsc();
   if (now < a->next_check.load(std::memory_order_relaxed)) return false;
   a->next_check.store(now + rte_get_tsc_hz() / 100, std::memory_order_relaxed);
@@ -324,6 +328,9 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   std::lock_guard<std::mutex> lock(g_ctl);
   if (int rc = attach_refused(); rc < 0) return rc;
   std::string prefix = file_prefix ? file_prefix : "imago";
+  // Before EAL: once it started it cannot start again in this process, and with no imagod
+  // there the application could never attach without a restart.
+  if (prefix.find('/') != std::string::npos || !primary_runs(prefix)) return -EIO;
   // The application's thread is lcore 0 but may run on any CPU: several applications and
   // imagod's control thread share the machine, and pinning them all to one CPU starves them.
   unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());

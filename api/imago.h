@@ -97,9 +97,11 @@ int imago_attach_embedded(int argc, char **argv, imago_t **out);
  * @param file_prefix  imagod's --file-prefix (NULL: "imago").
  * @param out          the attachment, on success.
  * @return 0; -EALREADY this process is attached; -ENOTSUP this process attached before
- *         (see imago_attach_embedded()); -EIO EAL failed to start as a secondary (no imagod
- *         with that prefix, imagod runs with --no-huge, or no hugepages); -ENOTCONN imagod
- *         did not answer; -EPROTO imagod speaks another version.
+ *         (see imago_attach_embedded()); -EIO no imagod with that prefix runs (found before
+ *         EAL starts: the process may try again, e.g. once imagod is up), or EAL failed to
+ *         start as a secondary (imagod runs with --no-huge, no hugepages); -ENOTCONN imagod
+ *         did not answer (a DPDK primary that is not imagod, or one stopped: attach again
+ *         in a new process); -EPROTO imagod speaks another version.
  */
 int imago_attach_secondary(const char *file_prefix, imago_t **out);
 

@@ -37,6 +37,7 @@ constexpr unsigned kHeldMbufs = 4096;
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
   CtlMsg m;
   int rc = ctl_decode(msg->param, msg->len_param, *g_runtime->shm(), &m);
+  if (rc == 0 && m.op == CtlOp::kHello) g_runtime->note_app(m.pid);
   if (rc == 0 && m.op == CtlOp::kOpen) rc = g_runtime->open_endpoint(m);
   if (rc == 0 && m.op == CtlOp::kClose) rc = g_runtime->close_endpoint(m.slot);
   m.rc = rc;
@@ -115,6 +116,14 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;
     if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;
+    // Applications of an earlier imagod map its memory still: EAL would fail to start over
+    // it, and pull that memory from under them.
+    if (d.shared)
+      if (const std::vector<int> apps = live_secondaries(d.file_prefix); !apps.empty()) {
+        std::fprintf(stderr, "imagod: %zu application(s) of an earlier imagod with file prefix '%s' still run (pid %d%s): "
+                     "stop them first\n", apps.size(), d.file_prefix.c_str(), apps[0], apps.size() > 1 ? " ..." : "");
+        return -EBUSY;
+      }
     eal = dp::default_eal_args(d, getpid());
   }
   if (int rc = dp::eal_start(args.prog, eal); rc < 0) {
@@ -356,17 +365,55 @@ void Runtime::serve_telemetry() {
     IMAGO_LOG(WARNING, api, "telemetry commands not registered\n");
 }
 
+void Runtime::note_app(int32_t pid) {
+  for (auto& a : apps_) {
+    const int32_t v = a.load(std::memory_order_relaxed);
+    if (v == pid) return;
+    if (v == 0 || process_gone(v)) return a.store(pid, std::memory_order_relaxed);
+  }
+}
+
+unsigned Runtime::apps_attached() const {
+  unsigned n = 0;
+  for (const auto& a : apps_) {
+    const int32_t v = a.load(std::memory_order_relaxed);
+    n += v != 0 && !process_gone(v);
+  }
+  return n;
+}
+
+// Applications still attached map the shared memory: freeing it would have EAL unmap it in
+// them too (its memory sync), and their next call would fault. So imagod stops its engines
+// and ports, tells them it is gone, and exits leaving that memory to them (the next imagod
+// with the prefix clears it); their calls return -ENOTCONN and imago_detach() frees what is
+// theirs.
+void Runtime::stop_under_apps(unsigned apps) {
+  shm_->primary_stopping.store(1, std::memory_order_release);
+  std::printf("imagod: %u application(s) still attached: told imagod is gone; the shared memory is left to them\n",
+              apps);
+  std::fflush(stdout);
+  if (engines_running_) {
+    runner_->stop();
+    runner_->join();
+    engines_running_ = false;
+  }
+  for (auto& pb : ports_) pb->port.stop();  // no DMA into memory the next imagod may take
+  eal_up_ = false;  // no rte_eal_cleanup(): it would free the memory under them
+}
+
 void Runtime::stop() {
   if (!eal_up_) return;
+  const unsigned apps = daemon_ && shm_ != nullptr && !o_.no_huge ? apps_attached() : 0;
   dp::telemetry_clear();  // before the boards, the runner and the pools go
   telemetry_stop_serving();
-  if (pdump_up_) rte_pdump_uninit();
+  if (pdump_up_ && apps == 0) rte_pdump_uninit();  // frees its memzone: not under applications
   pdump_up_ = false;
   if (daemon_ && g_runtime == this) {
     rte_mp_action_unregister(kCtlAction);
     g_runtime = nullptr;
   }
   linger_leaves();
+  if (apps > 0) return stop_under_apps(apps);
   if (engines_running_) {
     runner_->stop();
     runner_->join();

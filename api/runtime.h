@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -42,6 +44,8 @@ class Runtime {
   /** Control path: open an endpoint for process @p req.pid. @return 0 and req.slot, or a
    *  negative errno (see imago_open()). */
   int open_endpoint(CtlMsg& req);
+  /** Daemon, rte_mp thread: process @p pid attached. */
+  void note_app(int32_t pid);
   /** Control path: close slot @p slot and reclaim what it held. @return 0, -EINVAL, -ETIMEDOUT. */
   int close_endpoint(uint32_t slot);
   /** Control path, periodically: reclaim endpoints of processes that died, finish closes
@@ -68,6 +72,10 @@ class Runtime {
   int open_pair();
   int find_ports(uint16_t* a, uint16_t* b) const;
   int start_engines();
+  /** Daemon: the live processes that attached (kHello), and a stop that leaves them the
+   *  shared memory. */
+  unsigned apps_attached() const;
+  void stop_under_apps(unsigned apps);
   void serve_telemetry();
   int fill_slot(uint32_t i, const CtlMsg& req, int node_index);
   unsigned reclaim(uint32_t slot);
@@ -96,6 +104,8 @@ class Runtime {
   bool engines_running_ = false;
   std::mutex ctl_;  // the control path: rte_mp thread, housekeeping and the application
   uint32_t ring_serial_ = 0;
+  static constexpr unsigned kMaxApps = 64;
+  std::array<std::atomic<int32_t>, kMaxApps> apps_{};  ///< pids that attached (the rte_mp thread writes)
 };
 
 }  // namespace imago::api

@@ -27,7 +27,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 14;
+inline constexpr uint32_t kShmVersion = 15;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -100,6 +100,9 @@ struct ShmRoot {
   uint32_t version = 0;
   uint32_t n_nodes = 0;
   int32_t primary_pid = 0;  ///< the process that owns EAL and the engines (applications watch it)
+  /** imagod is stopping: its applications' calls return -ENOTCONN as if it were gone (it
+   *  leaves them the shared memory, unfreed, and exits). */
+  std::atomic<uint32_t> primary_stopping{0};
   uint64_t node_ids[kMaxNodes] = {};
   rte_mempool* msg_pool = nullptr;    ///< pool tier: messages up to pool_max bytes
   rte_mempool* frame_pool = nullptr;  ///< up to kFrameClass bytes (about one frame's payload)

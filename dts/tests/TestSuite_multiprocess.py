@@ -167,6 +167,52 @@ class TestSuiteMultiprocess(TestSuite):
         rc = d.stop()
         self.verify(rc == 0 and d.stopped_cleanly(), f"imagod exit {rc}:\n{d.proc.tail()}")
 
+    def test_a_clean_stop_of_imagod_under_its_applications_ends_them_cleanly(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair, an endless subscriber (node 2) and an endless publisher
+            (node 1), both secondaries with no --timeout; once messages flow, SIGTERM imagod.
+            Then start imagod again with the same file prefix, and a new subscriber and
+            publisher (20000 messages).
+        Verify:
+            imagod says the applications are still attached, stops cleanly and exits 0 within
+            the reaction time; both applications see the error (-ENOTCONN: "Transport endpoint
+            is not connected"), print their RESULT and exit non-zero on their own, not killed
+            by a signal (imagod freeing the shared memory unmapped it in them: they died of
+            SIGSEGV on their next call). The restarted imagod serves new applications, which
+            deliver all 20000 verified.
+        """
+        node, d, _ = daemon
+        sub = _pubsub(node, d.file_prefix, "sub", name="sub-term", node=2, count=ENDLESS, size=200)
+        sub.wait_ready(READY_S)
+        pub = _pubsub(node, d.file_prefix, "pub", name="pub-term", node=1, count=ENDLESS, size=200)
+        pub.proc.wait_for_line("pub: peer ready", READY_S, stream="stdout")
+        d.wait_until("messages flowing", lambda: any(e.received > 10_000 for e in d.endpoints("pubsub")), READY_S)
+        rc = d.stop(REACT_S)
+        self.verify(rc == 0 and d.stopped_cleanly(), f"imagod exit {rc}:\n{d.proc.tail()}")
+        self.verify(any("still attached" in line for line in d.lines()), f"imagod did not say:\n{d.proc.tail()}")
+        for app in (pub, sub):
+            rc = app.proc.wait(10)
+            err = "\n".join(app.proc.lines("stderr"))
+            self.verify(rc is not None and rc > 0, f"{app.proc.name} exited {rc} after imagod stopped: {err[-300:]}")
+            self.verify("not connected" in err, f"{app.proc.name} stderr: {err[-300:]}")
+            self.verify(any(line.startswith("RESULT ") for line in app.proc.lines("stdout")),
+                        f"{app.proc.name} printed no RESULT")
+        again = ImagodRun.start(node, d.file_prefix, name="imagod-after-stop")
+        try:
+            again.wait_serving(READY_S)
+            n = 20_000
+            sub = _pubsub(node, d.file_prefix, "sub", name="sub-after", node=2, count=n, size=200, timeout_s=60)
+            sub.wait_ready(READY_S)
+            pub = _pubsub(node, d.file_prefix, "pub", name="pub-after", node=1, count=n, size=200, timeout_s=60)
+            pub.result(RUN_S)
+            res: DeliveryResult = sub.result(RUN_S)
+            self.verify(res.msgs_delivered == n and res.clean,
+                        f"after the stop: delivered {res.msgs_delivered} of {n}, lost {res.lost} "
+                        f"duplicated {res.duplicated} reordered {res.reordered} corrupted {res.corrupted}")
+        finally:
+            again.cleanup()
+
     def test_applications_of_a_killed_imagod_get_an_error_not_a_hang(self, daemon) -> None:
         """
         Steps:
