@@ -66,6 +66,16 @@ def _pubsub(where: Node, prefix: str, role: str, name: str | None = None, **kw):
     return start_example(where, "imago-pubsub", ExampleParams(role=role, secondary=prefix, **kw), name=name)
 
 
+def _endless_flow(where: Node, d: ImagodRun, tag: str):
+    """An endless subscriber (node 2) and publisher (node 1) of imagod @p d, once messages flow."""
+    sub = _pubsub(where, d.file_prefix, "sub", name=f"sub-{tag}", node=2, count=ENDLESS, size=200)
+    sub.wait_ready(READY_S)
+    pub = _pubsub(where, d.file_prefix, "pub", name=f"pub-{tag}", node=1, count=ENDLESS, size=200)
+    pub.proc.wait_for_line("pub: peer ready", READY_S, stream="stdout")
+    d.wait_until("messages flowing", lambda: any(e.received > 10_000 for e in d.endpoints("pubsub")), READY_S)
+    return pub, sub
+
+
 class TestSuiteMultiprocess(TestSuite):
     """imagod with secondary-process applications: verified delivery, SIGKILL reclaim."""
 
@@ -183,35 +193,12 @@ class TestSuiteMultiprocess(TestSuite):
             deliver all 20000 verified.
         """
         node, d, _ = daemon
-        sub = _pubsub(node, d.file_prefix, "sub", name="sub-term", node=2, count=ENDLESS, size=200)
-        sub.wait_ready(READY_S)
-        pub = _pubsub(node, d.file_prefix, "pub", name="pub-term", node=1, count=ENDLESS, size=200)
-        pub.proc.wait_for_line("pub: peer ready", READY_S, stream="stdout")
-        d.wait_until("messages flowing", lambda: any(e.received > 10_000 for e in d.endpoints("pubsub")), READY_S)
+        pub, sub = _endless_flow(node, d, "term")
         rc = d.stop(REACT_S)
         self.verify(rc == 0 and d.stopped_cleanly(), f"imagod exit {rc}:\n{d.proc.tail()}")
         self.verify(any("still attached" in line for line in d.lines()), f"imagod did not say:\n{d.proc.tail()}")
-        for app in (pub, sub):
-            rc = app.proc.wait(10)
-            err = "\n".join(app.proc.lines("stderr"))
-            self.verify(rc is not None and rc > 0, f"{app.proc.name} exited {rc} after imagod stopped: {err[-300:]}")
-            self.verify("not connected" in err, f"{app.proc.name} stderr: {err[-300:]}")
-            self.verify(any(line.startswith("RESULT ") for line in app.proc.lines("stdout")),
-                        f"{app.proc.name} printed no RESULT")
-        again = ImagodRun.start(node, d.file_prefix, name="imagod-after-stop")
-        try:
-            again.wait_serving(READY_S)
-            n = 20_000
-            sub = _pubsub(node, d.file_prefix, "sub", name="sub-after", node=2, count=n, size=200, timeout_s=60)
-            sub.wait_ready(READY_S)
-            pub = _pubsub(node, d.file_prefix, "pub", name="pub-after", node=1, count=n, size=200, timeout_s=60)
-            pub.result(RUN_S)
-            res: DeliveryResult = sub.result(RUN_S)
-            self.verify(res.msgs_delivered == n and res.clean,
-                        f"after the stop: delivered {res.msgs_delivered} of {n}, lost {res.lost} "
-                        f"duplicated {res.duplicated} reordered {res.reordered} corrupted {res.corrupted}")
-        finally:
-            again.cleanup()
+        self._told_imagod_is_gone(pub, sub)
+        self._restarted_imagod_serves(node, d.file_prefix, "after-stop")
 
     def test_applications_of_a_killed_imagod_get_an_error_not_a_hang(self, daemon) -> None:
         """
@@ -228,27 +215,31 @@ class TestSuiteMultiprocess(TestSuite):
             corrupted.
         """
         node, d, _ = daemon
-        sub = _pubsub(node, d.file_prefix, "sub", name="sub-orphan", node=2, count=ENDLESS, size=200)
-        sub.wait_ready(READY_S)
-        pub = _pubsub(node, d.file_prefix, "pub", name="pub-orphan", node=1, count=ENDLESS, size=200)
-        pub.proc.wait_for_line("pub: peer ready", READY_S, stream="stdout")
-        d.wait_until("messages flowing", lambda: any(e.received > 10_000 for e in d.endpoints("pubsub")), READY_S)
+        pub, sub = _endless_flow(node, d, "orphan")
         d.proc.signal(signal.SIGKILL)
         d.proc.wait(REACT_S)
-        for app in (pub, sub):
+        self._told_imagod_is_gone(pub, sub)
+        self._restarted_imagod_serves(node, d.file_prefix, "restarted")
+
+    def _told_imagod_is_gone(self, *apps) -> None:
+        """Each of @p apps ends on its own (exit > 0, no signal) with -ENOTCONN and a RESULT."""
+        for app in apps:
             rc = app.proc.wait(10)
             err = "\n".join(app.proc.lines("stderr"))
-            self.verify(rc != 0, f"{app.proc.name} exited {rc} after imagod died")
+            self.verify(rc is not None and rc > 0, f"{app.proc.name} exited {rc} after imagod went: {err[-300:]}")
             self.verify("not connected" in err, f"{app.proc.name} stderr: {err[-300:]}")
             self.verify(any(line.startswith("RESULT ") for line in app.proc.lines("stdout")),
                         f"{app.proc.name} printed no RESULT")
-        again = ImagodRun.start(node, d.file_prefix, name="imagod-restarted")
+
+    def _restarted_imagod_serves(self, node: Node, prefix: str, tag: str) -> None:
+        """imagod again with @p prefix: a new subscriber and publisher deliver 20000 verified."""
+        again = ImagodRun.start(node, prefix, name=f"imagod-{tag}")
         try:
             again.wait_serving(READY_S)
             n = 20_000
-            sub = _pubsub(node, d.file_prefix, "sub", name="sub-again", node=2, count=n, size=200, timeout_s=60)
+            sub = _pubsub(node, prefix, "sub", name=f"sub-{tag}", node=2, count=n, size=200, timeout_s=60)
             sub.wait_ready(READY_S)
-            pub = _pubsub(node, d.file_prefix, "pub", name="pub-again", node=1, count=n, size=200, timeout_s=60)
+            pub = _pubsub(node, prefix, "pub", name=f"pub-{tag}", node=1, count=n, size=200, timeout_s=60)
             pub.result(RUN_S)
             res: DeliveryResult = sub.result(RUN_S)
             print(f"\nafter imagod's restart: sub RESULT {res.raw}")
