@@ -590,7 +590,11 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
   int err;
   void* b = alloc_send_buffer(side(ep), len, &err);
-  if (b == nullptr) return err == -EAGAIN && primary_lost(ep->att) ? -ENOTCONN : err;
+  if (b == nullptr && err == -EAGAIN) {
+    if (primary_lost(ep->att)) return -ENOTCONN;
+    ep->slot->tx_ring_full.add();  // back-pressure on a send, as imago_send() counts it
+  }
+  if (b == nullptr) return err;
   *buf = b;
   return 0;
 }

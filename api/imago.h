@@ -23,8 +23,15 @@
  * endpoint has been closed meanwhile (its application exited or was killed) are dropped
  * there and counted by that node (imagod's periodic line, field no_endpoint).
  *
- * Errors are negative errno values, listed on each function. No function blocks except
- * imago_wait() (up to its timeout), imago_close() and imago_detach() (control path).
+ * Errors are negative errno values, listed on each function (a NULL @p out or @p st is
+ * -EINVAL everywhere). No function blocks except imago_wait() (up to its timeout),
+ * imago_close() and imago_detach() (control path), and the attaches: imago_attach_embedded()
+ * while EAL and the nodes start; imago_attach_secondary() while EAL starts as a secondary
+ * (seconds when the imagod there does not run its control thread, e.g. stopped) and then up
+ * to 2 s for imagod's answer (-ENOTCONN without it).
+ *
+ * Messages may be empty: a length of 0 (and a NULL pointer with it) is sent, and delivered,
+ * as a message of 0 bytes.
  *
  * imagod's death: a secondary process checks, at most every 10 ms and only while nothing moves
  * on an endpoint (rx ring empty, tx ring full, no free buffer, imago_wait(),
@@ -319,8 +326,10 @@ int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, u
 
 /**
  * Zero-copy send, step 1: a buffer of at least @p len bytes to write the message into.
- * @return 0 and *buf; -EAGAIN no buffer free now; -EMSGSIZE @p len above imago_max_message();
- *         -ENOSPC too many buffers held by this endpoint; -EINVAL @p ep not live, NULL @p buf;
+ * @return 0 and *buf; -EAGAIN no buffer free now (senders never take the last eighth of a
+ *         pool; counted in tx_ring_full); -EMSGSIZE @p len above imago_max_message();
+ *         -ENOSPC too many buffers held by this endpoint (8192 loans, sent ones until the
+ *         engine took them included: the pools' eighth usually comes first); -EINVAL @p ep not live, NULL @p buf;
  *         -ENOTCONN (secondary) imagod is gone; -ENOTSUP an ordered group endpoint (its
  *         messages are sent by copy, behind their ordering header).
  */
@@ -339,7 +348,9 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
  * sooner. A message imago_send() put in a pooled buffer goes the same way.
  * @return 0; -EAGAIN tx ring full; -EINVAL @p ep not live, @p buf is not a buffer of this
  *         endpoint that the application holds (foreign, freed, or sent already: counted in
- *         buffer_invalid), @p len larger than it, or unknown flags; -ENOTCONN the endpoint
+ *         buffer_invalid), @p len larger than the buffer (its pool's buffer size, which may
+ *         exceed what imago_buf_alloc() was asked for: only that length is the caller's to
+ *         write), or unknown flags (neither counted); -ENOTCONN the endpoint
  *         was closed, or (secondary) imagod is gone; -ENOTSUP an ordered group endpoint.
  */
 int imago_send_zc(imago_ep_t *ep, void *buf, uint32_t len, uint32_t flags);
@@ -356,7 +367,8 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
  * copied here into the endpoint's receive area (IMAGO_TIER_COPY), which holds twice ring_size
  * messages: while the application holds all of them this returns what it can (0 if need
  * be) and counts rx_copy_full; the rest waits, in order, until some are released.
- * @return how many were received (0: none ready); -EINVAL @p ep not live, NULL pointer;
+ * @return how many were received (0: none ready, or @p n 0); -EINVAL @p ep not live, NULL
+ *         @p msgs with @p n > 0;
  *         -ENOTCONN the endpoint was closed under the application, or (secondary) imagod
  *         is gone; -ECONNRESET an ordered group endpoint whose node was left out of the
  *         order (imago_group_open()). On an ordered group endpoint, messages that arrived
@@ -421,7 +433,7 @@ struct imago_ep_stats {
 	                               in the slots after it, copied out by imago_recv_burst() */
 	uint64_t rx_pool;         /**< received in a pooled buffer */
 	uint64_t rx_mbuf;         /**< received zero-copy in the frame's mbuf */
-	uint64_t tx_ring_full;    /**< sends refused with -EAGAIN (back-pressure) */
+	uint64_t tx_ring_full;    /**< sends and imago_buf_alloc() calls refused with -EAGAIN (back-pressure) */
 	uint64_t rx_ring_full;    /**< deliveries the engine held back: rx ring or loans full */
 	uint64_t rx_no_buffer;    /**< deliveries held back: no pooled buffer free */
 	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded */
@@ -594,7 +606,7 @@ struct imago_group_event {
  * RECV: this node asks every peer to admit it to its stream of @p group, now and whenever a
  * peer comes up or opens the group; imago_recv_burst() gives each source's messages in that
  * source's order (descriptor src: the source), exactly once, and the events above. Sends on a
- * RECV-only endpoint are -EINVAL; imago_peer_ready() is 0 on it.
+ * RECV-only endpoint (imago_send*(), imago_buf_alloc()) are -EINVAL; imago_peer_ready() is 0 on it.
  * imago_close() ends both: a source's members get everything it sent, then ENDED (reason
  * CLOSED) and leave; a member leaves every stream (ENDED, reason LEAVE).
  *

@@ -56,9 +56,11 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
                      rel::AppSink* app) {
   e.clock = TscClock(rte_get_tsc_hz());
   const int rc = open_node(e, port, pool, c, app);
-  if (rc == 0)
-    e.absence_tol_tsc = static_cast<uint64_t>(static_cast<unsigned __int128>(e.engine->absence_tolerance_ns()) *
-                                              rte_get_tsc_hz() / 1'000'000'000);
+  const auto tsc = [](uint64_t ns) {
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(ns) * rte_get_tsc_hz() / 1'000'000'000);
+  };
+  if (rc == 0) e.absence_tol_tsc = tsc(e.engine->absence_tolerance_ns());
+  if (rc == 0 && e.set) e.set_tol_tsc = tsc(e.set->absence_tolerance_ns());
   return rc;
 }
 

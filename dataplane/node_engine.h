@@ -37,6 +37,7 @@ struct NodeEngine {
   BoardPublisher pub;  ///< where the polling lcore publishes the engine's state (none by default)
   uint64_t last_poll_tsc = 0;    ///< the previous node_engine_poll()
   uint64_t absence_tol_tsc = 0;  ///< rel::Engine::absence_tolerance_ns() in TSC cycles
+  uint64_t set_tol_tsc = 0;      ///< the link set's (its heartbeat interval), with two networks
 };
 
 struct NodeEngineConfig {
@@ -103,10 +104,11 @@ inline rte_mbuf* node_engine_current_frame(const NodeEngine& e) {
  *  the engine heard nothing meanwhile, so the time beyond the tolerance is not its peers'
  *  silence. Before receiving: what waited in the rx ring then counts as heard now. */
 inline void node_engine_note_poll(NodeEngine& e, uint64_t now_tsc) {
-  const uint64_t gap = now_tsc - e.last_poll_tsc;
-  if (e.last_poll_tsc != 0 && gap > e.absence_tol_tsc)
-    e.engine->credit_absence(e.clock.ns(now_tsc), e.clock.ns(gap - e.absence_tol_tsc));
+  const uint64_t gap = now_tsc - e.last_poll_tsc, last = e.last_poll_tsc;
   e.last_poll_tsc = now_tsc;
+  if (last == 0) return;
+  if (gap > e.absence_tol_tsc) e.engine->credit_absence(e.clock.ns(now_tsc), e.clock.ns(gap - e.absence_tol_tsc));
+  if (e.set && gap > e.set_tol_tsc) e.set->credit_absence(e.clock.ns(now_tsc), e.clock.ns(gap - e.set_tol_tsc));
 }
 
 /** The polling lcore's step: receive, deliver, run timers, send (EngineLink::poll()), and

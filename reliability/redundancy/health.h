@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace imago::rel::red {
@@ -37,6 +38,8 @@ class NetHealth {
   }
   /** A valid frame from the peer arrived on this network. */
   void heard(uint64_t now) { last_rx_ = now; }
+  /** We were not polled for @p ns beyond the tolerance: that is not the peer's silence. */
+  void credit(uint64_t now, uint64_t ns) { last_rx_ = std::min(now, last_rx_ + ns); }
   /** The peer says whether it hears us on this network (any frame from it, any network).
    *  "No" counts only once it said "yes": a peer that starts after us has heard nothing yet. */
   void peer_hears(bool yes) {

@@ -359,6 +359,11 @@ uint32_t LinkSet::heartbeat(Peer& p, uint8_t net) {
   return 1;
 }
 
+void LinkSet::credit_absence(uint64_t now, uint64_t ns) {
+  for (auto& p : peers_)
+    for (auto& h : p->health) h.credit(now, ns);
+}
+
 uint32_t LinkSet::poll(uint64_t now) {
   now_ = now;
   if (!polled_) {  // the lcore starts after the peers were added: silence counts from here

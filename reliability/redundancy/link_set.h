@@ -121,6 +121,11 @@ class LinkSet final : public FrameSink {
   void on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now_ns);
   /** Heartbeats and health. @return frames sent. */
   uint32_t poll(uint64_t now_ns);
+  /** We were not polled for @p ns beyond absence_tolerance_ns() (the lcore descheduled):
+   *  nothing could be heard on either network then, so that is no network's silence (as
+   *  Engine::credit_absence() for the peers). Before the frames that waited are received. */
+  void credit_absence(uint64_t now_ns, uint64_t ns);
+  uint64_t absence_tolerance_ns() const { return cfg_.health.heartbeat_ns; }
   uint64_t next_deadline() const { return next_poll_; }
   /** Time for frames sent outside on_frame()/poll() (the application's sends). */
   void set_now(uint64_t now_ns) { now_ = now_ns; }

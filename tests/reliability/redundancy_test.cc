@@ -242,6 +242,28 @@ TEST(LinkSet, BothNetworksDownWithSignsOfLifeInTurnDoNotFlipTheActiveOne) {
   EXPECT_NE(p.s[0]->state(2, p.s[0]->active(2)), NetState::kDown);
 }
 
+// Both nodes off their core for 50 heartbeat intervals (one lcore, descheduled): the first
+// polled after it saw both networks silent and took them down. The gap beyond a heartbeat
+// interval is credited (node_engine_poll() does it), and only then does the node poll.
+TEST(LinkSet, AStallOfOurOwnTakesNoNetworkDown) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  const uint64_t gap = 50 * kMs;
+  p.now += gap;
+  for (auto& x : p.s) x->credit_absence(p.now, gap - x->absence_tolerance_ns());
+  p.s[0]->poll(p.now);
+  EXPECT_NE(p.s[0]->state(2, 0), NetState::kDown);
+  EXPECT_NE(p.s[0]->state(2, 1), NetState::kDown);
+  EXPECT_EQ(p.s[0]->counters(0).failovers, 0u);
+  p.run(3);
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kUp);
+  EXPECT_EQ(p.s[0]->active(2), 0);
+  // The same gap not credited: down (what happened before).
+  p.now += gap;
+  p.s[0]->poll(p.now);
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
+}
+
 TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
   Pair p(Mode::kPingPong);
   p.run(3);
