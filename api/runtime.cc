@@ -304,7 +304,9 @@ int Runtime::add_node(dp::NodePort& pb, uint64_t id, const std::vector<PeerAddr>
   s.encap.auth = o_.auth_key;  // every frame tagged; the tag's room comes off the MTU
   s.engine = o_.protocol.engine;  // modes and timers: the fast-link preset and the options
   s.engine.mtu = static_cast<uint32_t>(dp::max_payload(s.encap, o_.protocol.mtu));
-  s.engine.max_message_size = o_.max_message + 4;  // the endpoint tag
+  // The endpoint tag; at least a frame's payload, which the engine needs (endpoints still
+  // refuse what is above --max-message: a smaller one, 1024 say, is the API's limit alone).
+  s.engine.max_message_size = std::max(o_.max_message + 4, rel::unit_capacity(s.engine));
   if (pb_b != nullptr) {
     s.port_b = &pb_b->faulty;
     s.mbuf_pool_b = pb_b->pool;
