@@ -653,7 +653,10 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
   if (ep == nullptr) return -EINVAL;
   using clock = std::chrono::steady_clock;
   const auto end = timeout_us < 0 ? clock::time_point::max() : clock::now() + std::chrono::microseconds(timeout_us);
+  // Run-to-completion: nothing moves unless this thread polls the engines.
+  Runtime* const rtc = ep->att->rt && ep->att->rt->inline_engines() ? ep->att->rt.get() : nullptr;
   for (unsigned spins = 0;; ++spins) {
+    if (rtc != nullptr) rtc->poll_inline();
     if (rte_ring_count(ep->rx) > 0 || (ep->ord && ep->ord->order.ready() > 0)) return 1;
     if (!is_open(ep) || primary_lost(ep->att)) return -ENOTCONN;
     if (clock::now() >= end) return 0;

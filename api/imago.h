@@ -137,8 +137,11 @@ uint64_t imago_node_id(const imago_t *im, unsigned index);
  * moves unless the application calls this, often, from one thread (the one that sends and
  * receives; imago_close() polls by itself while it waits). For machines with few cores: the
  * application and its engines share one.
- * @return the work done (0: nothing to do); -EINVAL @p im not live; -ENOTSUP the nodes have
- *         their engine lcore (the default, and every secondary).
+ * @return the work done, a count with no fixed unit (frames received and sent, messages
+ *         and buffers moved; 0: nothing to do); -EINVAL @p im not live; -ENOTSUP the nodes
+ *         have their engine lcore (the default, and every secondary). A node polled rarely
+ *         still loses nothing, but its peers resend what it did not acknowledge in time: a
+ *         stream slows far more than the gaps alone would say.
  */
 int imago_engine_poll(imago_t *im);
 
@@ -399,7 +402,8 @@ int imago_poll(imago_ep_t *ep);
 /**
  * Wait until a message is ready, at most @p timeout_us microseconds (negative: no limit).
  * The calling thread polls briefly, then sleeps in short naps: this is for control threads
- * and slow consumers; hot loops call imago_recv_burst() directly. On an ordered group
+ * and slow consumers; hot loops call imago_recv_burst() directly. In run-to-completion the
+ * calling thread polls the engines meanwhile (imago_engine_poll()), as imago_close() does. On an ordered group
  * endpoint "ready" counts as imago_poll() does: imago_recv_burst() may then return 0.
  * @return 1 a message is ready; 0 timed out; -EINVAL @p ep not live; -ENOTCONN closed, or
  *         (secondary) imagod is gone.

@@ -40,13 +40,7 @@ imago_node_stats stats(unsigned index) {
 
 TEST(Redundancy, EveryMessageOnceInOrderAndTheNetworksUsedAsTheModeSays) {
   imago_ep_t *a = nullptr, *b = nullptr;
-  imago_ep_opts oa{.local_node = 1, .ring_size = 0, .reserved = 0};
-  imago_ep_opts ob{.local_node = 2, .ring_size = 0, .reserved = 0};
-  ASSERT_EQ(imago_open(g_im, "red", 2, &oa, &a), 0);
-  ASSERT_EQ(imago_open(g_im, "red", 1, &ob, &b), 0);
-  for (int polls = 0; polls < 1000000 && !(imago_peer_ready(a) == 1 && imago_peer_ready(b) == 1); ++polls)
-    ASSERT_GE(imago_engine_poll(g_im), 0);
-  ASSERT_EQ(imago_peer_ready(a), 1);
+  ASSERT_TRUE(imago::test::rtc_open_pair(g_im, "red", &a, &b));
   constexpr uint32_t kMsgs = 50000;
   const uint32_t got = imago::test::rtc_stream(g_im, a, b, kMsgs, 200, 16);
   EXPECT_EQ(got, kMsgs);

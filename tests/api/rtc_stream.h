@@ -13,6 +13,17 @@
 
 namespace imago::test {
 
+/** Open @p name from node 1 to 2 (@p a) and back (@p b), polling @p im until both peers are
+ *  ready. @return true when they are. */
+inline bool rtc_open_pair(imago_t* im, const char* name, imago_ep_t** a, imago_ep_t** b) {
+  imago_ep_opts oa{.local_node = 1, .ring_size = 0, .reserved = 0};
+  imago_ep_opts ob{.local_node = 2, .ring_size = 0, .reserved = 0};
+  if (imago_open(im, name, 2, &oa, a) != 0 || imago_open(im, name, 1, &ob, b) != 0) return false;
+  for (int polls = 0; polls < 1000000 && !(imago_peer_ready(*a) == 1 && imago_peer_ready(*b) == 1); ++polls)
+    if (imago_engine_poll(im) < 0) return false;
+  return imago_peer_ready(*a) == 1 && imago_peer_ready(*b) == 1;
+}
+
 /** Send @p count messages of @p size bytes (>= 4) from @p a to @p b, polling @p im.
  *  @return the messages received, in order, once each (a failure is a gtest failure). */
 inline uint32_t rtc_stream(imago_t* im, imago_ep_t* a, imago_ep_t* b, uint32_t count, uint32_t size,

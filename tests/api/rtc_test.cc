@@ -39,6 +39,23 @@ TEST(RunToCompletion, TheApplicationThreadDrivesTheNodes) {
   EXPECT_EQ(imago_close(b), 0);
 }
 
+// imago_wait() in run-to-completion polls the engines while it waits (as imago_close()
+// does): it waited out its whole timeout for a message nobody moved.
+TEST(RunToCompletion, WaitPollsTheEnginesItself) {
+  imago_ep_t *a = nullptr, *b = nullptr;
+  ASSERT_TRUE(imago::test::rtc_open_pair(g_im, "rtcwait", &a, &b));
+  ASSERT_EQ(imago_send(a, "ping", 4, IMAGO_FASTPATH), 0);
+  // Do: wait for it without polling. Expect: it comes.
+  ASSERT_EQ(imago_wait(b, 2'000'000), 1);
+  imago_msg m{};
+  ASSERT_EQ(imago_recv_burst(b, &m, 1), 1);
+  EXPECT_EQ(m.len, 4u);
+  EXPECT_EQ(std::memcmp(imago_msg_data(&m), "ping", 4), 0);
+  EXPECT_EQ(imago_release(b, &m, 1), 0);
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
+}
+
 // The return ring of the endpoint opened as @p name towards @p peer.
 rte_ring* return_ring(const char* name, uint64_t peer) {
   for (const imago::api::EndpointSlot& s : imago::test::shm()->slots)
