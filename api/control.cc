@@ -21,7 +21,7 @@ std::vector<int> live_secondaries(const std::string& prefix) {
   std::vector<int> pids;
   std::error_code ec;
   constexpr std::string_view kSock = "mp_socket_";
-  for (const auto& f : std::filesystem::directory_iterator("/var/run/dpdk/" + prefix, ec)) {
+  for (const auto& f : std::filesystem::directory_iterator(dpdk_runtime_dir(prefix), ec)) {
     const std::string name = f.path().filename().string();
     if (name.size() <= kSock.size() || name.compare(0, kSock.size(), kSock) != 0) continue;
     const int pid = std::atoi(name.c_str() + kSock.size());  // mp_socket_PID_TSC; the primary's has none
@@ -31,7 +31,7 @@ std::vector<int> live_secondaries(const std::string& prefix) {
 }
 
 bool primary_runs(const std::string& prefix) {
-  const std::string path = "/var/run/dpdk/" + prefix + "/config";
+  const std::string path = dpdk_runtime_dir(prefix) + "/config";
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct flock l {};

@@ -40,6 +40,9 @@ struct CtlMsg {
  *  not yet reaped by its parent). Control path: a syscall and a read of /proc. */
 bool process_gone(int pid);
 
+/** @return EAL's runtime directory of file prefix @p prefix (root's: /var/run/dpdk/PREFIX). */
+inline std::string dpdk_runtime_dir(const std::string& prefix) { return "/var/run/dpdk/" + prefix; }
+
 /** @return the live processes other than this one that are DPDK secondaries of file
  *  prefix @p prefix (their mp_socket_PID_* in its runtime directory). Control path. */
 std::vector<int> live_secondaries(const std::string& prefix);

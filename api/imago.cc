@@ -341,7 +341,7 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
     // EAL made the prefix's runtime directory before it found no primary there: if it is
     // empty, it is ours to remove (rmdir leaves one a primary is using alone).
     std::error_code ec;
-    if (rc != -EALREADY) std::filesystem::remove("/var/run/dpdk/" + prefix, ec);
+    if (rc != -EALREADY) std::filesystem::remove(dpdk_runtime_dir(prefix), ec);
     return rc == -EALREADY ? -ENOTSUP : -EIO;  // EALREADY: an attach of this process failed after EAL began
   }
   CtlMsg m{};

@@ -373,6 +373,7 @@ void Runtime::note_app(int32_t pid) {
     if (v == pid) return;
     if (v == 0 || process_gone(v)) return a.store(pid, std::memory_order_relaxed);
   }
+  apps_overflow_.store(true, std::memory_order_relaxed);  // untracked: assume it stays attached
 }
 
 unsigned Runtime::apps_attached() const {
@@ -381,7 +382,7 @@ unsigned Runtime::apps_attached() const {
     const int32_t v = a.load(std::memory_order_relaxed);
     n += v != 0 && !process_gone(v);
   }
-  return n;
+  return n + (apps_overflow_.load(std::memory_order_relaxed) ? 1 : 0);
 }
 
 // Applications still attached map the shared memory: freeing it would have EAL unmap it in

@@ -106,6 +106,7 @@ class Runtime {
   uint32_t ring_serial_ = 0;
   static constexpr unsigned kMaxApps = 64;
   std::array<std::atomic<int32_t>, kMaxApps> apps_{};  ///< pids that attached (the rte_mp thread writes)
+  std::atomic<bool> apps_overflow_{false};  ///< more attached at once than apps_ holds
 };
 
 }  // namespace imago::api

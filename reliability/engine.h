@@ -260,7 +260,7 @@ class Engine {
   void credit_absence(uint64_t now_ns, uint64_t ns);
   /** @return the gap between two polls that is the caller's to choose (a caller that sleeps
    *  until next_deadline() leaves at most keepalive_ns()); longer ones are absences. */
-  uint64_t absence_tolerance_ns() const { return std::min(cfg_.dead_after_ns, cfg_.group_expire_ns) / 8; }
+  uint64_t absence_tolerance_ns() const { return std::min(keepalive_ns(), cfg_.group_expire_ns / 4); }
 
   /** @return the state of @p peer (kDead for an unknown peer). */
   PeerState state(NodeId peer) const;
