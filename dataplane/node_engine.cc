@@ -3,11 +3,24 @@
 
 #include <rte_cycles.h>
 
+#include <cinttypes>
+
+#include "dataplane/log.h"
 #include "dataplane/node_port.h"
 
 namespace imago::dp {
 
 namespace {
+
+// The engine, or -EINVAL with the reason logged: a node refused for its settings says why.
+int create_engine(NodeEngine& e, const rel::Config& ec, rel::FrameSink* sink, rel::AppSink* app) {
+  if (const char* why = rel::config_problem(ec); why != nullptr) {
+    IMAGO_LOG(ERR, dataplane, "node %" PRIu64 ": engine settings refused: %s (mtu %u, largest message %u)\n",
+              static_cast<uint64_t>(ec.node_id), why, ec.mtu, static_cast<unsigned>(ec.max_message_size));
+    return -EINVAL;
+  }
+  return rel::Engine::create(ec, sink, app, &e.engine);
+}
 
 // A fabric node: its engine on a CircuitLink over its topology's ports.
 int open_fabric_node(NodeEngine& e, const NodeEngineConfig& c, rel::Config ec, rel::AppSink* app) {
@@ -15,7 +28,7 @@ int open_fabric_node(NodeEngine& e, const NodeEngineConfig& c, rel::Config ec, r
   ec.mtu -= static_cast<uint32_t>(sizeof(rel::circ::CircuitHeader));
   e.circ = std::make_unique<CircuitLink>();
   if (int rc = e.circ->init(*c.circuits, ec.node_id, c.encap, c.burst, ec.seed ^ 0xC1C1, ec.mtu); rc < 0) return rc;
-  if (int rc = rel::Engine::create(ec, &e.circ->sink(), app, &e.engine); rc < 0) return rc;
+  if (int rc = create_engine(e, ec, &e.circ->sink(), app); rc < 0) return rc;
   e.circ->attach(e.engine.get());
   return 0;
 }
@@ -39,7 +52,7 @@ int open_node(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const NodeEngi
                                                 &e.link, &e.link_b);
     sink = e.set.get();
   }
-  if (int rc = rel::Engine::create(ec, sink, app, &e.engine); rc < 0) return rc;
+  if (int rc = create_engine(e, ec, sink, app); rc < 0) return rc;
   e.link.attach(e.engine.get());
   if (e.set) {
     e.link_b.attach(e.engine.get());

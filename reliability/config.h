@@ -123,6 +123,9 @@ constexpr Config fast_link_preset(Config c = {}) {
  */
 int validate(const Config& c);
 
+/** @return what validate() refuses in @p c, in words (for the operator), or nullptr if nothing. */
+const char* config_problem(const Config& c);
+
 /** @return the record bytes a frame of @p mtu bytes always holds beside its header and
  *  room for @p max_sack SACK ranges. */
 constexpr uint32_t record_budget(uint32_t mtu, uint32_t max_sack) {

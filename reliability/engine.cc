@@ -25,29 +25,34 @@ constexpr uint64_t seed_mix(uint64_t x) {
 
 }  // namespace
 
-int validate(const Config& c) {
-  if (c.max_sack > kMaxSackRanges || c.mtu > 65535) return -EINVAL;
-  if (c.mtu < sizeof(FrameHeader) + 8 * c.max_sack + kMaxRecordHeader + 64) return -EINVAL;
+const char* config_problem(const Config& c) {
+  if (c.max_sack > kMaxSackRanges) return "max_sack above the most SACK ranges a frame carries";
+  if (c.mtu > 65535) return "mtu above 65535";
+  if (c.mtu < sizeof(FrameHeader) + 8 * c.max_sack + kMaxRecordHeader + 64)
+    return "mtu too small for a header, its SACK ranges and 64 bytes of records";
   // Power-of-two rings keep slot = seq % size continuous across the 2^32 wrap.
-  if (!pow2(c.send_window) || !pow2(c.recv_window)) return -EINVAL;
-  if (c.send_window > (1u << 30) || c.recv_window > (1u << 30)) return -EINVAL;
+  if (!pow2(c.send_window) || !pow2(c.recv_window)) return "send or receive window not a power of two";
+  if (c.send_window > (1u << 30) || c.recv_window > (1u << 30)) return "send or receive window above 2^30 units";
   const uint32_t cap = unit_capacity(c);
-  if (c.max_message_size < cap) return -EINVAL;
-  if (c.send_buffer_bytes < c.max_message_size + cap) return -EINVAL;
-  if ((c.max_message_size + cap - 1) / cap > c.send_window) return -EINVAL;
-  if (c.ack_req_low_pct > c.ack_req_high_pct || c.ack_req_high_pct > 100) return -EINVAL;
-  if (c.credit_high_pct > 100 || c.max_peers == 0) return -EINVAL;
-  if (c.rto_min_ns == 0 || c.rto_min_ns > c.rto_max_ns || c.rto_initial_ns == 0) return -EINVAL;
-  if (c.dead_after_ns == 0 || c.ack_refresh_ns == 0) return -EINVAL;
+  if (c.max_message_size < cap) return "largest message smaller than a frame's payload";
+  if (c.send_buffer_bytes < c.max_message_size + cap) return "send buffer smaller than the largest message and a frame";
+  if ((c.max_message_size + cap - 1) / cap > c.send_window) return "largest message needs more units than the send window holds";
+  if (c.ack_req_low_pct > c.ack_req_high_pct || c.ack_req_high_pct > 100) return "ACK request water marks out of order";
+  if (c.credit_high_pct > 100) return "credit water mark above 100 %";
+  if (c.max_peers == 0) return "no peers allowed";
+  if (c.rto_min_ns == 0 || c.rto_min_ns > c.rto_max_ns || c.rto_initial_ns == 0) return "RTO bounds zero or out of order";
+  if (c.dead_after_ns == 0 || c.ack_refresh_ns == 0) return "zero dead-after or ACK refresh time";
   if ((c.group_sources != 0 || c.group_streams != 0) &&
       (!pow2(c.group_window) || c.group_window > (1u << 20) || c.group_status_ns == 0 ||
        c.group_expire_ns == 0 || c.group_sources > 1024 || c.group_streams > 1024))
-    return -EINVAL;
+    return "group window not a power of two up to 2^20, zero group timers, or over 1024 group sources or streams";
   if (c.group_parity_frames != 0 &&
       (c.group_parity_frames < kParityMinFrames || c.group_parity_frames > kParityMaxFrames || c.max_sack < 2))
-    return -EINVAL;
-  return 0;
+    return "group parity frames out of range (or max_sack below 2)";
+  return nullptr;
 }
+
+int validate(const Config& c) { return config_problem(c) == nullptr ? 0 : -EINVAL; }
 
 int Engine::create(const Config& cfg, FrameSink* frames, AppSink* app,
                    std::unique_ptr<Engine>* out) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "tests/reliability/harness.h"
@@ -965,6 +966,23 @@ TEST_F(EngineTest, ViewShowsTheSessionAndTheWindowsAnOperatorAsksAbout) {
   EXPECT_GT(v.srtt_ns, 0u);
   EXPECT_GT(v.rto_ns, 0u);
   EXPECT_EQ(v.last_heard_ns, now);
+}
+
+// An operator whose settings are refused is told which one (the node builder logs it).
+TEST(EngineConfig, EveryRefusalIsNamed) {
+  const Config good = small_config(1);
+  EXPECT_EQ(config_problem(good), nullptr);
+  auto refused = [&](auto change) {
+    Config c = good;
+    change(c);
+    EXPECT_EQ(validate(c), -EINVAL);
+    return config_problem(c) != nullptr ? std::string(config_problem(c)) : std::string();
+  };
+  EXPECT_NE(refused([](Config& c) { c.send_window = 100; }).find("power of two"), std::string::npos);
+  EXPECT_NE(refused([](Config& c) { c.mtu = 40; }).find("mtu"), std::string::npos);
+  EXPECT_NE(refused([](Config& c) { c.max_message_size = 16; }).find("largest message"), std::string::npos);
+  EXPECT_NE(refused([](Config& c) { c.rto_min_ns = 0; }).find("RTO"), std::string::npos);
+  EXPECT_NE(refused([](Config& c) { c.max_peers = 0; }).find("peers"), std::string::npos);
 }
 
 }  // namespace
