@@ -135,9 +135,9 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
   }
   eal_up_ = true;
   iface_vdevs_ = !args.explicit_eal;
-  // Our prefix, or (imagod, the primary, with EAL args of its own) one only we may hold:
-  // leave nothing behind.
-  if (!args.explicit_eal || (daemon && rte_eal_process_type() == RTE_PROC_PRIMARY)) dp::eal_own_runtime_dir();
+  // Our prefix, or (the primary, with EAL args of its own) one only we may hold: leave
+  // nothing behind. (An embedded node's primary had kept its directory.)
+  if (!args.explicit_eal || rte_eal_process_type() == RTE_PROC_PRIMARY) dp::eal_own_runtime_dir();
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // imago-perf: the testpmd-style benchmark app. Thin: parse, start EAL and lcores, print.
+#include <rte_eal.h>
 #include <rte_lcore.h>
 #include <unistd.h>
 
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
   if (dp::eal_start(args.prog, eal) < 0) return 1;
   dp::install_stop_signals();
-  if (!args.explicit_eal) dp::eal_own_runtime_dir();  // our unique prefix: leave nothing behind
+  // Our unique prefix, or one only a primary holds: leave nothing behind.
+  if (!args.explicit_eal || rte_eal_process_type() == RTE_PROC_PRIMARY) dp::eal_own_runtime_dir();
   if (s.interactive && rte_lcore_count() < 2) {
     std::fprintf(stderr, "imago-perf: -i needs 2 lcores: the prompt keeps the main one\n");
     dp::eal_stop();

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "EAL did not start: the EAL suite cannot run\n");
     return 1;
   }
+  imago::dp::eal_own_runtime_dir();  // its unique prefix: leave nothing behind
   int rc = RUN_ALL_TESTS();
   imago::dp::eal_stop();
   return rc;
