@@ -25,6 +25,7 @@ enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kFailed = 5, kMaxMembers = 64, 
 
 struct cp_opts {
 	const char *file, *out;
+	const char *send_only, *recv_only; /* an option given for the other role, to refuse */
 	uint64_t node;
 	uint32_t group, members, chunk;
 	double timeout_s;
@@ -67,19 +68,34 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, ++i;
 		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node), ++i;
 		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group), ++i;
-		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), ++i;
-		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), ++i;
-		else if (!strcmp(a, "--out")) o->out = v, ++i;
+		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), o->send_only = a, ++i;
+		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), o->send_only = a, ++i;
+		else if (!strcmp(a, "--out")) o->out = v, o->recv_only = a, ++i;
 		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s), ++i;
 		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
 		if (bad) return 2;
 	}
+	const char *other = o->file ? o->recv_only : o->send_only;
+	if (other != NULL)
+		return fprintf(stderr, "%s: %s is for %s only (see --help)\n", argv[0], other, o->file ? "recv" : "send"), 2;
 	if ((o->file == NULL) == (o->out == NULL))
 		return fprintf(stderr, "%s: give send FILE or recv (see --help)\n", argv[0]), 2;
 	struct sigaction sa = {.sa_handler = ex_on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	return 0;
+}
+
+/* @p str as a JSON string: a file name may hold quotes, backslashes and control bytes. */
+static void print_json_string(const char *str)
+{
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)str; *c; ++c) {
+		if (*c == '"' || *c == '\\') printf("\\%c", *c);
+		else if (*c < 0x20) printf("\\u%04x", *c);
+		else putchar(*c);
+	}
+	putchar('"');
 }
 
 static imago_ep_t *open_peer(imago_t *im, uint64_t node, uint64_t peer)
@@ -249,20 +265,22 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	struct cp_ctl done = {.type = kDone, .size = size, .sum = sum};
 	const int judged = !strcmp(fate, "done") || !strcmp(fate, "mismatch");
 	if (!judged) done.type = kFailed, snprintf(done.name, sizeof done.name, "%s%s%s", fate, path[0] ? ": " : "", path);
-	if (back != NULL && (judged || !strcmp(fate, "cannot write") || !strcmp(fate, "bad name")))
-		rc = send_one(back, &done, sizeof done, o->timeout_s);
+	const int tell = back != NULL && (judged || !strcmp(fate, "cannot write") || !strcmp(fate, "bad name"));
+	if (tell) rc = send_one(back, &done, sizeof done, o->timeout_s);
 	/* The DONE must reach the sender before we detach: wait until the engine took it and the
-	 * sender's node confirmed everything. */
+	 * sender's node confirmed everything (nothing to wait for when we told nothing: the
+	 * source is gone, or dropped us). */
 	struct imago_ep_stats st;
 	struct imago_node_stats ns = {.msgs_in_flight = 1};
 	uint64_t end = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
-	while (back != NULL && rc == 0 && ex_now_ns() < end && !ex_stop &&
+	while (tell && rc == 0 && ex_now_ns() < end && !ex_stop &&
 	       (imago_stats(back, &st) < 0 || st.msgs_sent < 1 || imago_node_stats_get(im, 0, &ns) < 0 || ns.msgs_in_flight > 0)) {
 	}
 	printf("file %s: %s\n", path, fate);
-	printf("RESULT {\"mode\":\"cp\",\"role\":\"recv\",\"node\":%llu,\"source\":%llu,\"file\":\"%s\",\"bytes\":%llu,"
-	       "\"state\":\"%s\"}\n",
-	       (unsigned long long)node, (unsigned long long)src, path, (unsigned long long)size, fate);
+	printf("RESULT {\"mode\":\"cp\",\"role\":\"recv\",\"node\":%llu,\"source\":%llu,\"file\":",
+	       (unsigned long long)node, (unsigned long long)src);
+	print_json_string(path);
+	printf(",\"bytes\":%llu,\"state\":\"%s\"}\n", (unsigned long long)size, fate);
 	return strcmp(fate, "done") ? -EIO : rc;
 }
 

@@ -548,6 +548,37 @@ class TestSuiteGroup(TestSuite):
             self.verify(r.wait(RUN_LIMIT_S) == 0, f"{r.name}; last lines:\n{r.tail()}")
             self.verify((out / src.name).read_bytes() == src.read_bytes(), f"{out / src.name} differs")
 
+    def test_a_sender_that_dies_ends_its_receivers_at_once(self, topology: Topology, tmp_path: Path) -> None:
+        """imago-cp sends a 64 MB file named `a"b\\c.bin` to one member losing 2 % of what it
+        receives; the sender is SIGKILLed a fifth of a second into the transfer.
+
+        Expect: the member reports `source gone` and exits 1 within seconds of its node
+        declaring the sender dead (--dead-after-ms 1000), not after its --timeout of 30 s; its
+        RESULT is valid JSON naming the file, quote and backslash escaped.
+        """
+        ports = self._bridge(topology, 1)
+        src = tmp_path / 'a"b\\c.bin'
+        src.write_bytes(bytes(range(256)) * 250_000)
+        out = tmp_path / "out2"
+        out.mkdir()
+        recv = self._cp(ports[1], 2, [(1, ports[0])], ["recv", "--out", str(out)],
+                        ["--fault-rx", "loss=0.02,seed=7", "--dead-after-ms", "1000"])
+        sender = self._cp(ports[0], 1, [(2, ports[1])], ["send", str(src), "--chunk", "4000"],
+                          ["--dead-after-ms", "1000"])
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not any("joined" in l for l in sender.lines("stdout")) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.2)
+        sender.kill(grace=0)
+        killed = time.monotonic()
+        rc = recv.wait(RUN_LIMIT_S)
+        took = time.monotonic() - killed
+        res = _result(recv)
+        print(f"member RESULT {json.dumps(res)} {took:.2f} s after the kill")
+        self.verify(rc == 1 and res["state"] == "source gone", f"member exited {rc}: {res}")
+        self.verify(res["file"] == str(out / src.name), f"file named {res['file']!r}")
+        self.verify(took < 10, f"the member took {took:.1f} s to see its source gone")
+
     def test_a_member_that_cannot_write_the_file_tells_the_sender(self, topology: Topology, tmp_path: Path) -> None:
         """imago-cp sends a 2 MB file to 2 members; member 3 writes into a 512 KiB tmpfs (its
         disk fills up).
