@@ -201,7 +201,10 @@ struct imago_node_stats {
 	                                   (older than --group-nack-hold-ms, or no room) */
 	uint64_t group_units_lost;    /**< units of NACK streams this node receives that their
 	                                   sources had freed: reported as IMAGO_GROUP_LOST */
-	/* A node of a multi-hop fabric (imagod --topology; all 0 otherwise), docs/PROTOCOL.md 3.10: */
+	/* A node of a multi-hop fabric (imagod --topology; all 0 otherwise), docs/PROTOCOL.md 3.10.
+	 * imagod's and telemetry's names: circ_up is circ_circuits_up, circ_down circ_circuits_down,
+	 * circ_forwarded circ_data_forwarded, circ_rejected the sum of circ_bad_frame,
+	 * circ_unknown_vci, circ_bad_setup and circ_wrong_peer; the others as here. */
 	uint64_t circ_in_use;         /**< now: circuits this node is an end or a hop of */
 	uint64_t circ_ports_up;       /**< now: its links that are alive (HELLOs answered) */
 	uint64_t circ_up;             /**< circuits of its ends that came up (opened or accepted) */

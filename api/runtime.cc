@@ -252,10 +252,15 @@ int Runtime::open_fabric_node() {
   std::vector<uint16_t> ids;
   uint16_t id;
   RTE_ETH_FOREACH_DEV(id) ids.push_back(id);
-  if (ids.size() < need || need == 0 || need > dp::CircuitLink::kMaxPorts) {
-    std::fprintf(stderr, "imago: node %" PRIu64 " has %zu ports in --topology %s (at most %zu) and %zu DPDK ports: "
-                 "give a --vdev per link, in topology port order\n",
-                 o_.node_id, need, o_.fabric.spec.c_str(), dp::CircuitLink::kMaxPorts, ids.size());
+  if (need == 0 || need > dp::CircuitLink::kMaxPorts) {
+    std::fprintf(stderr, "imago: node %" PRIu64 " has %zu ports in --topology %s: a fabric node has 1 to %zu\n",
+                 o_.node_id, need, o_.fabric.spec.c_str(), dp::CircuitLink::kMaxPorts);
+    return -ENODEV;
+  }
+  // One more is refused too: a port list from another topology would run with a link unused.
+  if (ids.size() != need) {
+    std::fprintf(stderr, "imago: node %" PRIu64 " has %zu ports in --topology %s and %zu DPDK ports: "
+                 "give a --vdev per link, in topology port order\n", o_.node_id, need, o_.fabric.spec.c_str(), ids.size());
     return -ENODEV;
   }
   dp::CircuitSetup setup;

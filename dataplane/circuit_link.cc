@@ -52,7 +52,9 @@ int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig
 
 int CircuitLink::add_peer(rel::NodeId peer, uint64_t now) {
   if (!topo_.has_node(peer) || peer == self_) return -EINVAL;
-  return sink_->add_peer(peer, now);
+  if (int rc = sink_->add_peer(peer, now); rc < 0) return rc;
+  last_down_.emplace_back(peer, circ::CircReason::kNone);
+  return 0;
 }
 
 bool CircuitLink::send(circ::PortId port, std::span<const uint8_t> frame) {
@@ -253,14 +255,26 @@ void CircuitLink::show_routes(const char* why) {
   std::fflush(show_routes_);
 }
 
+bool CircuitLink::told_down(rel::NodeId peer, circ::CircReason why) {
+  for (auto& [id, last] : last_down_) {
+    if (id != peer) continue;
+    const bool told = last == why;
+    last = why;
+    return told;
+  }
+  return false;
+}
+
 void CircuitLink::on_circuit_up(circ::CircuitId, rel::NodeId peer, bool origin) {
   ++cc_.circuits_up;
+  told_down(peer, circ::CircReason::kNone);
   IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": circuit to node %" PRIu64 " up (%s)\n",
             static_cast<uint64_t>(self_), static_cast<uint64_t>(peer), origin ? "opened" : "accepted");
 }
 
 void CircuitLink::on_circuit_down(circ::CircuitId, rel::NodeId peer, circ::CircReason why) {
   ++cc_.circuits_down;
+  if (told_down(peer, why)) return;
   IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": circuit to node %" PRIu64 " down: %s\n",
             static_cast<uint64_t>(self_), static_cast<uint64_t>(peer), circ::reason_name(why));
 }

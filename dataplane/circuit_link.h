@@ -193,7 +193,12 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     Hop waiting;
     rte_mbuf* rest[TxQueue::kMaxBurst];
     uint16_t rest_n = 0, rest_at = 0;
-  };
+  };  // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
+  // reach fails every re-open the same way: logged once, not every back-off.
+  std::vector<std::pair<rel::NodeId, rel::circ::CircReason>> last_down_;
+
+  /** Has the log said already that the circuit to @p peer is down for @p why? Records it. */
+  bool told_down(rel::NodeId peer, rel::circ::CircReason why);
   bool drain(rel::circ::PortId p, uint64_t now);
   bool on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
   bool forward(rel::circ::PortId in, const Hop& h, uint64_t now);

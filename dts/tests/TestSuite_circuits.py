@@ -567,3 +567,21 @@ class TestSuiteCircuits(TestSuite):
                         f"{share:.1%} of all were counted: {d_run}")
         _stop(self, d1, "imagod of node 1")
         _stop(self, r2, "router 2")
+
+    def test_a_node_given_other_ports_than_its_links_is_refused(self, circuits_host) -> None:
+        """
+        Steps:
+            imagod as node 2 of line:3 (two links) with one, then three net_null ports.
+        Verify:
+            Both refused at start (exit 1) with a message naming the two counts and what to
+            give; neither runs with a link missing or a port unused.
+        """
+        for n in (1, 3):
+            vdevs = [f"net_null{k}" for k in range(n)]
+            argv = ([str(imagod_binary())] + _eal(f"imago-dts-ports{n}-{os.getpid()}", 0, 0, vdevs)
+                    + ["--", "--no-huge", "--topology", "line:3", "--node-id", "2"])
+            cp = run_to_completion(argv, timeout=60)
+            print(f"{n} port(s): exit {cp.returncode}: {cp.stderr.strip()[-300:]}")
+            self.verify(cp.returncode == 1, f"{n} port(s): exit {cp.returncode}")
+            self.verify(f"has 2 ports in --topology line:3 and {n} DPDK ports: give a --vdev per link" in cp.stderr,
+                        f"{n} port(s): no clear reason: {cp.stderr[-500:]}")

@@ -8,6 +8,8 @@ namespace imago::rel::circ {
 void RoutingTable::compute(const Topology& t, NodeId self, const std::vector<bool>& link_dead) {
   self_ = self;
   routes_.clear();
+  known_.assign(t.nodes().begin(), t.nodes().end());
+  std::sort(known_.begin(), known_.end());
   const int s = t.node_index(self);
   if (s < 0) return;
   constexpr uint32_t kUnseen = UINT32_MAX;

@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,6 +46,8 @@ class RoutingTable {
   /** The route to @p dst into @p out. @return false when @p dst is unreachable, unknown or
    *  ourselves. */
   bool lookup(NodeId dst, Route* out) const;
+  /** @return whether @p node is a node of the topology (reachable or not). */
+  bool knows(NodeId node) const { return std::binary_search(known_.begin(), known_.end(), node); }
   /** @return how many destinations (not counting ourselves) we reach. */
   size_t reachable() const { return routes_.size(); }
   NodeId self() const { return self_; }
@@ -58,6 +61,7 @@ class RoutingTable {
  private:
   NodeId self_ = 0;
   std::vector<std::pair<NodeId, Route>> routes_;  ///< sorted by destination
+  std::vector<NodeId> known_;                     ///< the topology's nodes, sorted
 };
 
 /** @return one line per destination, `dst -> next via port P (H hops)` (--show-routes). */

@@ -196,12 +196,13 @@ TEST(CircuitNode, AFloodOfSetUpsIsRefusedAndLeavesNothingBehind) {
   c.max_circuits = 32;
   CircuitSim s(make_line(3), 8, c);
   s.drop = [](NodeId from, PortId, std::span<const uint8_t>) { return from == 2; };  // 2 hears no answer
-  // Do: 1000 SETUPs through node 2 toward 3 in made-up names, and 100 for itself.
+  // Do: 1000 SETUPs through node 2 toward 3 in node 1's name with made-up nonces, and 100
+  // for node 2 itself.
   Rng r(12);
   for (int i = 0; i < 1000; ++i)
-    s.cn(2).on_frame(0, setup(1000 + i, 3, static_cast<uint32_t>(r.next()) | 1, static_cast<uint32_t>(r.next()) | 1), s.now());
+    s.cn(2).on_frame(0, setup(1, 3, static_cast<uint32_t>(r.next()) | 1, static_cast<uint32_t>(r.next()) | 1), s.now());
   for (int i = 0; i < 100; ++i)
-    s.cn(2).on_frame(0, setup(5000 + i, 2, static_cast<uint32_t>(r.next()) | 1, static_cast<uint32_t>(r.next()) | 1), s.now());
+    s.cn(2).on_frame(0, setup(1, 2, static_cast<uint32_t>(r.next()) | 1, static_cast<uint32_t>(r.next()) | 1), s.now());
   // Expect: 8 set-ups held, the rest refused and counted; accepted ends within the table.
   EXPECT_EQ(s.cn(2).pending(), 8u);
   EXPECT_EQ(s.cn(2).counters().refused_full, 992u + 76u);
@@ -209,8 +210,18 @@ TEST(CircuitNode, AFloodOfSetUpsIsRefusedAndLeavesNothingBehind) {
   // Do: a SETUP from ourselves, for no one, without a hop left. Expect: bad, counted.
   s.cn(2).on_frame(0, setup(2, 3, 5, 5), s.now());
   s.cn(2).on_frame(0, setup(9, 0, 5, 5), s.now());
-  s.cn(2).on_frame(0, setup(9, 3, 5, 5, 0), s.now());
+  s.cn(2).on_frame(0, setup(1, 3, 5, 5, 0), s.now());
   EXPECT_EQ(s.cn(2).counters().bad_setup, 3u);
+  // Do: 1000 SETUPs from a node outside the topology, and 1000 to one. Expect: bad, counted,
+  // unanswered (a flood of forgeries earns nothing back), nothing held.
+  const uint64_t failed = s.cn(2).counters().no_route + s.cn(2).counters().refused_full;
+  for (int i = 0; i < 1000; ++i) {
+    s.cn(2).on_frame(0, setup(1000 + i, 3, static_cast<uint32_t>(r.next()) | 1, 7), s.now());
+    s.cn(2).on_frame(0, setup(1, 5000 + i, static_cast<uint32_t>(r.next()) | 1, 7), s.now());
+  }
+  EXPECT_EQ(s.cn(2).counters().bad_setup, 2003u);
+  EXPECT_EQ(s.cn(2).counters().no_route + s.cn(2).counters().refused_full, failed);
+  EXPECT_EQ(s.cn(2).pending(), 8u);
   // Expect: once the set-ups time out and the accepted ends idle out, every entry is free.
   s.run(c.setup_retry_ns * (c.setup_tries + 2) + c.idle_ns);
   EXPECT_EQ(s.cn(2).in_use(), 0u);
