@@ -43,11 +43,47 @@ int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig
   now_tsc_ = rte_rdtsc();
   health_cfg_ = s.health;  // the links' clocks start at the first poll(), not here
   max_wait_ns_ = s.max_wait_ns;
-  circ::circ_header(hello_, circ::CircKind::kHello, 0);
-  circ::circ_seal(hello_, 0);
+  for (circ::PortId i = 0; i < ports_.size(); ++i) init_hello(i);
   show_routes_ = s.show_routes;
   show_routes("at start");
   return 0;
+}
+
+void CircuitLink::init_hello(circ::PortId p) {
+  Port& port = ports_[p];
+  circ::circ_header(port.hello, circ::CircKind::kHello, 0);
+  circ::HelloBody b;
+  b.node.set(static_cast<uint32_t>(self_));
+  b.port.set(p);
+  std::memcpy(port.hello + sizeof(circ::CircuitHeader), &b, sizeof b);
+  circ::circ_seal(port.hello, sizeof b);
+  const int li = topo_.link_index(self_, p);
+  if (li < 0) return;
+  const circ::Link& l = topo_.links()[static_cast<size_t>(li)];
+  const bool a = l.a == self_ && l.pa == p;
+  port.expect_node = a ? l.b : l.a;
+  port.expect_port = a ? l.pb : l.pa;
+}
+
+// A neighbour other than the topology's: nothing else on the wire would tell (circuits would
+// just fail, or go the wrong way). Said once, and again when it is right.
+void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame) {
+  ++cc_.hellos_in;
+  circ::HelloBody b;
+  std::memcpy(&b, frame.data() + sizeof(circ::CircuitHeader), sizeof b);
+  Port& port = ports_[p];
+  const bool right = b.node.get() == port.expect_node && b.port.get() == port.expect_port;
+  if (!right) ++cc_.wrong_neighbour;
+  if (right == !port.miswired) return;
+  port.miswired = !right;
+  if (right)
+    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: node %" PRIu64 " answers, as the topology says\n",
+              static_cast<uint64_t>(self_), p, static_cast<uint64_t>(port.expect_node));
+  else
+    IMAGO_LOG(ERR, dataplane, "node %" PRIu64 ": port %u: node %u (its port %u) answers where the topology has node %"
+              PRIu64 " (its port %u): check --topology, --node-id and the --vdev order of both nodes\n",
+              static_cast<uint64_t>(self_), p, b.node.get(), b.port.get(), static_cast<uint64_t>(port.expect_node),
+              port.expect_port);
 }
 
 int CircuitLink::add_peer(rel::NodeId peer, uint64_t now) {
@@ -137,7 +173,7 @@ bool CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
   circ::CircuitHeader h;
   const bool good = circ_read(frame, &h);
   if (good && h.kind == static_cast<uint8_t>(circ::CircKind::kHello)) {
-    ++cc_.hellos_in;
+    on_hello(p, frame);
     return rte_pktmbuf_free(m), true;
   }
   if (!good || h.kind != static_cast<uint8_t>(circ::CircKind::kData)) {
@@ -201,7 +237,7 @@ unsigned CircuitLink::poll(uint64_t now) {
     if (health_.went_down(p)) link_changed(p, false, now), ++work;
     // A link we stopped reading (pushed back) hears nothing: its HELLOs are not counted.
     if (!health_.hello_due(p, now, ports_[p].waiting.m == nullptr)) continue;
-    if (send(p, hello_)) ++cc_.hellos_sent, ++work;
+    if (send(p, ports_[p].hello)) ++cc_.hellos_sent, ++work;
   }
   sink_->poll(now);
   return work;

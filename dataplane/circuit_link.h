@@ -73,6 +73,7 @@ struct CircuitLinkCounters {
   uint64_t pushbacks = 0;        ///< times an input link was read no more: a frame's next link was full
   uint64_t forward_dropped = 0;  ///< frames to forward whose next link was down, or full past max_wait_ns
                                  ///< (lost: the ends repair)
+  uint64_t wrong_neighbour = 0;  ///< HELLOs from another node, or port, than the topology has on that link
 };
 
 /** One row of a routing table as published (telemetry's /imago/routes). */
@@ -115,6 +116,7 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   fn("hellos_sent", l.hellos_sent), fn("hellos_in", l.hellos_in), fn("links_down", l.links_down);
   fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);
   fn("circuits_down", l.circuits_down), fn("pushbacks", l.pushbacks), fn("forward_dropped", l.forward_dropped);
+  fn("wrong_neighbour", l.wrong_neighbour);
   fn("in_use", s.in_use), fn("ports_up", s.ports_up);
 }
 
@@ -193,12 +195,20 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     Hop waiting;
     rte_mbuf* rest[TxQueue::kMaxBurst];
     uint16_t rest_n = 0, rest_at = 0;
+    // Our HELLO on this link (who we are, which port), sealed once; who the topology says
+    // answers here, and whether the log said that someone else does.
+    uint8_t hello[sizeof(rel::circ::CircuitHeader) + sizeof(rel::circ::HelloBody)] = {};
+    rel::NodeId expect_node = 0;
+    uint32_t expect_port = 0;
+    bool miswired = false;
   };  // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
   // reach fails every re-open the same way: logged once, not every back-off.
   std::vector<std::pair<rel::NodeId, rel::circ::CircReason>> last_down_;
 
   /** Has the log said already that the circuit to @p peer is down for @p why? Records it. */
   bool told_down(rel::NodeId peer, rel::circ::CircReason why);
+  void init_hello(rel::circ::PortId p);
+  void on_hello(rel::circ::PortId p, std::span<const uint8_t> frame);
   bool drain(rel::circ::PortId p, uint64_t now);
   bool on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
   bool forward(rel::circ::PortId in, const Hop& h, uint64_t now);
@@ -213,7 +223,6 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   rel::circ::LinkHealth health_;
   rel::circ::LinkHealth::Config health_cfg_;
   uint64_t max_wait_ns_ = 0;
-  uint8_t hello_[sizeof(rel::circ::CircuitHeader)] = {};  ///< every link's HELLO, sealed once
   std::vector<Port> ports_;
   std::unique_ptr<rel::circ::CircuitSink> sink_;
   FILE* show_routes_ = nullptr;

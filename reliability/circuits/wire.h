@@ -37,7 +37,7 @@ enum class CircKind : uint8_t {
   kSetupOk = 3,   ///< ReplyBody; vci: the one the receiver gave in its SETUP (back_vci)
   kSetupFail = 4, ///< ReplyBody (reason); vci: as kSetupOk
   kTeardown = 5,  ///< ReplyBody (reason); vci: as a data frame's
-  kHello = 6,     ///< no body, vci 0: a neighbour's keep-alive on a link (a link silent for a while is down)
+  kHello = 6,     ///< HelloBody, vci 0: a neighbour's keep-alive on a link (a link silent for a while is down)
 };
 
 /** Why a circuit did not come up, or went down (ReplyBody::reason, and to the application). */
@@ -82,6 +82,14 @@ struct __attribute__((packed)) ReplyBody {
   uint8_t pad[3];
 };
 static_assert(sizeof(ReplyBody) == 8);
+
+/** Who sends a HELLO, so that a link wired or numbered otherwise than the topology says is
+ *  found (same --topology everywhere, the --vdevs in port order, no --node-id twice). */
+struct __attribute__((packed)) HelloBody {
+  Be32 node;      ///< the sender's node id
+  Be32 port;      ///< the sender's topology port the HELLO left by
+};
+static_assert(sizeof(HelloBody) == 8);
 
 inline constexpr size_t kMaxControl = sizeof(CircuitHeader) + sizeof(SetupBody);
 
@@ -128,7 +136,7 @@ inline int circ_body_len(uint8_t k) {
     case CircKind::kSetupOk:
     case CircKind::kSetupFail:
     case CircKind::kTeardown: return sizeof(ReplyBody);
-    case CircKind::kHello: return 0;
+    case CircKind::kHello: return sizeof(HelloBody);
   }
   return -2;
 }

@@ -282,5 +282,22 @@ TEST(CircuitLink, AGroupStreamReachesMembersBehindForwardersWholeAndInOrderUnder
   EXPECT_GT(f.node(3).circ->stats().node.data_forwarded, 0u);
 }
 
+TEST(CircuitLink, AMiswiredLinkIsFoundByItsHellos) {
+  // Do: a ring of 3 wired as the topology says, then with node 1's two ports swapped.
+  for (const bool miswired : {false, true}) {
+    Receiver apps[3];
+    Fabric f(rel::circ::make_ring(3), {&apps[0], &apps[1], &apps[2]}, Fabric::Options{.miswire_node1 = miswired});
+    ASSERT_TRUE(f.ok());
+    const auto wrong = [&](rel::NodeId n) { return f.node(n).circ->stats().link.wrong_neighbour; };
+    f.run([&] { return f.node(1).circ->stats().link.hellos_in >= 50 && f.node(2).circ->stats().link.hellos_in >= 50; }, 10);
+    // Expect: wired right, no HELLO is from the wrong node; swapped, node 1 hears the wrong
+    // node on both ports and its neighbours hear its other port.
+    for (rel::NodeId n = 1; n <= 3; ++n) {
+      if (miswired) EXPECT_GT(wrong(n), 0u) << n;
+      else EXPECT_EQ(wrong(n), 0u) << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace imago::test

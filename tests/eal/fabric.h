@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataplane/node_engine.h"
@@ -30,6 +31,7 @@ class Fabric {
     uint32_t pool_mbufs = 4095;  ///< per node
     uint32_t send_window = 0;    ///< units each engine has in flight to a peer (0: the preset's)
     uint32_t group_sources = 0, group_streams = 0;  ///< group streams each engine may send, receive
+    bool miswire_node1 = false;  ///< node 1's two first ports given the other way round (an operator's slip)
   };
 
   /** Nodes of @p topo (ids 1..n, in order), node i delivering to @p apps[i]. */
@@ -113,6 +115,7 @@ class Fabric {
     s.health = o_.health;
     s.sink.reopen_ns = o_.reopen_ns;
     for (auto& l : links_[i]) s.ports.push_back({&l->faulty, pools_[i], l->port.mac()});
+    if (i == 0 && o_.miswire_node1 && s.ports.size() >= 2) std::swap(s.ports[0], s.ports[1]);
     dp::NodeEngineConfig c;
     c.id = topo_.nodes()[i];
     c.engine = rel::fast_link_preset();
