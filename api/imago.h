@@ -178,7 +178,9 @@ struct imago_node_stats {
 	uint64_t group_data_frames;   /**< group frames first sent (once per frame when the link multicasts) */
 	uint64_t group_unicast_copies;/**< copies of first sends to each member where the link cannot */
 	uint64_t group_repair_frames; /**< frames resent to a member that asked (NACK), and parity frames */
-	uint64_t group_expiries;      /**< members this node's streams expired */
+	uint64_t group_expiries;      /**< members this node's streams expired (of an
+	                                   IMAGO_GROUP_NACK stream: only one whose node died, or that
+	                                   neither left nor asked for --group-expire-ms after a close) */
 	uint64_t group_msgs_received; /**< group messages delivered */
 	uint64_t group_nacks_sent;    /**< gap reports sent to sources */
 	uint64_t frames_not_allowed;  /**< frames dropped before the engine by the peer allow-list: from an
@@ -200,7 +202,9 @@ struct imago_node_stats {
 	uint64_t group_nack_freed;    /**< frames this node's NACK streams freed unacknowledged
 	                                   (older than --group-nack-hold-ms, or no room) */
 	uint64_t group_units_lost;    /**< units of NACK streams this node receives that their
-	                                   sources had freed: reported as IMAGO_GROUP_LOST */
+	                                   sources had freed: the sum of the counts of the
+	                                   IMAGO_GROUP_LOST events given (what a stream ended DROPPED
+	                                   or GONE lacked is told by its ENDED position, not here) */
 	/* A node of a multi-hop fabric (imagod --topology; all 0 otherwise), docs/PROTOCOL.md 3.10.
 	 * imagod's and telemetry's names: circ_up is circ_circuits_up, circ_down circ_circuits_down,
 	 * circ_forwarded circ_data_forwarded, circ_rejected the sum of circ_bad_frame,
@@ -571,7 +575,7 @@ enum imago_group_end_reason {
 	IMAGO_GROUP_END_DROPPED = 2, /**< the source expired this node: its messages from position
 	                                  on are lost to this node (never skipped silently) */
 	IMAGO_GROUP_END_CLOSED = 3,  /**< the source closed its group endpoint: everything it sent
-	                                  was delivered */
+	                                  was delivered (a NACK stream: or reported IMAGO_GROUP_LOST) */
 	IMAGO_GROUP_END_GONE = 4,    /**< the source's node died or restarted: what it had not
 	                                  delivered here is lost */
 };

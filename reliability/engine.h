@@ -378,6 +378,8 @@ class Engine {
   void tell_lost(GroupTx& t, Peer& p, Seq from, uint32_t n);
   void lose_units(GroupRx& r, Seq a, uint32_t n);
   bool deliver_lost(GroupRx& r);
+  bool nack_end(Peer& p, GroupRx& r, Seq end, uint64_t now);
+  void nack_close_if_done(Peer& p, GroupRx& r);
   void on_group_data(const Header& h, std::span<const uint8_t> frame, std::span<const uint8_t> body,
                      uint64_t now);
   void on_group_parity(const Header& h, std::span<const uint8_t> body, uint64_t now);

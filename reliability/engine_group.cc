@@ -454,12 +454,14 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
       group_deadline_ = std::min({group_deadline_, std::max(m.progress_ns, m.status_ns) + every,
                                   t.nack ? kNever : since + cfg_.group_expire_ns});
     if (!behind && t.closing) {
-      if (now - t.closed_ns >= cfg_.group_expire_ns) {  // told, and never left
+      // Told, and never left (nor, in a NACK stream, asked for anything): dead, or its LEAVEs lost.
+      const uint64_t quiet = t.nack ? std::max(t.closed_ns, m.progress_ns) : t.closed_ns;
+      if (now - quiet >= cfg_.group_expire_ns) {
         remove_member(t, i, GroupEvent::kExpired, now);
         continue;
       }
       end_member(t, m, now);
-      group_deadline_ = std::min(group_deadline_, t.closed_ns + cfg_.group_expire_ns);
+      group_deadline_ = std::min(group_deadline_, quiet + cfg_.group_expire_ns);
     }
     ++i;
   }
@@ -524,6 +526,8 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       GroupMember& m = *it;
       const Seq a = e.a.get();
+      // A NACK stream's member still asking after the close is alive: kept (poll_source()).
+      if (t->nack && t->closing && e.op != group_op::kAck) m.progress_ns = now;
       if (e.op == group_op::kNack) {
         if (e.b.get() > cfg_.group_window || a - m.start > uint32_t{kFar}) return false;
         group_repair(*t, p, a, e.b.get(), now);
@@ -619,6 +623,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->hi_valid = free->in_block = false;
       free->rebuilt = 0;
       free->hold_until = 0;
+      free->end_seen = false;
       w->asked[pi] = kDone;
       event(GroupEvent::kStarted, p.id, g, cfg_.node_id, e.b.get(), start);
       return true;
@@ -667,12 +672,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       if (r->state != GroupRx::State::kActive) return true;
       group_deliver(*r);
-      // A NACK stream's source does not know what we hold: a hole before its end is asked
-      // for (repaired, or told lost) and the stream ends at a later END.
-      if (r->nack && seq_lt(r->rx.dlv(), e.a.get()) && e.a.get() - r->rx.dlv() <= cfg_.group_window) {
-        if (seq_gt(e.a.get(), r->tail)) note_gap(*r, r->tail, e.a.get(), now), r->tail = e.a.get();
-        return true;
-      }
+      if (r->nack) return nack_end(p, *r, e.a.get(), now);
       end_stream(*r, GroupEvent::kClosed, e.a.get(), true);
       if (w != nullptr) w->asked[pi] = kAsk;
       return true;
@@ -692,6 +692,30 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
     default:
       return false;
   }
+}
+
+// A NACK stream's source does not know what we hold: whatever we lack before its END, however
+// far behind, is asked for (repaired, or told lost), and the stream ends CLOSED once delivered
+// up to it. An END before a unit we know was sent answers our NACK or ACK from a source that no
+// longer has the stream: it expired us (3.7.6 Close).
+bool Engine::nack_end(Peer& p, GroupRx& r, Seq end, uint64_t now) {
+  if (seq_lt(end, r.tail)) {
+    if (GroupWant* w = find_want(r.g)) w->asked[index_.at(p.id)] = kDone;  // as on EXPIRED
+    end_stream(r, GroupEvent::kDropped);
+    return true;
+  }
+  if (seq_diff(r.rx.nxt(), end) > kFar) return false;
+  if (seq_gt(end, r.tail)) note_gap(r, r.tail, end, now), r.tail = end;
+  r.end_seen = true;
+  r.end_at = end;
+  nack_close_if_done(p, r);
+  return true;
+}
+
+void Engine::nack_close_if_done(Peer& p, GroupRx& r) {
+  if (!r.end_seen || r.rx.dlv() != r.end_at) return;
+  end_stream(r, GroupEvent::kClosed, r.end_at, true);
+  if (GroupWant* w = find_want(r.g)) w->asked[index_.at(p.id)] = kAsk;  // joined again if reopened
 }
 
 // The stream ended here (@p why; kClosed: at @p end_at). Its end is told only after what it
@@ -764,7 +788,7 @@ void Engine::on_group_data(const Header& h, std::span<const uint8_t> frame, std:
   if (ready != nullptr) parity_rebuild(*p, *r, *ready, now);  // the block's last frame missing
   group_deliver(*r);
   if (r->nack_now) group_deadline_ = std::min(group_deadline_, r->new_due);
-  group_deadline_ = std::min(group_deadline_, r->ack_deadline);
+  group_deadline_ = std::min(group_deadline_, r->end_seen ? now : r->ack_deadline);  // its end may be delivered
 }
 
 void Engine::group_unit(Peer& p, GroupRx& r, Seq s, uint8_t flags, std::span<const uint8_t> payload,
@@ -829,7 +853,7 @@ void Engine::lose_units(GroupRx& r, Seq a, uint32_t n) {
   RecvWindow& rx = r.rx;
   Seq s = seq_lt(a, rx.nxt()) ? rx.nxt() : a;
   for (const Seq end = a + n; seq_lt(s, end) && rx.fits(s); ++s)
-    if (!rx.present(s)) rx.store(s, kLostUnit, {}), gc_.units_lost++;
+    if (!rx.present(s)) rx.store(s, kLostUnit, {});
   if (seq_gt(s, r.tail)) r.tail = s;
   group_deliver(r);
   // The holes after these (and what the window had no room for) are asked at once: the
@@ -852,6 +876,7 @@ bool Engine::deliver_lost(GroupRx& r) {
   r.reasm.reset();
   r.skip_cont = true;
   gc_.lost_events++;
+  gc_.units_lost += e.count;  // as reported: a stream that ends before reporting some says so by ENDED
   return true;
 }
 
@@ -909,6 +934,8 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
     group_deliver(r);
     if (r.blocked) group_deadline_ = std::min(group_deadline_, now + cfg_.deliver_retry_ns);
   }
+  nack_close_if_done(*p, r);
+  if (r.state != GroupRx::State::kActive) return;
   const bool gap = r.rx.has_gap() || r.rx.nxt() != r.tail;
   // Each hole is asked for once when it appears. The first one alone is asked again, a
   // round trip later at the earliest (its repair is on the way until then), backing off

@@ -109,7 +109,8 @@ struct GroupRx {
   uint32_t leave_tries = 0;
   uint8_t end_why = 0;     ///< kEnding: GroupEvent::Why (kClosed: unless short of end_at)
   bool end_leave = false;  ///< kEnding: say LEAVE once the end is told
-  Seq end_at = 0;          ///< kEnding, kClosed: where the source's stream ended
+  Seq end_at = 0;          ///< kEnding, kClosed; a NACK stream's end_seen: where the stream ended
+  bool end_seen = false;   ///< a NACK stream: END came; it ends CLOSED once delivered to end_at
   // Holes that appeared since the last poll (a unit beyond all held, a tail beyond it) lie at
   // or above new_from: each is asked for once at the next poll; the first hole alone is asked
   // again, on a timer.

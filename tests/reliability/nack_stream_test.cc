@@ -54,9 +54,11 @@ class NackStreamTest : public GroupStreamTest {
     ASSERT_EQ(ctl.size(), 64u);
   }
   /** Give node 2 a LOST [a, a + n) in the source's name. */
-  void forge_lost(uint32_t a, uint32_t n) {
+  void forge_lost(uint32_t a, uint32_t n) { forge(group_op::kLost, a, n); }
+  /** Give node 2 a control entry @p op (a, b) in the source's name. */
+  void forge(uint8_t op, uint32_t a, uint32_t n) {
     std::vector<uint8_t> f = ctl;
-    f[48] = group_op::kLost;
+    f[48] = op;
     for (int k = 0; k < 4; ++k) f[56 + k] = static_cast<uint8_t>(a >> (24 - 8 * k)), f[60 + k] = static_cast<uint8_t>(n >> (24 - 8 * k));
     std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});  // the CRC, made again
     finish_frame(f.data(), f.size(), true);
@@ -73,6 +75,14 @@ class NackStreamTest : public GroupStreamTest {
       tick(20 * kUs);
     }
     run_for(20 * kMs);
+  }
+  /** Node @p id's stream ended once, for @p why. */
+  void expect_ended_once(NodeId id, GroupEvent::Why why) const {
+    ASSERT_EQ(w.nodes[id]->count(GroupEvent::kEnded), 1u) << "node " << id;
+    for (const GroupEvent& e : w.nodes[id]->events)
+      if (e.kind == GroupEvent::kEnded) {
+        EXPECT_EQ(e.why, why) << "node " << id;
+      }
   }
   uint64_t bad_ctl() { return node(2).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; }
   std::vector<uint8_t> ctl;
@@ -235,6 +245,79 @@ TEST_F(NackStreamTest, AClosedStreamEndsOnlyOnceTheMemberHeldOrWasToldOfItsTail)
     if (e.kind == GroupEvent::kEnded) {
       EXPECT_EQ(e.why, GroupEvent::kClosed);
     }
+}
+
+TEST_F(NackStreamTest, AMemberMoreThanAWindowBehindAtCloseEndsClosedWithEveryGapReportedLost) {
+  start(3, true, true);
+  send(20, 100);
+  settle();
+  // Do: node 2 hears nothing of 600 messages (over two windows) and its NACKs are lost; the
+  // link heals as the source closes.
+  cut_off(2);
+  send(600, 100, 20);
+  settle();
+  heal();
+  ASSERT_EQ(node(1).e->group_close(kG, now), 0);
+  run_for(40 * kMs);
+  // Expect: node 2, never expired, ends CLOSED: what it lacks was reported LOST in its place
+  // (the source freed it), and the counter says as much; node 3 got everything.
+  const GNode& m = node(2);
+  expect_ended_once(2, GroupEvent::kClosed);
+  EXPECT_GT(lost_units(2), 0u);
+  EXPECT_EQ(m.got.size() + lost_units(2), 620u);
+  expect_in_order(2, 620, 100);
+  EXPECT_EQ(m.e->group_counters().units_lost, lost_units(2));
+  expect_all(3, 620, 100);
+  EXPECT_EQ(node(1).e->group_counters().expiries, 0u);
+}
+
+TEST_F(NackStreamTest, AMemberStillAskingLongAfterTheCloseIsKeptAndEndsClosed) {
+  start(3, true, true);
+  send(20, 100);
+  settle();
+  // Do: node 2 misses messages 20..29 and gets 30..119; the source closes, and nothing of it
+  // reaches node 2 for longer than group_expire_ns (50 ms) while node 2 asks for its hole.
+  w.drop = [](const GWire::Frame& f) { return f.group && f.to == 2; };
+  send(10, 100, 20);
+  settle();
+  heal();
+  send(90, 100, 30);
+  settle();
+  ASSERT_EQ(node(1).e->group_close(kG, now), 0);
+  w.drop = [](const GWire::Frame& f) { return f.from == 1 && f.to == 2; };
+  run_for(80 * kMs);
+  heal();
+  run_for(40 * kMs);
+  // Expect: it was kept (it asked), told its hole is lost (and node 3's LEAVE view record,
+  // sent after the close), and ended CLOSED; no expiry.
+  const GNode& m = node(2);
+  expect_ended_once(2, GroupEvent::kClosed);
+  EXPECT_EQ(lost_units(2), 11u);
+  EXPECT_EQ(m.got.size(), 110u);
+  expect_in_order(2, 120, 100);
+  EXPECT_EQ(node(1).e->group_counters().expiries, 0u);
+}
+
+TEST_F(NackStreamTest, UnitsLostCountsOnlyWhatLostEventsReported) {
+  start_keeping_ctl(true);
+  const Seq at = started_at(2) + node(2).count(GroupEvent::kJoined) + 10;
+  // Do: node 2 misses messages 10..19 (its NACKs lost) and gets 20..29; it is told 15..19
+  // are lost (behind the hole at 10), then expired before the hole is repaired.
+  cut_off(2);
+  send(10, 100, 10);
+  settle();
+  w.drop = [](const GWire::Frame& f) { return !f.group && f.from == 2; };
+  send(10, 100, 20);
+  settle();
+  forge_lost(at + 5, 5);
+  forge(group_op::kExpired, at, 0);
+  run_for(5 * kMs);
+  // Expect: the stream ended DROPPED at the hole; no LOST event came before it, and the
+  // counter of units reported lost says 0 (the ENDED event covers the rest).
+  const GNode& m = node(2);
+  expect_ended_once(2, GroupEvent::kDropped);
+  EXPECT_EQ(m.count(GroupEvent::kLost), 0u);
+  EXPECT_EQ(m.e->group_counters().units_lost, lost_units(2));
 }
 
 TEST_F(NackStreamTest, ForgedLostEntriesAreDroppedAndCounted) {
