@@ -28,6 +28,9 @@ void Engine::credit_absence(uint64_t now, uint64_t ns) {
   for (auto& pp : peers_) {
     if (pp->s.state == PeerState::kDead) continue;
     pp->last_heard = std::min(now, pp->last_heard + ns);
+    // The answers to what we sent before may be waiting in the rx ring, or (two nodes on one
+    // lcore) not written yet: one RTO from now before calling it lost.
+    if (pp->rto_deadline != kNever) pp->rto_deadline = std::max(pp->rto_deadline, now + pp->rto.rto());
     pp->c.absences++;
   }
   for (uint32_t i = 0; i < cfg_.group_sources; ++i) {

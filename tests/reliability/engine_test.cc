@@ -691,6 +691,27 @@ TEST_F(EngineTest, AnEngineNotPolledForAWhileDoesNotCountThatTimeAsItsPeersSilen
   EXPECT_LE(now - back, ca.dead_after_ns);
 }
 
+TEST_F(EngineTest, AnEngineNotPolledForAWhileGivesItsPeerAnRtoBeforeCallingAFrameLost) {
+  connect();
+  // Do: A sends, and its lcore is gone for twice dead_after_ns before B (on the same lcore)
+  // could read the frame; A comes round first.
+  ASSERT_EQ(a.e->send(2, msg(8, 1), send_flag::kFastpath, now), 0);
+  a.e->poll(now);
+  const uint64_t gap = 2 * ca.dead_after_ns;
+  now += gap;
+  a.e->credit_absence(now, gap - a.e->absence_tolerance_ns());
+  a.e->poll(now);
+  // Expect: no RTO yet; B (crediting its own absence) reads the frame and answers, and none
+  // ever fires for it.
+  EXPECT_EQ(a.e->counters(2)->rto_expired, 0u);
+  b.e->credit_absence(now, gap - b.e->absence_tolerance_ns());
+  poll_settle();
+  ASSERT_EQ(b.got.size(), 1u);
+  for (int i = 0; i < 20 && a.e->unconfirmed_messages(2) > 0; ++i) tick();
+  EXPECT_EQ(a.e->counters(2)->rto_expired, 0u);
+  EXPECT_EQ(a.e->unconfirmed_messages(2), 0u);
+}
+
 TEST_F(EngineTest, TwoPeersThatDeclaredEachOtherDeadSpeakAgainOnceTheyHearEachOther) {
   connect();
   // Do: nothing passes either way for longer than dead_after_ns (a partition, or a process
