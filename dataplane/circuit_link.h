@@ -201,7 +201,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     rel::NodeId expect_node = 0;
     uint32_t expect_port = 0;
     bool miswired = false;
-  };  // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
+  };
+  // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
   // reach fails every re-open the same way: logged once, not every back-off.
   std::vector<std::pair<rel::NodeId, rel::circ::CircReason>> last_down_;
 

@@ -14,12 +14,11 @@ namespace {
 
 // The engine, or -EINVAL with the reason logged: a node refused for its settings says why.
 int create_engine(NodeEngine& e, const rel::Config& ec, rel::FrameSink* sink, rel::AppSink* app) {
-  if (const char* why = rel::config_problem(ec); why != nullptr) {
+  const int rc = rel::Engine::create(ec, sink, app, &e.engine);
+  if (const char* why = rc == -EINVAL ? rel::config_problem(ec) : nullptr; why != nullptr)
     IMAGO_LOG(ERR, dataplane, "node %" PRIu64 ": engine settings refused: %s (mtu %u, largest message %u)\n",
               static_cast<uint64_t>(ec.node_id), why, ec.mtu, static_cast<unsigned>(ec.max_message_size));
-    return -EINVAL;
-  }
-  return rel::Engine::create(ec, sink, app, &e.engine);
+  return rc;
 }
 
 // A fabric node: its engine on a CircuitLink over its topology's ports.

@@ -289,7 +289,8 @@ TEST(CircuitLink, AMiswiredLinkIsFoundByItsHellos) {
     Fabric f(rel::circ::make_ring(3), {&apps[0], &apps[1], &apps[2]}, Fabric::Options{.miswire_node1 = miswired});
     ASSERT_TRUE(f.ok());
     const auto wrong = [&](rel::NodeId n) { return f.node(n).circ->stats().link.wrong_neighbour; };
-    f.run([&] { return f.node(1).circ->stats().link.hellos_in >= 50 && f.node(2).circ->stats().link.hellos_in >= 50; }, 10);
+    const auto heard = [&](rel::NodeId n) { return f.node(n).circ->stats().link.hellos_in >= 50; };
+    ASSERT_TRUE(f.run([&] { return heard(1) && heard(2) && heard(3); }, 10));
     // Expect: wired right, no HELLO is from the wrong node; swapped, node 1 hears the wrong
     // node on both ports and its neighbours hear its other port.
     for (rel::NodeId n = 1; n <= 3; ++n) {
