@@ -213,7 +213,8 @@ struct imago_node_stats {
 	uint64_t circ_ports_up;       /**< now: its links that are alive (HELLOs answered) */
 	uint64_t circ_up;             /**< circuits of its ends that came up (opened or accepted) */
 	uint64_t circ_down;           /**< circuits of its ends that went down (or never came up) */
-	uint64_t circ_links_down;     /**< times one of its links went silent */
+	uint64_t circ_links_down;     /**< times one of its links went silent, or another node than the
+	                                   topology's answered on it */
 	uint64_t circ_forwarded;      /**< frames of other nodes' circuits it forwarded */
 	uint64_t circ_pushbacks;      /**< times it stopped reading a link: a frame's next link was full */
 	uint64_t circ_rejected;       /**< circuit frames dropped: unknown or forged VCIs, bad frames and

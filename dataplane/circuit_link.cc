@@ -67,13 +67,16 @@ void CircuitLink::init_hello(circ::PortId p) {
 
 // A neighbour other than the topology's: nothing else on the wire would tell (circuits would
 // just fail, or go the wrong way). Said once, and again when it is right.
-void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame) {
+void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint64_t now) {
   ++cc_.hellos_in;
   circ::HelloBody b;
   std::memcpy(&b, frame.data() + sizeof(circ::CircuitHeader), sizeof b);
   Port& port = ports_[p];
   const bool right = b.node.get() == port.expect_node && b.port.get() == port.expect_port;
   if (!right) ++cc_.wrong_neighbour;
+  // The link is down while the wrong node answers (routes go round it, circuits through it
+  // are torn down: a frame sent there would reach a node that does not expect it).
+  if (right ? health_.heard(p) : health_.force_down(p)) link_changed(p, right, now);
   if (right == !port.miswired) return;
   port.miswired = !right;
   if (right)
@@ -168,14 +171,18 @@ bool CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
     return rte_pktmbuf_free(m), true;
   }
   ++lc_.frames_in;
-  if (health_.heard(p)) link_changed(p, true, now);
   const std::span<const uint8_t> frame(f.payload, f.payload_len);
   circ::CircuitHeader h;
   const bool good = circ_read(frame, &h);
   if (good && h.kind == static_cast<uint8_t>(circ::CircKind::kHello)) {
-    on_hello(p, frame);
+    on_hello(p, frame, now);
     return rte_pktmbuf_free(m), true;
   }
+  if (ports_[p].miswired) {  // from a node the topology does not put there: not ours to take
+    ++cc_.wrong_neighbour;
+    return rte_pktmbuf_free(m), true;
+  }
+  if (health_.heard(p)) link_changed(p, true, now);
   if (!good || h.kind != static_cast<uint8_t>(circ::CircKind::kData)) {
     sink_->on_frame(p, frame, now);  // control, or junk (counted there)
     return rte_pktmbuf_free(m), true;

@@ -73,7 +73,8 @@ struct CircuitLinkCounters {
   uint64_t pushbacks = 0;        ///< times an input link was read no more: a frame's next link was full
   uint64_t forward_dropped = 0;  ///< frames to forward whose next link was down, or full past max_wait_ns
                                  ///< (lost: the ends repair)
-  uint64_t wrong_neighbour = 0;  ///< HELLOs from another node, or port, than the topology has on that link
+  uint64_t wrong_neighbour = 0;  ///< HELLOs from another node, or port, than the topology has on that link,
+                                 ///< and frames dropped on a link while it answers so (it is down)
 };
 
 /** One row of a routing table as published (telemetry's /imago/routes). */
@@ -209,7 +210,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   /** Has the log said already that the circuit to @p peer is down for @p why? Records it. */
   bool told_down(rel::NodeId peer, rel::circ::CircReason why);
   void init_hello(rel::circ::PortId p);
-  void on_hello(rel::circ::PortId p, std::span<const uint8_t> frame);
+  void on_hello(rel::circ::PortId p, std::span<const uint8_t> frame, uint64_t now);
   bool drain(rel::circ::PortId p, uint64_t now);
   bool on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
   bool forward(rel::circ::PortId in, const Hop& h, uint64_t now);

@@ -57,6 +57,13 @@ class LinkHealth {
     ports_[p].up = false;
     return true;
   }
+  /** @p p is down whatever it hears (its neighbour is not the topology's). @return true when
+   *  it was up. */
+  bool force_down(PortId p) {
+    if (p >= ports_.size() || !ports_[p].up) return false;
+    ports_[p].up = false;
+    return true;
+  }
   bool up(PortId p) const { return p < ports_.size() && ports_[p].up; }
   size_t ports() const { return ports_.size(); }
 

@@ -282,7 +282,7 @@ TEST(CircuitLink, AGroupStreamReachesMembersBehindForwardersWholeAndInOrderUnder
   EXPECT_GT(f.node(3).circ->stats().node.data_forwarded, 0u);
 }
 
-TEST(CircuitLink, AMiswiredLinkIsFoundByItsHellos) {
+TEST(CircuitLink, AMiswiredLinkIsFoundByItsHellosAndTakenDown) {
   // Do: a ring of 3 wired as the topology says, then with node 1's two ports swapped.
   for (const bool miswired : {false, true}) {
     Receiver apps[3];
@@ -291,12 +291,17 @@ TEST(CircuitLink, AMiswiredLinkIsFoundByItsHellos) {
     const auto wrong = [&](rel::NodeId n) { return f.node(n).circ->stats().link.wrong_neighbour; };
     const auto heard = [&](rel::NodeId n) { return f.node(n).circ->stats().link.hellos_in >= 50; };
     ASSERT_TRUE(f.run([&] { return heard(1) && heard(2) && heard(3); }, 10));
-    // Expect: wired right, no HELLO is from the wrong node; swapped, node 1 hears the wrong
-    // node on both ports and its neighbours hear its other port.
+    // Expect: wired right, no HELLO is from the wrong node and every link is up; swapped,
+    // node 1 hears the wrong node on both ports and its neighbours hear its other port: the
+    // links of node 1 are down at both ends (nothing routed through them), 2 - 3 is not.
+    const auto& s = [&](rel::NodeId n) -> const dp::CircuitStats& { return f.node(n).circ->stats(); };
     for (rel::NodeId n = 1; n <= 3; ++n) {
       if (miswired) EXPECT_GT(wrong(n), 0u) << n;
       else EXPECT_EQ(wrong(n), 0u) << n;
+      EXPECT_EQ(s(n).ports_up, miswired ? (n == 1 ? 0u : 1u) : 2u) << n;
     }
+    EXPECT_EQ(s(1).reachable, miswired ? 0u : 2u);
+    EXPECT_EQ(s(1).link.links_down, miswired ? 2u : 0u);
   }
 }
 
