@@ -100,6 +100,14 @@ uint8_t LinkSet::usable(const Peer& p) const {
 uint8_t LinkSet::nets_for(Peer& p, bool answer, uint8_t last) {
   if (cfg_.mode == Mode::kDuplicate) return kAllNets;
   const uint8_t usable = this->usable(p);
+  // An answer after a silence toward the peer (a keep-alive, mostly: we sent it something
+  // before, then nothing for a down-detection time) goes on both, neither found down: one that
+  // goes where a network is down but not yet found down (flapping in phase with the refresh)
+  // would be lost every time, and the session die while the other network works. Rare by
+  // construction: at most one a down-detection time per peer.
+  const uint64_t quiet = cfg_.health.heartbeat_ns * cfg_.health.heartbeat_miss;
+  if (answer && p.last_tx != 0 && !p.health[0].down() && !p.health[1].down() && now_ - p.last_tx >= quiet)
+    return kAllNets;
   if (cfg_.mode == Mode::kActiveStandby) return usable & bit(p.active) ? bit(p.active) : usable;
   if (usable != kAllNets) return usable;
   if (answer) {
@@ -194,6 +202,7 @@ bool LinkSet::send_copy(Peer& p, uint8_t mask, std::span<const uint8_t> frame) {
   const auto wire = wrap(ShimKind::kFrame, mask, heard_bits(p), ++p.seq, frame);
   const uint8_t sent = send_on(mask, [&](uint8_t n) { return nets_[n]->send_frame(p.id, wire); });
   took(sent);
+  if (sent != 0) p.last_tx = now_;
   return sent != 0;
 }
 
@@ -276,7 +285,7 @@ bool LinkSet::send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, ui
     }
     return took;
   });
-  if (sent != 0) own->last = sent;
+  if (sent != 0) own->last = sent, p->last_tx = now_;
   took(sent);
   return sent != 0;
 }

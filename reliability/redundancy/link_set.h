@@ -163,6 +163,7 @@ class LinkSet final : public FrameSink {
     uint8_t rx_net = 0;        ///< where its last data (or group data) frame came in
     uint8_t answer_net = 0;    ///< where the last answer to it went
     bool answer_unheard = false;  ///< nothing came from it since that answer
+    uint64_t last_tx = 0;      ///< when a frame (not a heartbeat) last went to it
     NetHealth health[kMaxNets];
     uint32_t hb_tx[kMaxNets] = {};
     uint32_t hb_rx[kMaxNets] = {};

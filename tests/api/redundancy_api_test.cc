@@ -60,9 +60,10 @@ TEST(Redundancy, EveryMessageOnceInOrderAndTheNetworksUsedAsTheModeSays) {
   } else if (g_mode == "active-standby") {
     EXPECT_EQ(tx.net_mode, static_cast<uint32_t>(IMAGO_NET_ACTIVE_STANDBY));
     EXPECT_GT(tx.net_frames_sent[0], 0u);
-    // The standby network carries heartbeats only, unless A failed (a slow machine's
-    // spurious timeouts count as failures too): then a fail-over was counted.
-    EXPECT_TRUE(tx.net_frames_sent[1] == 0 || tx.net_failovers[0] > 0) << tx.net_frames_sent[1];
+    // The standby network carries heartbeats only, and the few answers sent after a silence
+    // (on both), unless A failed (a slow machine's spurious timeouts count as failures too):
+    // then a fail-over was counted.
+    EXPECT_TRUE(tx.net_frames_sent[1] <= 10 || tx.net_failovers[0] > 0) << tx.net_frames_sent[1];
   } else {
     EXPECT_EQ(tx.net_mode, static_cast<uint32_t>(IMAGO_NET_PING_PONG));
     const double a_share = static_cast<double>(tx.net_frames_sent[0]) /

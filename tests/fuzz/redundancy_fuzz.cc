@@ -27,7 +27,8 @@
 //   and any shim number, which moves node 1's duplicate window but must cost no frame);
 // - what a link set puts on a port is a valid shim of its own: a heartbeat alone, marked
 //   with the port's network, or a frame after it. A frame's shim sequence number goes out
-//   once, on both networks only in duplicate mode; active/standby sends on the active
+//   once, on both networks only in duplicate mode or (its shim saying so) as an answer after
+//   a silence toward the peer with neither network down; active/standby sends on the active
 //   network, and no mode but duplicate on a down network while the other is not down,
 //   unless the other network's port refuses;
 // - counters are what the ports and wires saw: frames_sent, heartbeats_sent and tx_refused
@@ -315,12 +316,17 @@ void Port::check_frame(const red::Shim& s) const {
   const red::Mode mode = ls.config().mode;
   const bool other_refuses = me.ports[net ^ 1].refuse;
   const uint32_t seq = s.seq.get();
+  // On both: every frame in duplicate mode; in the others, an answer after a silence (its
+  // shim says so), never on a network found down while the other is not.
+  const bool both = s.net == red::kBothNets;
   if (seq == me.last_seq) {
-    FUZZ_CHECK(mode == red::Mode::kDuplicate && !(me.last_nets & (1u << net)));
+    FUZZ_CHECK((mode == red::Mode::kDuplicate || both) && !(me.last_nets & (1u << net)));
   } else {
     FUZZ_CHECK(seq > me.last_seq);
   }
   if (mode == red::Mode::kDuplicate) return;
+  if (both) FUZZ_CHECK(ls.state(me.peer(), 0) != red::NetState::kDown && ls.state(me.peer(), 1) != red::NetState::kDown);
+  if (both) return;
   if (ls.state(me.peer(), net) == red::NetState::kDown && ls.state(me.peer(), net ^ 1) != red::NetState::kDown)
     FUZZ_CHECK(other_refuses);
   // Off the active network only when it refuses, or when both are down (then the link set
