@@ -605,7 +605,8 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   if (ep->ord) return -ENOTSUP;
   const TierSide t = side(ep);
   imago_msg d;
-  if (describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d) < 0) return bad_buffer(ep);
+  if (const int rc = describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d); rc < 0)
+    return rc == -EMSGSIZE ? -EINVAL : bad_buffer(ep);  // a length too large is not counted
   if (!is_open(ep)) return undo_send_zc(t, d), -ENOTCONN;
   if (handoff_put(ep->tx, &d, 1) == 1) return 0;
   undo_send_zc(t, d);  // not taken: still the application's

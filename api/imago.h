@@ -316,7 +316,9 @@ struct imago_iov {
  * 64 bytes), larger ones in a pooled buffer.
  * @param flags  IMAGO_FASTPATH, IMAGO_ACK_REQ, or 0.
  * @return 0; -EAGAIN the tx ring is full, or no pooled buffer is free (retry later; senders
- *         never take the last eighth of a pool: it is left to deliveries);
+ *         never take the last eighth of a pool: it is left to deliveries; and deliveries
+ *         leave senders a quarter of the big pool, so an answer sent before reading the
+ *         next request always finds a buffer in time);
  *         -EMSGSIZE @p len above imago_max_message(); -EINVAL @p ep not live, NULL pointer
  *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint,
  *         or (secondary) imagod is gone: see "imagod's death" above; on an ordered group
@@ -447,7 +449,9 @@ struct imago_ep_stats {
 	uint64_t rx_mbuf;         /**< received zero-copy in the frame's mbuf */
 	uint64_t tx_ring_full;    /**< sends and imago_buf_alloc() calls refused with -EAGAIN (back-pressure) */
 	uint64_t rx_ring_full;    /**< deliveries the engine held back: rx ring or loans full */
-	uint64_t rx_no_buffer;    /**< deliveries held back: no pooled buffer free */
+	uint64_t rx_no_buffer;    /**< deliveries held back: no pooled buffer free (or, for
+	                               messages of the big pool, this node's deliveries hold
+	                               their share of it) */
 	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded */
 	uint32_t tx_ring_used;    /**< ring slots in use in the tx ring now (a message of 49 to
 	                               IMAGO_SEND_INLINE_MAX bytes sent by copy takes 2 to 5) */

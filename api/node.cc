@@ -44,6 +44,7 @@ int Node::init(const NodeSpec& spec, ShmRoot* shm) {
   // The engine lcore's buffer caches (freed by the runtime once the engines stopped); without
   // them (no memory) every buffer goes to the pool ring.
   caches_ = &shm->engine_caches[spec.index];
+  big_.init(shm->big_pool->size, send_reserve(shm->big_pool));
   if (pool_caches_create(*caches_, shm->msg_pool, shm->frame_pool) < 0) *caches_ = PoolCaches{};
   dp::NodeEngineConfig c{.id = spec.id, .encap = spec.encap, .burst = spec.burst, .engine = spec.engine,
                          .port_b = spec.port_b, .pool_b = spec.mbuf_pool_b, .encap_b = spec.encap_b,
@@ -314,8 +315,9 @@ bool Node::deliver(rel::NodeId peer, std::span<const uint8_t> msg) { return take
 uint64_t Node::rebuild_above() const { return kTagBytes + kFrameClass; }
 
 rel::RebuildBuffer Node::rebuild_buffer(rel::NodeId) {
-  void* obj = buffer_get(shm_->big_pool, caches_);
+  void* obj = big_.room() ? buffer_get(shm_->big_pool, caches_) : nullptr;
   if (obj == nullptr) return {};  // rebuilt in the engine's buffer, copied when delivered
+  big_.took(obj);
   // The tag in the headroom's end, the body at kHeadroom: where the pool tier has it.
   return {static_cast<uint8_t*>(obj) + kHeadroom - kTagBytes, shm_->big_pool->elt_size - kHeadroom + kTagBytes, obj};
 }
@@ -324,14 +326,17 @@ bool Node::deliver_rebuilt(rel::NodeId peer, std::span<const uint8_t> msg, rel::
   return take(peer, msg, b.cookie);
 }
 
-void Node::rebuild_buffer_free(rel::NodeId, rel::RebuildBuffer b) { buffer_put(b.cookie, caches_); }
+void Node::rebuild_buffer_free(rel::NodeId, rel::RebuildBuffer b) {
+  big_.freed(b.cookie);
+  buffer_put(b.cookie, caches_);
+}
 
 // A message from the engine, in the pool buffer @p rebuilt (rebuild_buffer()) or, with
 // nullptr, in the engine's memory. @return false to have the engine keep it (and the buffer)
 // for later; true when it was handed over or dropped, the buffer with it.
 bool Node::take(rel::NodeId peer, std::span<const uint8_t> msg, void* rebuilt) {
   auto dropped = [&] {
-    if (rebuilt != nullptr) buffer_put(rebuilt, caches_);
+    if (rebuilt != nullptr) big_.freed(rebuilt), buffer_put(rebuilt, caches_);
     return true;
   };
   if (msg.size() < kTagBytes) {
@@ -381,7 +386,9 @@ int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* re
     s.c.rx_inline.add();
   } else {
     rc = rebuilt != nullptr ? describe_pooled(side(s), src, rebuilt, len, d)
-                            : describe_received(side(s), src, body, dp::node_engine_current_frame(ne_), kMbufLoanCap, d);
+                            : describe_received(side(s), src, body, dp::node_engine_current_frame(ne_), kMbufLoanCap, d,
+                                                big_.room() ? nullptr : shm_->big_pool);
+    if (rc == 0 && d.tier == IMAGO_TIER_POOL && pool_of(d.u.ext.owner) == 2) big_.lent(d.u.ext.owner, &s.rx_loans, d.u.ext.loan);
   }
   if (rc == -EMSGSIZE) {
     ++c_.control_bad;  // larger than any buffer: cannot be handed over, never will be

@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 
+#include "api/big_ledger.h"
 #include "api/imago_msg.h"
 #include "api/shm.h"
 #include "api/tiers.h"
@@ -75,6 +76,8 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   int init(const NodeSpec& spec, ShmRoot* shm);
   /** Control path, before the engine lcore starts. @return 0 or a negative errno. */
   int add_peer(const PeerAddr& peer);
+  /** The big pool is shared by the deliveries of @p nodes nodes (this one among them). */
+  void share_big_pool(uint32_t nodes) { big_.init(shm_->big_pool->size, send_reserve(shm_->big_pool), nodes); }
   /** Teardown, the engine lcore stopped: give back the received frames held in place (they
    *  may be another node's, attached to its memory: every node does this before any goes). */
   void release_frames() {
@@ -204,6 +207,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   unsigned n_remote_ = 0;
   uint64_t now_ns_ = 0;
   uint32_t ext_held_[3] = {};  ///< buffers the engine sends by reference, per pool (msg, frame, big)
+  BigLedger big_;              ///< the big pool's buffers our deliveries hold
   NodeCounters c_;
 };
 

@@ -78,6 +78,7 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
   if (int rc = start_eal(args, daemon); rc < 0) return rc;
   if (int rc = create_shared(); rc < 0) return rc;
   if (int rc = open_nodes(); rc < 0) return rc;
+  for (auto& n : nodes_) n->share_big_pool(static_cast<uint32_t>(nodes_.size()));
   if (int rc = start_engines(); rc < 0) return rc;
   if (daemon_ && o_.no_huge) {
     // No shared hugepage memory, so no secondary can map our rings: serve the nodes only.
@@ -116,6 +117,13 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
     d.telemetry = true;  // /imago/... commands: dpdk-telemetry.py, imago-stat
     d.shared = daemon && !o_.no_huge;
     if (d.shared) d.file_prefix = o_.file_prefix.empty() ? "imago" : o_.file_prefix;
+    // Another primary on our prefix: EAL would refuse its lock, and its advice (hugepages)
+    // would be wrong.
+    if (d.shared && primary_runs(d.file_prefix)) {
+      std::fprintf(stderr, "imagod: an imagod (or another DPDK primary) already runs with file prefix '%s': "
+                   "give this one another --file-prefix, or stop that one first\n", d.file_prefix.c_str());
+      return -EBUSY;
+    }
     // Applications of an earlier imagod map its memory still: EAL would fail to start over
     // it, and pull that memory from under them.
     if (d.shared)

@@ -84,7 +84,8 @@ void* alloc_send_buffer(const TierSide& t, uint32_t len, int* err) {
 
 int describe_send_zc(const TierSide& t, void* buf, uint32_t len, uint16_t flags, imago_msg& d) {
   void* obj = own_buffer(t, buf);
-  if (obj == nullptr || len > rte_mempool_from_obj(obj)->elt_size - kHeadroom) return -EINVAL;
+  if (obj == nullptr) return -EINVAL;
+  if (len > rte_mempool_from_obj(obj)->elt_size - kHeadroom) return -EMSGSIZE;  // the caller's mistake, not a bad buffer
   // From here the buffer is imago's: sending it again or freeing it is refused.
   if (!t.slot->tx_loans.hand_over(loan_of(obj), obj)) return -EINVAL;
   head(d, t.slot->peer, len, static_cast<uint16_t>(flags | IMAGO_MSG_F_ZERO_COPY), IMAGO_TIER_POOL);
@@ -254,7 +255,7 @@ void release_sent(const TierSide& t, const imago_msg& d) {
 }
 
 int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t> body, rte_mbuf* frame,
-                      uint32_t mbuf_cap, imago_msg& d) {
+                      uint32_t mbuf_cap, imago_msg& d, const rte_mempool* closed) {
   EndpointSlot& s = *t.slot;
   const auto len = static_cast<uint32_t>(body.size());
   if (len <= IMAGO_MSG_INLINE_MAX) {
@@ -275,6 +276,7 @@ int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t>
   }
   rte_mempool* mp = t.shm->pool_for(len);
   if (len > mp->elt_size - kHeadroom) return -EMSGSIZE;
+  if (mp == closed) return -ENOBUFS;
   void* obj = buffer_get(mp, t.caches);
   if (obj == nullptr) return -ENOBUFS;
   std::memcpy(static_cast<uint8_t*>(obj) + kHeadroom, body.data(), len);

@@ -157,8 +157,9 @@ inline void ring_gather(const rte_ring_zc_data& z, unsigned at, uint8_t* to) {
 void* alloc_send_buffer(const TierSide& t, uint32_t len, int* err);
 
 /** Hand the application's buffer @p buf over for sending @p len bytes, described in @p d.
- *  @return 0; -EINVAL not a buffer the application holds (foreign, freed, sent already), or
- *  @p len beyond it. After 0 the buffer is imago's; call undo_send_zc() if @p d is not sent. */
+ *  @return 0; -EINVAL not a buffer the application holds (foreign, freed, sent already);
+ *  -EMSGSIZE @p len beyond it (the buffer stays the application's). After 0 the buffer is
+ *  imago's; call undo_send_zc() if @p d is not sent. */
 int describe_send_zc(const TierSide& t, void* buf, uint32_t len, uint16_t flags, imago_msg& d);
 /** The descriptor of describe_send_zc() could not be queued: the buffer is the application's again. */
 void undo_send_zc(const TierSide& t, const imago_msg& d);
@@ -211,9 +212,11 @@ void release_sent(const TierSide& t, const imago_msg& d);
 int describe_pooled(const TierSide& t, uint64_t peer, void* obj, uint32_t len, imago_msg& d);
 /** Describe the received message @p body into @p d: inline, zero-copy in @p frame (when the
  *  bytes lie in it, the message is above the pool tier and the endpoint holds fewer than
- *  @p mbuf_cap mbufs), or copied into a pool buffer. Counts the tier in the slot.
- *  @return 0; -ENOBUFS pool empty; -ENOSPC loans full; -EMSGSIZE larger than any buffer. */
+ *  @p mbuf_cap mbufs), or copied into a pool buffer (not of @p closed: deliveries hold
+ *  their share of it). Counts the tier in the slot.
+ *  @return 0; -ENOBUFS pool empty (or closed); -ENOSPC loans full; -EMSGSIZE larger than
+ *  any buffer. */
 int describe_received(const TierSide& t, uint64_t peer, std::span<const uint8_t> body, rte_mbuf* frame,
-                      uint32_t mbuf_cap, imago_msg& d);
+                      uint32_t mbuf_cap, imago_msg& d, const rte_mempool* closed = nullptr);
 
 }  // namespace imago::api

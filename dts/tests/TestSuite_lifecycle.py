@@ -67,19 +67,26 @@ class TestSuiteLifecycle(TestSuite):
         """
         Steps:
             Start imagod (node 1, peer 2) on a net_null port; wait until it serves and prints
-            its node counters;
-            send SIGTERM.
+            its node counters; start a second imagod with the same file prefix; send the
+            first SIGTERM.
         Verify:
-            It exits 0 within 10 s and says it stopped cleanly.
+            The second refuses (exit 1) and says an imagod runs with that prefix (not EAL's
+            lock error and a hugepage hint); the first exits 0 within 10 s and says it
+            stopped cleanly.
         """
         if not imagod_binary().exists():
             raise AssertionError(f"{imagod_binary()} missing: the build did not produce imagod")
         node = topology.add_node("d")
         eal = EalConfig(lcores="0-1", file_prefix="", vdevs=("net_null0",), shared_config=True)
-        proc = ImagodRun.start(node, f"{topology.prefix}-d-imagod", nodes=["--node-id", "1", "--peer", "2"], eal=eal,
+        prefix = f"{topology.prefix}-d-imagod"
+        proc = ImagodRun.start(node, prefix, nodes=["--node-id", "1", "--peer", "2"], eal=eal,
                                stats_period_s=0.2).proc
         proc.wait_for_line("serving 1 node(s) (ids 1)", 30, stream="stdout")
         proc.wait_for_line("node 1: msgs sent", 10, stream="stdout")
+        cp = run_app(node, imagod_binary(), ["--pair", "--file-prefix", prefix], timeout=30)
+        words = f"an imagod (or another DPDK primary) already runs with file prefix '{prefix}'"
+        self.verify(cp.returncode == 1 and words in cp.stderr and "hugepages" not in cp.stderr,
+                    f"second imagod: exit {cp.returncode}, stderr {cp.stderr[-400:]!r}")
         proc.signal(signal.SIGTERM)
         rc = proc.wait(10)
         self.verify(rc == 0, f"imagod exited {rc}")

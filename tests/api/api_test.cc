@@ -749,10 +749,13 @@ TEST(ZeroCopy, ForeignBuffersAreEinval) {
   EXPECT_EQ(imago_send_zc(p.a, other, 100, 0), -EINVAL);
   EXPECT_EQ(imago_buf_free(p.a, other), -EINVAL);
   EXPECT_EQ(imago_send_zc(p.a, static_cast<uint8_t*>(own) + 8, 10, 0), -EINVAL);
-  // Longer than the buffer, or unknown flags: refused, and the buffer is still ours.
+  // Longer than the buffer, or unknown flags: refused, not counted (the buffer is fine), and
+  // the buffer is still ours.
+  const uint64_t counted = stats_of(p.a).buffer_invalid;
   const uint32_t cap = shm()->msg_pool->elt_size - 8;
   EXPECT_EQ(imago_send_zc(p.a, own, cap + 1, 0), -EINVAL);
   EXPECT_EQ(imago_send_zc(p.a, own, 10, 0x40), -EINVAL);
+  EXPECT_EQ(stats_of(p.a).buffer_invalid, counted);
   EXPECT_EQ(imago_buf_free(p.a, own), 0);
   EXPECT_EQ(imago_send_zc(p.a, own, 10, 0), -EINVAL) << "a freed buffer is no longer ours";
   EXPECT_EQ(imago_buf_free(p.b, other), 0);
@@ -837,6 +840,47 @@ TEST(ZeroCopy, SendersLeaveAReserveThatDeliveriesUse) {
   EXPECT_TRUE(intact(9, 3000, m));
   EXPECT_EQ(imago_release(p.a, &m, 1), 0);
   for (void* b : held) ASSERT_EQ(imago_buf_free(p.a, b), 0);
+}
+
+// A server that reads a request and reads no other before its answer is sent, with more big
+// requests outstanding than the big pool holds (found by a user: the requests behind took
+// every buffer, and the answer was -EAGAIN for ever).
+TEST(ZeroCopy, DeliveriesLeaveASendersShareOfTheBigPool) {
+  Pair p;
+  const unsigned pool = shm()->big_pool->size;
+  constexpr uint32_t kLen = 3000, kCount = 600;  // 3000 bytes: the big pool
+  const uint32_t window = 2 * pool;
+  std::vector<uint8_t> msg(kLen), copy(kLen);
+  uint32_t sent = 0, answered = 0, got = 0, bad = 0;
+  bool have = false;  // the server holds a request it has not answered yet
+  const auto end = Clock::now() + 20s;
+  while (got < kCount && Clock::now() < end) {
+    // Do: the client (a) keeps `window` requests out; the server (b) answers one at a time.
+    while (sent < kCount && sent - got < window) {
+      fill(sent, kLen, msg.data());
+      if (imago_send(p.a, msg.data(), kLen, 0) != 0) break;
+      ++sent;
+    }
+    if (!have) {
+      imago_msg m{};
+      if (imago_recv_burst(p.b, &m, 1) == 1) {
+        std::memcpy(copy.data(), imago_msg_data(&m), std::min(m.len, kLen));
+        ASSERT_EQ(imago_release(p.b, &m, 1), 0);
+        have = true;
+      }
+    }
+    if (have && imago_send(p.b, copy.data(), kLen, 0) == 0) have = false, ++answered;
+    imago_msg r[16];
+    const int n = imago_recv_burst(p.a, r, 16);
+    for (int i = 0; i < n; ++i, ++got) bad += !intact(got, kLen, r[i]);
+    if (n > 0) {
+      ASSERT_EQ(imago_release(p.a, r, static_cast<unsigned>(n)), 0);
+    }
+  }
+  // Expect: every request answered, intact and in order.
+  EXPECT_EQ(got, kCount) << "sent " << sent << ", answered " << answered << ", big buffers in use "
+                         << imago::api::pool_in_use(*shm(), shm()->big_pool) << " of " << pool;
+  EXPECT_EQ(bad, 0u);
 }
 
 TEST(ZeroCopy, PoolsRunOutThenLoansRunOut) {
