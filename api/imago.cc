@@ -85,6 +85,13 @@ std::mutex g_ctl;  // attach, detach, open and close: the handle tables' control
 Attachment* att_of(const imago_t* h) { return g_atts.get(reinterpret_cast<uintptr_t>(h)); }
 Endpoint* ep_of(const imago_ep_t* h) { return g_eps.get(reinterpret_cast<uintptr_t>(h)); }
 
+// @return true when this process already knows its imagod is gone or stopping: two loads of
+// lines nobody writes while it runs, cheap enough for every send.
+bool known_lost(const Attachment* a) {
+  return a->primary_gone.load(std::memory_order_relaxed) ||
+         (a->rt == nullptr && a->shm->primary_stopping.load(std::memory_order_relaxed) != 0);
+}
+
 // @return true when this is a secondary whose imagod died (a control-path check, at most
 // once every 10 ms per attachment; the data path never calls it while messages move).
 bool primary_lost(Attachment* a) {
@@ -548,7 +555,7 @@ int imago_send(imago_ep_t* ep, const void* data, uint32_t len, uint32_t flags) {
 int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
-  if (!is_open(ep)) return -ENOTCONN;
+  if (!is_open(ep) || known_lost(ep->att)) return -ENOTCONN;  // never taken, once told it is gone
   if (n == 0) return 0;
   if (ep->ord) return ordered_send(ep, msgs, n, flags);
   // Reserve room on the tx ring (we are its only producer) and describe the messages straight
@@ -603,6 +610,7 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
   if (ep->ord) return -ENOTSUP;
+  if (known_lost(ep->att)) return -ENOTCONN;
   const TierSide t = side(ep);
   imago_msg d;
   if (const int rc = describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d); rc < 0)

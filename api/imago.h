@@ -146,7 +146,12 @@ uint64_t imago_node_id(const imago_t *im, unsigned index);
 int imago_engine_poll(imago_t *im);
 
 /** A node's engine counters, summed over its peers: a snapshot its engine lcore publishes
- *  about every millisecond, counted since the node started. */
+ *  about every millisecond, counted since the node started. imagod's counter lines and
+ *  telemetry's /imago/node,ID use the engine's names for some: frames_sent is pkts_sent,
+ *  frames_received pkts_received, acks_sent ack_only_sent, losses_detected pkts_lost,
+ *  peer_resets resets, peer_deaths deaths, msgs_unconfirmed discarded_msgs; frames_rejected
+ *  is the sum of their reject_* and link_decode_* rejections; msgs_in_flight is the sum of
+ *  /imago/peers' tx_unconfirmed_msgs; the others as here (circ_* below). */
 struct imago_node_stats {
 	uint64_t node;               /**< the node's id */
 	uint64_t msgs_sent;          /**< messages the engine accepted from endpoints (and its control channel) */
@@ -297,8 +302,11 @@ int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_
 
 /**
  * Close @p ep: the peer sees it closed, unsent messages in its tx ring are dropped, received
- * descriptors not yet released are reclaimed (their pointers become invalid). @p ep is
- * invalid afterwards, whatever is returned.
+ * descriptors not yet released are reclaimed (their pointers become invalid), and so are
+ * messages delivered into its rx ring and not yet received: the peer's engine had them
+ * confirmed, so its sender is not told (drain with imago_recv_burst() until it returns 0
+ * before closing to keep them; the close races with what still arrives meanwhile, which the
+ * node drops and counts as no_endpoint). @p ep is invalid afterwards, whatever is returned.
  * @return 0; -EINVAL @p ep is not a live endpoint (NULL, closed already); -ETIMEDOUT the
  * engine did not confirm within a second (the slot is reclaimed later).
  */

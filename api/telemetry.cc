@@ -49,6 +49,10 @@ void add_slot(rte_tel_data* d, const ShmRoot& shm, uint32_t i) {
                       {"rx_ring_full", &c.rx_ring_full}, {"rx_no_buffer", &c.rx_no_buffer},
                       {"tx_invalid", &c.tx_invalid}, {"peer_resets", &c.peer_resets},
                       {"peer_deaths", &c.peer_deaths}, {"msgs_unconfirmed", &c.msgs_unconfirmed},
+                      {"last_unconfirmed_first", &c.last_unconfirmed_first},
+                      {"last_unconfirmed_count", &c.last_unconfirmed_count}, {"events", &c.events},
+                      {"events_lost", &c.events_lost}, {"group_members", &c.group_members},
+                      {"group_view", &c.group_view}, {"group_pending", &c.group_pending},
                       {"tx_ring_full", &s.tx_ring_full}, {"release_invalid", &s.release_invalid},
                       {"buffer_invalid", &s.buffer_invalid}, {"rx_copy_full", &s.rx_copy_full}})
     rte_tel_data_add_dict_u64(d, k, v->get());

@@ -57,6 +57,9 @@ void serve(imago::api::Runtime& rt, const imago::api::RuntimeOptions& o) {
 
 int main(int argc, char** argv) {
   using namespace imago;
+  // A line at a time into a file or a pipe too: an operator tailing the log sees a reclaim
+  // or a death when it happens, not with the next stats line.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   dp::ArgSplit args = dp::split_args(argc, argv);
   api::RuntimeOptions o;
   std::string err;

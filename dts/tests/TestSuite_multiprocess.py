@@ -14,10 +14,14 @@ tests are skipped with the reason when that fails) and the built imagod and exam
 
 from __future__ import annotations
 
+import errno
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 
+from framework.apps import build_dir
 from framework.imago_apps import (
     DeliveryResult, ExampleParams, ImagodRun, Pools, cleanup_stale_hugepages, examples_missing_reason,
     hugepages_missing_reason, start_example,
@@ -220,6 +224,26 @@ class TestSuiteMultiprocess(TestSuite):
         d.proc.wait(REACT_S)
         self._told_imagod_is_gone(pub, sub)
         self._restarted_imagod_serves(node, d.file_prefix, "restarted")
+
+    def test_a_send_after_imagod_is_known_gone_is_refused(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair and a secondary written against imago.h (ctypes,
+            orphan_app.py) with an endpoint to node 2 and nothing to send; SIGKILL imagod.
+        Verify:
+            Once a receive returned -ENOTCONN (imagod gone), a send returns -ENOTCONN too: a
+            message that can never go is not accepted (it returned 0).
+        """
+        node, d, _ = daemon
+        lib = build_dir() / "api" / "libimago.so"
+        app = node.start([sys.executable, str(Path(__file__).with_name("orphan_app.py")), str(lib), d.file_prefix],
+                         name="orphan")
+        app.wait_for_line("READY", READY_S, stream="stdout")
+        d.proc.signal(signal.SIGKILL)
+        d.proc.wait(REACT_S)
+        rc = app.wait(30)
+        out = app.lines("stdout")
+        self.verify(rc == 0 and f"AFTER recv=-{errno.ENOTCONN} send=-{errno.ENOTCONN}" in out, f"exit {rc}: {out[-3:]}")
 
     def _told_imagod_is_gone(self, *apps) -> None:
         """Each of @p apps ends on its own (exit > 0, no signal) with -ENOTCONN and a RESULT."""
