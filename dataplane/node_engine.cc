@@ -81,17 +81,14 @@ int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, ui
   const uint64_t now = e.clock.ns(rte_rdtsc());
   if (e.circ) {
     if (int rc = e.circ->add_peer(peer, now); rc < 0) return rc;
-    if (int rc = e.engine->add_peer(peer, now); rc < 0) return rc;
-    return e.engine->prefault(), 0;
+    return e.engine->add_peer(peer, now);
   }
   if (int rc = e.link.add_peer_addr(peer, mac, ip); rc < 0) return rc;
   if (e.set) {
     if (int rc = e.link_b.add_peer_addr(peer, mac_b, ip_b); rc < 0) return rc;
     if (int rc = e.set->add_peer(peer, now); rc < 0) return rc;
   }
-  if (int rc = e.engine->add_peer(peer, now); rc < 0) return rc;
-  e.engine->prefault();  // no page faults on the lcore later, and a process size that stays put
-  return 0;
+  return e.engine->add_peer(peer, now);
 }
 
 void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id) {

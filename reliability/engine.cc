@@ -319,13 +319,6 @@ std::string Engine::debug_state(NodeId id) const {
   return b;
 }
 
-void Engine::prefault() {
-  for (; prefaulted_ < peers_.size(); ++prefaulted_) peers_[prefaulted_]->rx.prefault(), peers_[prefaulted_]->reasm.prefault();
-  if (groups_prefaulted_) return;
-  groups_prefaulted_ = true;
-  for (uint32_t i = 0; i < cfg_.group_streams; ++i) grx_[i].rx.prefault(), grx_[i].reasm.prefault();
-}
-
 size_t Engine::memory_bytes() const {
   size_t n = cfg_.mtu;
   for (const auto& p : peers_)

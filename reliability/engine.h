@@ -276,10 +276,6 @@ class Engine {
   size_t peer_ids(NodeId* out, size_t max) const;
   /** @return a one-line dump of @p peer's windows and timers, for logs and failing tests. */
   std::string debug_state(NodeId peer) const;
-  /** Touch the pages of the buffers of the peers added since the last call, and of the group
-   *  streams the first time (control path: the dataplane calls it after add_peer(); the
-   *  simulator, with thousands of engines, does not). */
-  void prefault();
   /** @return bytes held by all preallocated buffers (constant after add_peer()). */
   size_t memory_bytes() const;
   const Config& config() const { return cfg_; }
@@ -452,8 +448,6 @@ class Engine {
   uint64_t now_ = 0;
   uint8_t paths_used_ = 1;  ///< bit n: a data frame went on path n (FrameSink::sent_path())
   std::vector<std::unique_ptr<Peer>> peers_;
-  size_t prefaulted_ = 0;         ///< peers_ whose buffers prefault() touched
-  bool groups_prefaulted_ = false;
   std::unordered_map<NodeId, uint32_t> index_;
   Peer* last_found_ = nullptr;  ///< find()'s one-entry cache
   std::unique_ptr<uint8_t[]> txbuf_;  ///< a header, or a frame without records, being built

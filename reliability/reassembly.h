@@ -37,10 +37,6 @@ class Reassembly {
     buf_ = own_.get();
   }
   void reset() { len_ = 0, active_ = complete_ = discarding_ = false; }
-  /** Touch every page of the buffer now (control path; as RecvWindow::prefault()). */
-  void prefault() {
-    if (own_) std::memset(own_.get(), 0, cap_);
-  }
 
   bool active() const { return active_; }
   bool complete() const { return complete_; }

@@ -44,10 +44,6 @@ class RecvWindow {
     present_.init(slots);
     data_ = std::make_unique_for_overwrite<uint8_t[]>(uint64_t{slots} * unit_cap);
   }
-  /** Touch every page of the slots now (control path), not on the data path: a unit that
-   *  arrives out of order is copied into a slot no unit used before, and a page fault there
-   *  costs the lcore a trip into the kernel (and the process memory it never gives back). */
-  void prefault() { std::memset(data_.get(), 0, uint64_t{slots_} * cap_); }
   /** Empty the window (drain_held() first); the peer's first unit will be @p isn. */
   void reset(Seq isn) {
     assert(held_n_ == 0);
