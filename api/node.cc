@@ -385,9 +385,12 @@ int Node::stage(Active& a, uint64_t src, std::span<const uint8_t> body, void* re
     describe_ring_zc(a.staged, a.staged_n, src, body.data(), len, 0);
     s.c.rx_inline.add();
   } else {
+    // The ledger only for a message of the big pool: a full one reads loan tables, which
+    // smaller messages, the common case, must not pay for.
+    const bool big = rebuilt == nullptr && shm_->pool_for(len) == shm_->big_pool;
     rc = rebuilt != nullptr ? describe_pooled(side(s), src, rebuilt, len, d)
                             : describe_received(side(s), src, body, dp::node_engine_current_frame(ne_), kMbufLoanCap, d,
-                                                big_.room() ? nullptr : shm_->big_pool);
+                                                big && !big_.room() ? shm_->big_pool : nullptr);
     if (rc == 0 && d.tier == IMAGO_TIER_POOL && pool_of(d.u.ext.owner) == 2) big_.lent(d.u.ext.owner, &s.rx_loans, d.u.ext.loan);
   }
   if (rc == -EMSGSIZE) {
