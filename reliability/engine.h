@@ -297,10 +297,13 @@ class Engine {
   uint64_t keepalive_ns() const { return std::min(cfg_.ack_refresh_ns, cfg_.dead_after_ns / 3); }
   /** How often a peer declared dead is asked whether it is back (a HELLO). */
   uint64_t dead_probe_ns() const { return std::max(cfg_.rto_initial_ns, cfg_.dead_after_ns / 4); }
-  void encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack);
+  void encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo = 0);
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);
   void confirm(Peer& p);
+  /** The first HELLO or HELLO_ACK that confirms our ISN: the handshake's round trip as the
+   *  first RTT sample. */
+  void sample_handshake(Peer& p, const Header& h, uint64_t now);
 
   // engine_rx.cc: ACK side and receive side of a data/ack frame.
   bool records_ok(std::span<const uint8_t> body, Seq first, uint8_t allowed = rec_flag::kAll);

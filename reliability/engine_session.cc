@@ -86,10 +86,25 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
 void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) {
   p.last_heard = now;
   p.c.pkts_received++;
-  if (h.dst_token == token_ && h.ack == p.s.my_isn) p.s.confirmed = true;
+  if (h.type == FrameType::kHello) p.hello_echo = h.credit;
+  if (h.dst_token == token_ && h.ack == p.s.my_isn) {
+    sample_handshake(p, h, now);
+    p.s.confirmed = true;
+  }
   // Answer every HELLO; answer a HELLO_ACK only if it taught us something (no ping-pong).
   if (h.type == FrameType::kHello || changed) p.hello_ack_now = true;
   if (p.s.confirmed) confirm(p);
+}
+
+void Engine::sample_handshake(Peer& p, const Header& h, uint64_t now) {
+  // Without it the first sample would come from the first unit ACKed once; when an ACK
+  // blackout held that unit's answer (go-back-N then resends everything, and Karn forbids
+  // more samples), min_rtt stays at the blackout for good and spares every repair. The echo
+  // names the HELLO answered: only our latest, so a late answer to an earlier one is no
+  // sample (it would be an underestimate).
+  if (h.type != FrameType::kHelloAck || p.rto.has_sample() || h.credit == 0 || h.credit != p.hello_attempts)
+    return;
+  p.rto.sample(now - p.hello_tx_ns);
 }
 
 void Engine::confirm(Peer& p) {
@@ -178,6 +193,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.deliver_blocked = p.hello_ack_now = p.tx_blocked = false;
   p.hello_deadline = now_;
   p.hello_interval = cfg_.rto_initial_ns;
+  p.hello_attempts = p.hello_echo = 0;
   p.last_heard = now_;  // a fresh session gets a full dead_after to complete
   if (notify) app_->on_peer_reset(p.id, discarded);
   group_peer_gone(p);
@@ -197,15 +213,24 @@ void Engine::declare_dead(Peer& p) {
   app_->on_peer_dead(p.id, discarded);
 }
 
-void Engine::encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack) {
-  HeaderOut h{t, 0, cfg_.node_id, p.id, cfg_.epoch, token_, dst_token, seq, ack, 0};
+void Engine::encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo) {
+  HeaderOut h{t, 0, cfg_.node_id, p.id, cfg_.epoch, token_, dst_token, seq, ack, echo};
   encode_header(h, txbuf_.get());
 }
 
 bool Engine::send_hello(Peer& p, bool is_ack, uint64_t now) {
   const FrameType t = is_ack ? FrameType::kHelloAck : FrameType::kHello;
-  encode_hello(p, t, p.s.known ? p.s.token : 0, p.s.my_isn, p.s.known ? p.s.peer_isn : 0);
+  uint32_t attempt = p.hello_attempts + 1;
+  if (attempt == 0) attempt = 1;  // 0 means "no attempt" on the wire
+  const uint32_t echo = is_ack ? p.hello_echo : attempt;
+  encode_hello(p, t, p.s.known ? p.s.token : 0, p.s.my_isn, p.s.known ? p.s.peer_isn : 0, echo);
   if (!transmit(p, sizeof(FrameHeader), t, nullptr, now)) return false;
+  if (is_ack) {
+    p.hello_echo = 0;  // answered: a later HELLO_ACK (what changed) names no HELLO
+  } else {
+    p.hello_attempts = attempt;
+    p.hello_tx_ns = now;
+  }
   p.c.hellos_sent++;
   return true;
 }

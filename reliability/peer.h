@@ -65,6 +65,11 @@ struct Peer {
   uint64_t hello_deadline = 0;
   uint64_t hello_interval = 0;
   uint64_t challenge_ns = kNever;  ///< last restart challenge sent (rate limit; kNever: none)
+  // The handshake's RTT sample: a HELLO carries its attempt number in `credit`, a HELLO_ACK
+  // the number of the HELLO it answers (TCP timestamps' echo: unambiguous after a resend).
+  uint64_t hello_tx_ns = 0;     ///< our latest HELLO went out then
+  uint32_t hello_attempts = 0;  ///< HELLOs sent this session (the latest one's number)
+  uint32_t hello_echo = 0;      ///< the peer's latest HELLO, for our next HELLO_ACK (0: none)
   bool hello_ack_now = false;  ///< answer a HELLO
   bool tx_blocked = false;     ///< the frame sink pushed back; retry soon
 

@@ -208,8 +208,48 @@ TEST_F(EngineTest, AckTimerAcksAfterDelay) {
   EXPECT_EQ(header_of(b.out.front().second).type, FrameType::kAck);
 }
 
+TEST_F(EngineTest, TheHandshakesRoundTripIsTheFirstRttSampleFromTheHelloItsAnswerNames) {
+  // Do: A's HELLO and B's answer take 300 us each way.
+  a.e->poll(now);
+  now += 300'000;
+  move(a);
+  b.e->poll(now);
+  now += 300'000;
+  move(b);
+  // Expect: A's first RTT sample is the handshake's round trip.
+  PeerView v;
+  ASSERT_TRUE(a.e->view(2, &v));
+  EXPECT_EQ(v.state, PeerState::kEstablished);
+  EXPECT_EQ(v.srtt_ns, 600'000u);
+  EXPECT_EQ(v.min_rtt_ns, 600'000u);
+  // Do: a new pair; A's first HELLO is lost, the second takes 100 us each way; B's answer
+  // to the first HELLO (as if it had been late) comes after the second was sent.
+  remake();
+  a.e->poll(now);
+  Bytes first = a.out.front().second;
+  a.out.clear();
+  now += ca.rto_initial_ns;
+  a.e->poll(now);  // the second HELLO
+  ASSERT_EQ(a.out.size(), 1u);
+  a.out.push_front({2, first});
+  move(a);
+  b.e->poll(now);  // B answers the latest HELLO it got: the second
+  now += 200'000;
+  // Expect: the answer names the second HELLO, and the sample is its round trip.
+  move(b);
+  ASSERT_TRUE(a.e->view(2, &v));
+  EXPECT_EQ(v.srtt_ns, 200'000u);
+  // Do: a pair whose HELLO_ACKs are all lost (each side confirmed by the other's HELLO).
+  remake();
+  connect_unmeasured();
+  // Expect: no sample, the RTO still the initial one.
+  ASSERT_TRUE(a.e->view(2, &v));
+  EXPECT_EQ(v.srtt_ns, 0u);
+  EXPECT_EQ(v.rto_ns, ca.rto_initial_ns);
+}
+
 TEST_F(EngineTest, RetransmitsOnTimeoutWithExponentialBackoff) {
-  connect();
+  connect_unmeasured();
   a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
   a.out.clear();  // lost
   // Do: run to the RTO twice.
@@ -226,7 +266,7 @@ TEST_F(EngineTest, RetransmitsOnTimeoutWithExponentialBackoff) {
 }
 
 TEST_F(EngineTest, RtoResendsOnlyTheOldestUnitAndItsAnswerRepairsTheLostTail) {
-  connect();
+  connect_unmeasured();
   // Do: send 8 fast messages (one frame each); lose them all; run to the RTO.
   for (uint8_t i = 0; i < 8; ++i) a.e->send(2, msg(8, i), send_flag::kFastpath, now);
   const Seq first = header_of(a.out.front().second).seq;
@@ -925,7 +965,7 @@ TEST_F(EngineTest, EveryRetransmissionCarriesTheOriginalBytesOfItsUnit) {
 TEST_F(EngineTest, ARepairSendsTheHeldSlotAsItWasAndASlotStillInUseIsNeverWritten) {
   a.hold = true;
   remake();
-  connect();
+  connect_unmeasured();
   // Do: three messages coalesced into one frame; the frame is lost, its slot still "in use".
   for (uint8_t i = 0; i < 3; ++i) ASSERT_EQ(a.e->send(2, msg(30, i), 0, now), 0);
   now += ca.coalesce_ns;

@@ -239,6 +239,28 @@ class Pair : public ::testing::Test {
     ASSERT_EQ(a.e->state(2), PeerState::kEstablished);
     ASSERT_EQ(b.e->state(1), PeerState::kEstablished);
   }
+  /** Handshake A and B with every HELLO_ACK lost (each is confirmed by the other's next
+   *  HELLO): no RTT sample yet, the RTO is still rto_initial. */
+  void connect_unmeasured() {
+    auto up = [&] { return a.e->state(2) == PeerState::kEstablished && b.e->state(1) == PeerState::kEstablished; };
+    auto move_but_hello_acks = [&](Node& n) {
+      std::erase_if(n.out, [](const auto& f) { return header_of(f.second).type == FrameType::kHelloAck; });
+      return move(n);
+    };
+    for (int i = 0; i < 100 && (i == 0 || !up()); ++i) {
+      now = std::max(now, std::min(a.e->next_deadline(), b.e->next_deadline()));
+      a.e->poll(now);
+      b.e->poll(now);
+      for (int k = 0; k < 100 && move_but_hello_acks(a) + move_but_hello_acks(b) > 0; ++k) {
+      }
+    }
+    ASSERT_TRUE(up());
+    a.e->poll(now);  // the answers to the last HELLOs are lost too
+    b.e->poll(now);
+    move_but_hello_acks(a);
+    move_but_hello_acks(b);
+    settle();
+  }
   /** A sends @p n fast 8-byte messages; the first is lost, B receives the rest; then time
    *  moves on by A's NACK interval. B's answer (its NACK) waits in b.out. */
   void lose_first_of_fast(uint8_t n) {
