@@ -6,6 +6,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/random.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -59,23 +63,67 @@ bool process_gone(int pid) {
   return paren != std::string_view::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
 
-int ctl_request(CtlMsg& m) {
-  m.version = kShmVersion;
-  m.pid = getpid();
+uint64_t ctl_clock_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t ctl_time_left_ns(uint64_t deadline_ns) {
+  constexpr uint64_t kMs = 1'000'000;
+  const uint64_t now = ctl_clock_ns();
+  if (deadline_ns <= now + kCtlMarginMs * kMs) return 0;
+  return std::min(deadline_ns - now - kCtlMarginMs * kMs, kCtlGiveUpMs * kMs);
+}
+
+namespace {
+
+// Unique per request for the process's life; from a random start, so that a reused pid's
+// requests are not taken for its predecessor's.
+uint64_t next_ctl_id() {
+  static std::atomic<uint64_t> next{[] {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r) r = ctl_clock_ns() ^ (static_cast<uint64_t>(getpid()) << 32);
+    return r;
+  }()};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// One try of @p m, waiting up to @p wait_ns. @return true when the answer to this very
+// request (id, pid, op) came, into @p m; DPDK may hand us an earlier request's late answer.
+bool ctl_try(CtlMsg& m, uint64_t wait_ns) {
   rte_mp_msg req{};
   std::snprintf(req.name, sizeof req.name, "%s", kCtlAction);
   req.len_param = sizeof m;
   std::memcpy(req.param, &m, sizeof m);
   struct rte_mp_reply reply {};
-  timespec ts{kCtlTimeoutMs / 1000, (kCtlTimeoutMs % 1000) * 1000000L};
-  int rc = -ENOTCONN;
+  timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+  bool ours = false;
   if (rte_mp_request_sync(&req, &reply, &ts) == 0 && reply.nb_received == 1 &&
       reply.msgs[0].len_param == sizeof m) {
-    std::memcpy(&m, reply.msgs[0].param, sizeof m);
-    rc = m.rc;
+    CtlMsg a;
+    std::memcpy(&a, reply.msgs[0].param, sizeof a);
+    ours = a.id == m.id && a.pid == m.pid && a.op == m.op;
+    if (ours) m = a;
   }
   std::free(reply.msgs);
-  return rc;
+  return ours;
+}
+
+}  // namespace
+
+int ctl_request(CtlMsg& m) {
+  constexpr uint64_t kMs = 1'000'000;
+  m.version = kShmVersion;
+  m.pid = getpid();
+  m.id = next_ctl_id();
+  m.deadline_ns = ctl_clock_ns() + kCtlGiveUpMs * kMs;
+  for (;;) {
+    const uint64_t now = ctl_clock_ns();
+    if (now >= m.deadline_ns) return -ENOTCONN;
+    if (ctl_try(m, std::min(m.deadline_ns - now, kCtlTryMs * kMs))) return m.rc;
+    if (ctl_clock_ns() - now < 10 * kMs) usleep(10'000);  // refused at once: no busy loop
+  }
 }
 
 }  // namespace imago::api

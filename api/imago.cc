@@ -110,7 +110,12 @@ bool primary_lost(Attachment* a) {
 }
 
 int control(Attachment* im, CtlMsg& m) {
-  if (!im->rt) return primary_lost(im) ? -ENOTCONN : ctl_request(m);
+  if (!im->rt) {
+    if (primary_lost(im)) return -ENOTCONN;
+    const int rc = ctl_request(m);
+    // Unanswered for kCtlGiveUpMs by an imagod that still runs: it is overloaded, not gone.
+    return rc == -ENOTCONN && !primary_lost(im) ? -ETIMEDOUT : rc;
+  }
   im->rt->housekeeping();  // finish closes that timed out (no daemon loop here)
   m.version = kShmVersion;
   m.pid = getpid();

@@ -24,11 +24,18 @@
  * there and counted by that node (imagod's periodic line, field no_endpoint).
  *
  * Errors are negative errno values, listed on each function (a NULL @p out or @p st is
- * -EINVAL everywhere). No function blocks except imago_wait() (up to its timeout),
- * imago_close() and imago_detach() (control path), and the attaches: imago_attach_embedded()
- * while EAL and the nodes start; imago_attach_secondary() while EAL starts as a secondary
- * (seconds when the imagod there does not run its control thread, e.g. stopped) and then up
- * to 2 s for imagod's answer (-ENOTCONN without it).
+ * -EINVAL everywhere). No function blocks except imago_wait() (up to its timeout), the
+ * control path: imago_open(), imago_group_open(), imago_close() and imago_detach(), and the
+ * attaches: imago_attach_embedded() while EAL and the nodes start; imago_attach_secondary()
+ * while EAL starts as a secondary (seconds when the imagod there does not run its control
+ * thread, e.g. stopped) and then for imagod's answer.
+ *
+ * The control path of a secondary: each open, close and attach is a request to imagod,
+ * tried again (answered once: a retry never opens or closes twice) until imagod answers, for
+ * up to 5 s. imagod answers within a second or two however loaded (its waits for its engine
+ * are bounded by the time the application still waits), and starts no open the application
+ * no longer waits for. Without an answer after 5 s: -ENOTCONN when imagod is gone or (attach)
+ * answers nothing, -ETIMEDOUT when it still runs but did not answer in time (overloaded).
  *
  * Messages may be empty: a length of 0 (and a NULL pointer with it) is sent, and delivered,
  * as a message of 0 bytes.
@@ -107,8 +114,8 @@ int imago_attach_embedded(int argc, char **argv, imago_t **out);
  *         (see imago_attach_embedded()); -EIO no imagod with that prefix runs (found before
  *         EAL starts: the process may try again, e.g. once imagod is up), or EAL failed to
  *         start as a secondary (imagod runs with --no-huge, no hugepages); -ENOTCONN imagod
- *         did not answer (a DPDK primary that is not imagod, or one stopped: attach again
- *         in a new process); -EPROTO imagod speaks another version.
+ *         did not answer within 5 s (a DPDK primary that is not imagod, one stopped, or one
+ *         overloaded: attach again in a new process); -EPROTO imagod speaks another version.
  */
 int imago_attach_secondary(const char *file_prefix, imago_t **out);
 
@@ -295,7 +302,9 @@ struct imago_net_event {
  *         ring size, unknown local node, @p peer is not a peer of that node (node ids are
  *         1 .. 2^32 - 1, as on the wire: a larger one is never a peer); -EEXIST this name and peer are
  *         open already on that node; -ENOSPC no free endpoint slot; -ENOMEM no memory for
- *         the rings; -ENOTCONN imagod did not answer.
+ *         the rings; -ENOTCONN (secondary) imagod is gone; -ETIMEDOUT (secondary) imagod
+ *         did not answer within 5 s (see "the control path" above); if it opened the
+ *         endpoint after all, the name stays taken (-EEXIST) until this process exits.
  */
 int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_ep_opts *opts,
 	       imago_ep_t **out);
@@ -308,7 +317,8 @@ int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_
  * before closing to keep them; the close races with what still arrives meanwhile, which the
  * node drops and counts as no_endpoint). @p ep is invalid afterwards, whatever is returned.
  * @return 0; -EINVAL @p ep is not a live endpoint (NULL, closed already); -ETIMEDOUT the
- * engine did not confirm within a second (the slot is reclaimed later).
+ * engine did not confirm within a second, or (secondary) imagod did not answer within 5 s:
+ * the endpoint is closed all the same, later (at the latest when this process exits).
  */
 int imago_close(imago_ep_t *ep);
 
@@ -674,7 +684,8 @@ struct imago_group_event {
  *         (its members leaving: retry shortly); -ENOSPC no free endpoint slot, or the node
  *         sends to (--group-sources) or receives (--group-streams) as many groups as it may;
  *         -ENOMEM no memory for the rings; -ETIMEDOUT the engine did not answer within a
- *         second; -ENOTCONN imagod did not answer; -ENOTSUP an order flag on a node of a
+ *         second, or (secondary) imagod did not answer within 5 s (as imago_open());
+ *         -ENOTCONN (secondary) imagod is gone; -ENOTSUP an order flag on a node of a
  *         multi-hop fabric (--topology: ordering is not offered over circuits yet).
  */
 int imago_group_open(imago_t *im, uint32_t group, const struct imago_group_opts *opts, imago_ep_t **out);

@@ -37,10 +37,7 @@ constexpr unsigned kHeldMbufs = 4096;
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
   CtlMsg m;
   int rc = ctl_decode(msg->param, msg->len_param, *g_runtime->shm(), &m);
-  if (rc == 0 && m.op == CtlOp::kHello) g_runtime->note_app(m.pid);
-  if (rc == 0 && m.op == CtlOp::kOpen) rc = g_runtime->open_endpoint(m);
-  if (rc == 0 && m.op == CtlOp::kClose) rc = g_runtime->close_endpoint(m.slot);
-  m.rc = rc;
+  m.rc = rc == 0 ? g_runtime->answer_ctl(m) : rc;
   rte_mp_msg reply{};
   std::snprintf(reply.name, sizeof reply.name, "%s", kCtlAction);
   reply.len_param = sizeof m;
@@ -463,7 +460,20 @@ void Runtime::stop() {
 
 // --- control path ---
 
-int Runtime::open_endpoint(CtlMsg& req) {
+int Runtime::answer_ctl(CtlMsg& m) {
+  if (m.op == CtlOp::kHello) return note_app(m.pid), 0;
+  if (const CtlAnswers::Answer* a = answers_.find(m)) return m.slot = a->slot, a->rc;  // a retry
+  // An open the application no longer waits for would make an endpoint for nobody; a close
+  // is done anyway (its handle is gone), without waiting: housekeeping finishes it.
+  const uint64_t left_ns = ctl_time_left_ns(m.deadline_ns);
+  if (left_ns == 0 && m.op == CtlOp::kOpen) return -ETIMEDOUT;
+  const uint64_t until = rte_rdtsc() + static_cast<uint64_t>(static_cast<double>(left_ns) * rte_get_tsc_hz() / 1e9);
+  m.rc = m.op == CtlOp::kOpen ? open_endpoint(m, until) : close_endpoint(m.slot, until);
+  answers_.record(m);
+  return m.rc;
+}
+
+int Runtime::open_endpoint(CtlMsg& req, uint64_t until) {
   std::lock_guard<std::mutex> lock(ctl_);
   int node_index;
   const ServesPeer serves = [this](int n, uint64_t peer) { return nodes_[n]->has_peer(peer); };
@@ -472,22 +482,23 @@ int Runtime::open_endpoint(CtlMsg& req) {
     if (shm_->slots[i].state.load(std::memory_order_acquire) != SlotState::kFree) continue;
     if (int rc = fill_slot(i, req, node_index); rc < 0) return rc;
     req.slot = i;
-    return req.group != 0 ? group_answer(i) : 0;
+    return req.group != 0 ? group_answer(i, until) : 0;
   }
   return -ENOSPC;
 }
 
 // A group endpoint is open once its engine joined or opened the group: wait for its answer,
 // and take a refused slot back.
-int Runtime::group_answer(uint32_t slot) {
+int Runtime::group_answer(uint32_t slot, uint64_t until) {
   EndpointSlot& s = shm_->slots[slot];
-  const bool answered = wait_engine([&] { return s.group_rc.load(std::memory_order_acquire) != kGroupPending; });
+  const bool answered =
+      wait_engine([&] { return s.group_rc.load(std::memory_order_acquire) != kGroupPending; }, until);
   const int rc = answered ? s.group_rc.load(std::memory_order_acquire) : -ETIMEDOUT;
   if (rc == 0) return 0;
   SlotState open = SlotState::kOpen;
   s.state.compare_exchange_strong(open, SlotState::kClosing);
   shm_->generation.fetch_add(1, std::memory_order_acq_rel);
-  if (wait_drained(slot)) reclaim(slot);  // else housekeeping finishes it
+  if (wait_drained(slot, until)) reclaim(slot);  // else housekeeping finishes it
   return rc;
 }
 
@@ -550,39 +561,40 @@ void Runtime::linger_leaves() {
     }
     return true;
   };
-  wait_engine([&] { return answered() || rte_rdtsc() > end; });
+  wait_engine(answered, end);
 }
 
-bool Runtime::wait_engine(const std::function<bool()>& done) {
+bool Runtime::wait_engine(const std::function<bool()>& done, uint64_t until) {
+  const uint64_t end = std::min(until, rte_rdtsc() + rte_get_tsc_hz());
   if (o_.run_to_completion) {  // the waiting thread is the one that polls
-    for (int i = 0; i < 100000; ++i) {
+    while (rte_rdtsc() < end) {
       if (done()) return true;
       poll_inline();
     }
-    return false;
+    return done();
   }
-  for (int i = 0; i < 1000 && engines_running_ && runner_->active(); ++i) {
+  while (engines_running_ && runner_->active() && rte_rdtsc() < end) {
     if (done()) return true;
     rte_delay_us_sleep(1000);
   }
   return done();
 }
 
-bool Runtime::wait_drained(uint32_t slot) {
+bool Runtime::wait_drained(uint32_t slot, uint64_t until) {
   const EndpointSlot& s = shm_->slots[slot];
-  if (wait_engine([&] { return s.state.load(std::memory_order_acquire) == SlotState::kDrained; })) return true;
+  if (wait_engine([&] { return s.state.load(std::memory_order_acquire) == SlotState::kDrained; }, until)) return true;
   // No engine to let go of it (stopping): nobody else touches the slot.
   return !o_.run_to_completion && (!engines_running_ || !runner_->active());
 }
 
-int Runtime::close_endpoint(uint32_t slot) {
+int Runtime::close_endpoint(uint32_t slot, uint64_t until) {
   std::lock_guard<std::mutex> lock(ctl_);
   if (slot >= kMaxEndpoints) return -EINVAL;
   EndpointSlot& s = shm_->slots[slot];
   SlotState open = SlotState::kOpen;
   if (!s.state.compare_exchange_strong(open, SlotState::kClosing) && open != SlotState::kClosing) return -EINVAL;
   shm_->generation.fetch_add(1, std::memory_order_acq_rel);
-  if (!wait_drained(slot)) return -ETIMEDOUT;  // housekeeping finishes it
+  if (!wait_drained(slot, until)) return -ETIMEDOUT;  // housekeeping finishes it
   reclaim(slot);
   return 0;
 }

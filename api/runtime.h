@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/control.h"
+#include "api/ctl_answers.h"
 #include "api/node.h"
 #include "api/options.h"
 #include "dataplane/eal_args.h"
@@ -41,13 +42,17 @@ class Runtime {
   /** Stop the engine lcore, reclaim every endpoint, free everything and stop EAL. */
   void stop();
 
-  /** Control path: open an endpoint for process @p req.pid. @return 0 and req.slot, or a
-   *  negative errno (see imago_open()). */
-  int open_endpoint(CtlMsg& req);
+  /** Control path: open an endpoint for process @p req.pid, waiting for the engine no later
+   *  than TSC @p until. @return 0 and req.slot, or a negative errno (see imago_open()). */
+  int open_endpoint(CtlMsg& req, uint64_t until = kForever);
+  /** Daemon, rte_mp thread: answer request @p m of a secondary (into m). @return its rc. */
+  int answer_ctl(CtlMsg& m);
   /** Daemon, rte_mp thread: process @p pid attached. */
   void note_app(int32_t pid);
-  /** Control path: close slot @p slot and reclaim what it held. @return 0, -EINVAL, -ETIMEDOUT. */
-  int close_endpoint(uint32_t slot);
+  /** Control path: close slot @p slot and reclaim what it held, waiting for the engine no
+   *  later than TSC @p until. @return 0, -EINVAL, -ETIMEDOUT. */
+  int close_endpoint(uint32_t slot, uint64_t until = kForever);
+  static constexpr uint64_t kForever = ~uint64_t{0};
   /** Control path, periodically: reclaim endpoints of processes that died, finish closes
    *  that timed out. @return endpoints reclaimed. */
   unsigned housekeeping();
@@ -81,12 +86,13 @@ class Runtime {
   unsigned reclaim(uint32_t slot);
   static void free_rings(EndpointSlot& s);
   void hold_intr_thread_once_linked();
-  bool wait_drained(uint32_t slot);
+  bool wait_drained(uint32_t slot, uint64_t until);
   /** Before the engines stop: let the nodes' group LEAVEs be answered (bounded). */
   void linger_leaves();
-  /** Wait (up to a second; run-to-completion: polling the nodes) until @p done. */
-  bool wait_engine(const std::function<bool()>& done);
-  int group_answer(uint32_t slot);
+  /** Wait (up to a second and to TSC @p until; run-to-completion: polling the nodes) until
+   *  @p done. Time-bounded, not counted: a loaded machine stretches every sleep. */
+  bool wait_engine(const std::function<bool()>& done, uint64_t until = kForever);
+  int group_answer(uint32_t slot, uint64_t until);
 
   RuntimeOptions o_;
   bool daemon_ = false;
@@ -103,6 +109,7 @@ class Runtime {
   std::unique_ptr<dp::LcoreRunner> runner_;
   bool engines_running_ = false;
   std::mutex ctl_;  // the control path: rte_mp thread, housekeeping and the application
+  CtlAnswers answers_;  // rte_mp thread
   uint32_t ring_serial_ = 0;
   static constexpr unsigned kMaxApps = 64;
   std::array<std::atomic<int32_t>, kMaxApps> apps_{};  ///< pids that attached (the rte_mp thread writes)

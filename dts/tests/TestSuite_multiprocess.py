@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -244,6 +245,43 @@ class TestSuiteMultiprocess(TestSuite):
         rc = app.wait(30)
         out = app.lines("stdout")
         self.verify(rc == 0 and f"AFTER recv=-{errno.ENOTCONN} send=-{errno.ENOTCONN}" in out, f"exit {rc}: {out[-3:]}")
+
+    def test_an_open_waits_for_an_imagod_stopped_a_while_and_is_carried_out_once(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair and a secondary written against imago.h (ctypes,
+            stall_app.py) that attaches; SIGSTOP imagod, let the application call imago_open()
+            (endpoint "stall" to node 2), SIGCONT imagod 3.5 s later (longer than one 2 s try
+            of DPDK's request). The application then opens the same name again, closes the
+            first endpoint and opens the name once more.
+        Verify:
+            The first open returns 0 once imagod runs again (after about 3.5 s, within 5 s):
+            it was tried again, not given up (it returned -ENOTCONN and left the endpoint
+            open behind the application's back); the second is refused with -EEXIST (the
+            retries opened one endpoint, not two); the close returns 0 and the name opens
+            again (0): nothing of the stalled requests was left behind.
+        """
+        node, d, _ = daemon
+        lib = build_dir() / "api" / "libimago.so"
+        go = node.topology.log_dir.path / f"stall-go-{d.file_prefix}"
+        go.unlink(missing_ok=True)
+        app = node.start([sys.executable, str(Path(__file__).with_name("stall_app.py")), str(lib), d.file_prefix,
+                          str(go)], name="stall")
+        app.wait_for_line("ATTACHED", READY_S, stream="stdout")
+        d.proc.signal(signal.SIGSTOP)
+        try:
+            go.touch()
+            time.sleep(3.5)
+        finally:
+            d.proc.signal(signal.SIGCONT)
+        rc = app.wait(30)
+        out = [line for line in app.lines("stdout") if line.startswith("RESULT ")]
+        self.verify(rc == 0 and len(out) == 1, f"exit {rc}: {app.lines('stdout')[-3:]}")
+        res = dict(kv.split("=") for kv in out[0].split()[1:])
+        print(f"\nstalled imagod: {out[0]}")
+        self.verify(res["open"] == "0" and 3.0 <= float(res["open_s"]) < 5.0, f"the stalled open: {out[0]}")
+        self.verify(res["again"] == f"-{errno.EEXIST}", f"the same name again: {out[0]}")
+        self.verify(res["close"] == "0" and res["reopen"] == "0", f"close and reopen: {out[0]}")
 
     def _told_imagod_is_gone(self, *apps) -> None:
         """Each of @p apps ends on its own (exit > 0, no signal) with -ENOTCONN and a RESULT."""

@@ -10,16 +10,13 @@ import ctypes
 import sys
 import time
 
+from ctypes_app import attach
+
 ENOTCONN = 107
 
 
 def main() -> int:
-    lib = ctypes.CDLL(sys.argv[1])
-    im = ctypes.c_void_p()
-    rc = lib.imago_attach_secondary(sys.argv[2].encode(), ctypes.byref(im))
-    if rc != 0:
-        print(f"attach {rc}", flush=True)
-        return 1
+    lib, im = attach(sys.argv[1], sys.argv[2])
     ep = ctypes.c_void_p()
     rc = lib.imago_open(im, b"orphan", ctypes.c_uint64(2), None, ctypes.byref(ep))
     if rc != 0:

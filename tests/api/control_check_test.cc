@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The primary's checks on control requests from secondaries (api/control_check.h), no EAL.
 #include "api/control_check.h"
+#include "api/ctl_answers.h"
 #include "api/imago.h"
 
 #include <gtest/gtest.h>
@@ -121,6 +122,40 @@ TEST(CtlCheckOpen, GroupRequestsNeedNoPeerAndKnownFlagsOnePerNodeAndGroup) {
   EXPECT_EQ(ctl_check_open(group_req(9, IMAGO_GROUP_RECV), *t.shm, t.serves, &node), -EEXIST);
   EXPECT_EQ(ctl_check_open(group_req(10, IMAGO_GROUP_RECV), *t.shm, t.serves, &node), 0);
   EXPECT_EQ(ctl_check_open(open_req("group-9"), *t.shm, t.serves, &node), 0);
+}
+
+TEST(CtlTime, ThePrimaryWorksOnlyWhileTheApplicationStillWaits) {
+  constexpr uint64_t kMs = 1'000'000;
+  const uint64_t now = ctl_clock_ns();
+  EXPECT_EQ(ctl_time_left_ns(0), 0u);  // hostile or missing: nothing is started
+  EXPECT_EQ(ctl_time_left_ns(now + kCtlMarginMs * kMs - kMs), 0u);
+  const uint64_t left = ctl_time_left_ns(now + 3000 * kMs);
+  EXPECT_GT(left, (3000 - kCtlMarginMs - 100) * kMs);
+  EXPECT_LE(left, (3000 - kCtlMarginMs) * kMs);
+  EXPECT_EQ(ctl_time_left_ns(~uint64_t{0}), kCtlGiveUpMs * kMs);  // a far deadline buys nothing
+}
+
+TEST(CtlAnswersTest, ARetryGetsTheAnswerItHadAndOnlyItsOwn) {
+  CtlAnswers answers;
+  CtlMsg m = open_req("a");
+  m.id = 7;
+  EXPECT_EQ(answers.find(m), nullptr);
+  m.rc = 0, m.slot = 5;
+  answers.record(m);
+  CtlMsg retry = open_req("a");
+  retry.id = 7;
+  const CtlAnswers::Answer* a = answers.find(retry);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->slot, 5u);
+  EXPECT_EQ(a->rc, 0);
+  retry.pid = 101;  // another process's request with the same id
+  EXPECT_EQ(answers.find(retry), nullptr);
+  retry.pid = 100, retry.op = CtlOp::kClose;
+  EXPECT_EQ(answers.find(retry), nullptr);
+  // The oldest answers make room for new ones.
+  for (uint64_t id = 100; id < 100 + 256; ++id) m.id = id, answers.record(m);
+  retry.op = CtlOp::kOpen;
+  EXPECT_EQ(answers.find(retry), nullptr);
 }
 
 }  // namespace
