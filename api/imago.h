@@ -596,7 +596,11 @@ enum imago_group_event_kind {
 enum imago_group_end_reason {
 	IMAGO_GROUP_END_LEAVE = 1,   /**< this endpoint closed (the node left the group) */
 	IMAGO_GROUP_END_DROPPED = 2, /**< the source expired this node: its messages from position
-	                                  on are lost to this node (never skipped silently) */
+	                                  on are lost to this node (never skipped silently). It comes
+	                                  after every message held here before it, so possibly long
+	                                  after the expiry. This node gets nothing more from that
+	                                  source until this endpoint is closed and the group opened
+	                                  again (a new stream, as for a late joiner) */
 	IMAGO_GROUP_END_CLOSED = 3,  /**< the source closed its group endpoint: everything it sent
 	                                  was delivered (a NACK stream: or reported IMAGO_GROUP_LOST) */
 	IMAGO_GROUP_END_GONE = 4,    /**< the source's node died or restarted: what it had not

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "dataplane/telemetry.h"
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
@@ -56,11 +57,23 @@ void add_counters(rte_tel_data* d, const rel::PeerCounters& c, bool rejects) {
   });
 }
 
+// A read fails while the engine copies its board, for as long as this thread is descheduled
+// in the middle (busy lcores on few cores): try again, control path, for up to 100 ms, rather
+// than answer that the node does not exist.
+bool read_settled(const StatsBoard& b, NodeSnapshot* out) {
+  const uint64_t end = rte_rdtsc() + rte_get_tsc_hz() / 10;
+  while (!b.read(out)) {
+    if (rte_rdtsc() > end) return false;
+    rte_delay_us_sleep(100);
+  }
+  return true;
+}
+
 int cmd_nodes(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
   TelemetryLock hold;
   for (const StatsBoard* b : g_sources.boards) {
-    if (b->read(&g_snap)) rte_tel_data_add_array_u64(d, g_snap.node_id);
+    if (read_settled(*b, &g_snap)) rte_tel_data_add_array_u64(d, g_snap.node_id);
   }
   return 0;
 }
@@ -225,7 +238,7 @@ TelemetryLock::~TelemetryLock() { g_mu.unlock(); }
 
 bool telemetry_node(uint64_t id, NodeSnapshot* out) {
   for (const StatsBoard* b : g_sources.boards)
-    if (b->read(out) && out->node_id == id) return true;
+    if (read_settled(*b, out) && out->node_id == id) return true;
   return false;
 }
 
