@@ -11,12 +11,21 @@ namespace imago::api {
 
 namespace {
 
+// Beyond this DPDK's pool sizes overflow (and no machine has the memory).
+constexpr uint32_t kPoolBuffersMax = 1u << 24;
+
+// Seconds the daemon turns into TSC cycles: bounded so that the product cannot overflow.
+bool parse_seconds(const std::string& v, double& s) {
+  constexpr double kTenYears = 315360000;
+  return dp::parse_num(v, s) && s >= 0 && s <= kTenYears;
+}
+
 dp::OptionTable<RuntimeOptions> make_table() {
   dp::OptionTable<RuntimeOptions> t = {
       {"pair", nullptr, "two nodes, 1 and 2, over a crossed net_ring pair in this process",
        [](RuntimeOptions& o, const std::string&) { return o.pair = true; }},
-      {"node-id", "ID", "this node's id, 1..4294967295 [1]",
-       [](RuntimeOptions& o, const std::string& v) { return dp::parse_node_id(v, o.node_id); }},
+      {"node-id", "ID", "this node's id, 1..4294967295 (a --topology node: ..4294967294) [1]",
+       [](RuntimeOptions& o, const std::string& v) { return o.node_id_given = true, dp::parse_node_id(v, o.node_id); }},
       {"peer", "ID[@MAC|@IP]", "a peer node and its address (repeatable) [broadcast]",
        [](RuntimeOptions& o, const std::string& v) {
          PeerAddr p;
@@ -53,8 +62,10 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) {
          return dp::parse_num(v, o.max_message) && o.max_message >= 1024 && o.max_message <= (16u << 20);
        }},
-      {"pool-buffers", "N", "buffers in the pool tier [4096]",
-       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_buffers) && o.pool_buffers >= 64; }},
+      {"pool-buffers", "N", "buffers in the pool tier, 64..16777216 [4096]",
+       [](RuntimeOptions& o, const std::string& v) {
+         return dp::parse_num(v, o.pool_buffers) && o.pool_buffers >= 64 && o.pool_buffers <= kPoolBuffersMax;
+       }},
       {"loss", "P", "drop this fraction of received frames, 0..1 (testing; as --fault-rx loss=P) [0]",
        [](RuntimeOptions& o, const std::string& v) {
          return dp::parse_num(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop <= 1;
@@ -71,10 +82,10 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
       {"no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",
        [](RuntimeOptions& o, const std::string&) { return o.no_huge = true; }},
-      {"stats-period", "SECONDS", "imagod: print counters this often, 0 never [10]",
-       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.stats_period_s) && o.stats_period_s >= 0; }},
-      {"duration", "SECONDS", "imagod: exit after this long, 0 never [0]",
-       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.duration_s) && o.duration_s >= 0; }},
+      {"stats-period", "SECONDS", "imagod: print counters this often, 0 never, at most 315360000 (10 years) [10]",
+       [](RuntimeOptions& o, const std::string& v) { return parse_seconds(v, o.stats_period_s); }},
+      {"duration", "SECONDS", "imagod: exit after this long, 0 never, at most 315360000 (10 years) [0]",
+       [](RuntimeOptions& o, const std::string& v) { return parse_seconds(v, o.duration_s); }},
   };
   dp::add_protocol_rows(t, &RuntimeOptions::protocol);
   dp::add_redundancy_rows(t, &RuntimeOptions::redundancy);
@@ -142,6 +153,11 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
     if (a == nullptr) return *err = "--peer-b " + std::to_string(p.id) + ": no --peer " + std::to_string(p.id), -EINVAL;
     a->mac_b = p.mac, a->ip_b = p.ip;
   }
+  // --pair makes its own two nodes and their ports: what names another node or port would be
+  // silently ignored (or open a port nothing uses).
+  if (o.pair && (o.node_id_given || !o.peers.empty() || !o.iface.empty()))
+    return *err = "--pair excludes --node-id, --peer and --iface (it runs nodes 1 and 2 over its own net_ring pair)",
+           -EINVAL;
   if (int rc = check_fabric_options(o, err); rc < 0) return rc;
   if (int rc = check_send_window(o, err); rc < 0) return rc;
   return dp::check_protocol(o.protocol, err);

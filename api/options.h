@@ -25,6 +25,7 @@ namespace imago::api {
 struct RuntimeOptions {
   bool pair = false;                ///< two nodes (1 and 2) over a crossed net_ring pair
   uint64_t node_id = 1;
+  bool node_id_given = false;  ///< --node-id was on the command line
   std::string iface;                ///< a port on this interface...
   dp::IfacePmd pmd = dp::IfacePmd::kAfPacket;  ///< ...through this PMD
   std::vector<std::string> vdevs;   ///< extra EAL --vdev (default EAL args only)

@@ -11,7 +11,9 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 
@@ -33,6 +35,18 @@ constexpr unsigned kFaultCapacity = 1024;
 constexpr unsigned kPairRing = 1024;
 // Mbufs a port needs beyond its descriptors: received frames applications hold zero-copy.
 constexpr unsigned kHeldMbufs = 4096;
+
+// @return the machine's free hugepages (of every size), from /proc/meminfo.
+uint64_t free_hugepages() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[128];
+  unsigned long long n = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "HugePages_Free: %llu", &n) == 1) break;
+  std::fclose(f);
+  return n;
+}
 
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
   CtlMsg m;
@@ -101,6 +115,7 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
 
 int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
   std::vector<std::string> eal = args.eal;
+  std::string own_dir;  // our prefix's runtime directory, when the prefix is ours alone
   if (!args.explicit_eal) {
     dp::EalDefaults d;
     d.vdevs = o_.vdevs;
@@ -130,12 +145,16 @@ int Runtime::start_eal(const dp::ArgSplit& args, bool daemon) {
         return -EBUSY;
       }
     eal = dp::default_eal_args(d, getpid());
+    own_dir = dpdk_runtime_dir(d.file_prefix.empty() ? "imago-" + std::to_string(getpid()) : d.file_prefix);
   }
   if (int rc = dp::eal_start(args.prog, eal); rc < 0) {
     if (rc == -EALREADY) return -ENOTSUP;  // an attach of this process failed after EAL began
-    if (daemon && !args.explicit_eal && !o_.no_huge)
+    if (daemon && !args.explicit_eal && !o_.no_huge && free_hugepages() == 0)
       std::fprintf(stderr, "imago: EAL needs hugepages for applications to attach (echo 512 > "
                    "/proc/sys/vm/nr_hugepages), or run with --no-huge\n");
+    // Nobody else uses our prefix (checked above): what EAL made of it is ours to remove.
+    std::error_code ec;
+    if (!own_dir.empty()) std::filesystem::remove_all(own_dir, ec);
     return -EIO;
   }
   eal_up_ = true;

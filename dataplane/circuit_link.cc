@@ -3,9 +3,9 @@
 
 #include <rte_cycles.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
-#include <algorithm>
 #include <cstring>
 
 #include "dataplane/log.h"
@@ -66,14 +66,19 @@ void CircuitLink::init_hello(circ::PortId p) {
 }
 
 // A neighbour other than the topology's: nothing else on the wire would tell (circuits would
-// just fail, or go the wrong way). Said once, and again when it is right.
+// just fail, or go the wrong way). Said once, and again when it is right. Taken as a miswire
+// at the second such HELLO in a row: a packet socket queues any interface's frames until it
+// is bound to its own, so a port's first frame may come from another link of the node.
 void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint64_t now) {
+  constexpr uint8_t kWrongInRow = 2;
   ++cc_.hellos_in;
   circ::HelloBody b;
   std::memcpy(&b, frame.data() + sizeof(circ::CircuitHeader), sizeof b);
   Port& port = ports_[p];
   const bool right = b.node.get() == port.expect_node && b.port.get() == port.expect_port;
   if (!right) ++cc_.wrong_neighbour;
+  port.wrong_in_row = right ? 0 : static_cast<uint8_t>(std::min<int>(port.wrong_in_row + 1, kWrongInRow));
+  if (!right && port.wrong_in_row < kWrongInRow) return;
   // The link is down while the wrong node answers (routes go round it, circuits through it
   // are torn down: a frame sent there would reach a node that does not expect it).
   if (right ? health_.heard(p) : health_.force_down(p)) link_changed(p, right, now);

@@ -202,6 +202,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     rel::NodeId expect_node = 0;
     uint32_t expect_port = 0;
     bool miswired = false;
+    uint8_t wrong_in_row = 0;  ///< HELLOs from another node than expected, none right since
   };
   // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
   // reach fails every re-open the same way: logged once, not every back-off.

@@ -46,6 +46,11 @@ std::vector<std::string> default_eal_args(const EalDefaults& d, int pid) {
     a = {"--no-huge", "-m", std::to_string(d.memory_mb), "--no-shconf"};
   }
   a.push_back("--no-pci");
+  // Virtual devices only (no PCI): nothing does DMA by physical address, and with IOVA as VA a
+  // pool of big objects needs memory contiguous in VA only, not physically contiguous
+  // hugepages (which the kernel rarely gives beyond one page: --max-message above 2 MiB
+  // failed on a machine with 1.9 GiB of free hugepages).
+  a.push_back("--iova-mode=va");
   if (!d.telemetry) a.push_back("--no-telemetry");
   a.push_back("--file-prefix");
   a.push_back(d.file_prefix.empty() ? "imago-" + std::to_string(pid) : d.file_prefix);

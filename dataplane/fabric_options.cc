@@ -27,6 +27,9 @@ int parse_topology_spec(const std::string& spec, rel::circ::Topology* out, std::
   if (!f) return *err = "--topology " + spec + ": no such shape (line:N, ring:N, mesh:N, fat-tree:N:G) or file", -EINVAL;
   std::string text(kMaxFileBytes + 1, '\0');
   f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  // A directory opens, and reads as nothing.
+  if (f.bad() || (f.fail() && !f.eof()))
+    return *err = "--topology " + spec + ": cannot read it (a directory, or not a readable file)", -EINVAL;
   text.resize(static_cast<size_t>(f.gcount()));
   if (text.size() > kMaxFileBytes) return *err = "--topology " + spec + ": larger than 1 MiB", -EINVAL;
   std::string why;

@@ -4,6 +4,7 @@
 // endpoints over rte_mp. It reclaims the endpoints of applications that exit or are killed,
 // prints counters periodically, and stops cleanly on SIGINT or SIGTERM.
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -80,8 +81,9 @@ int main(int argc, char** argv) {
     if (o.no_huge) {
       std::printf("), no applications (--no-huge); SIGINT or SIGTERM stops it\n");
     } else {
-      std::printf("), file prefix '%s'; SIGINT or SIGTERM stops it\n",
-                  o.file_prefix.empty() ? (args.explicit_eal ? "(from EAL args)" : "imago") : o.file_prefix.c_str());
+      // EAL's runtime directory ends in the prefix, whoever chose it (EAL args of its own too).
+      const std::string dir = rte_eal_get_runtime_dir();
+      std::printf("), file prefix '%s'; SIGINT or SIGTERM stops it\n", dir.substr(dir.rfind('/') + 1).c_str());
     }
     std::fflush(stdout);
     serve(rt, o);

@@ -51,5 +51,28 @@ TEST(RuntimeOptionsTest, AnAddressOnNetworkBWithoutOneOnAIsRefused) {
             0) << why;
 }
 
+TEST(RuntimeOptionsTest, PairRefusesWhatNamesAnotherNodeOrPort) {
+  std::string why;
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--node-id", "5"}, {"--peer", "7"}, {"--iface", "lo"}}) {
+    std::vector<std::string> args = {"--pair"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    EXPECT_EQ(parse(args, &why), -EINVAL) << extra[0];
+    EXPECT_NE(why.find("--pair excludes"), std::string::npos) << why;
+  }
+  EXPECT_EQ(parse({"--pair", "--max-message", "1048576"}, &why), 0) << why;
+}
+
+TEST(RuntimeOptionsTest, SizesAndTimesBeyondWhatTheyCanMeanAreRefused) {
+  std::string why;
+  // Each overflowed further down: a crash in DPDK's pool creation, an exit at once.
+  EXPECT_EQ(parse({"--pair", "--pool-buffers", "16777217"}, &why), -EINVAL);
+  EXPECT_EQ(parse({"--pair", "--pool-buffers", "4294967295"}, &why), -EINVAL);
+  EXPECT_EQ(parse({"--pair", "--pool-buffers", "16777216"}, &why), 0) << why;
+  EXPECT_EQ(parse({"--pair", "--duration", "9000000000"}, &why), -EINVAL);
+  EXPECT_EQ(parse({"--pair", "--stats-period", "1e300"}, &why), -EINVAL);
+  EXPECT_EQ(parse({"--pair", "--duration", "315360000"}, &why), 0) << why;
+}
+
 }  // namespace
 }  // namespace imago::api

@@ -92,7 +92,7 @@ TEST(EalArgs, DefaultsAreHugepagelessAndPciless) {
   // Do: build the default EAL args with nothing configured.
   auto a = default_eal_args(EalDefaults{}, 4242);
   // Expect: exactly the documented embedded defaults, in order.
-  EXPECT_THAT(a, ElementsAre("--no-huge", "-m", "512", "--no-shconf", "--no-pci",
+  EXPECT_THAT(a, ElementsAre("--no-huge", "-m", "512", "--no-shconf", "--no-pci", "--iova-mode=va",
                              "--no-telemetry", "--file-prefix", "imago-4242",
                              "--log-level=lib.*:warning"));
 }
@@ -104,7 +104,7 @@ TEST(EalArgs, SharedPrimaryKeepsHugepagesAndItsConfig) {
   d.file_prefix = "demo";
   auto a = default_eal_args(d, 4242);
   // Expect: a primary with the shared config; no --no-huge, -m or --no-shconf.
-  EXPECT_THAT(a, ElementsAre("--proc-type=primary", "--no-pci", "--no-telemetry", "--file-prefix",
+  EXPECT_THAT(a, ElementsAre("--proc-type=primary", "--no-pci", "--iova-mode=va", "--no-telemetry", "--file-prefix",
                              "demo", "--log-level=lib.*:warning"));
 }
 

@@ -47,7 +47,7 @@ f.src_token = ProtoField.uint64("imago.rel.src_token", "Source token", base.HEX)
 f.dst_token = ProtoField.uint64("imago.rel.dst_token", "Destination token", base.HEX)
 f.seq = ProtoField.uint32("imago.rel.seq", "Seq")
 f.ack = ProtoField.uint32("imago.rel.ack", "Cumulative ACK")
-f.credit = ProtoField.uint32("imago.rel.credit", "Credit")
+f.credit = ProtoField.uint32("imago.rel.credit", "Credit (HELLO: attempt; HELLO_ACK: the attempt answered)")
 f.crc = ProtoField.uint32("imago.rel.crc", "CRC32C", base.HEX)
 f.records = ProtoField.uint32("imago.rel.records", "Records in this frame")
 -- 3.2.2 SackRange
