@@ -148,7 +148,10 @@ uint64_t imago_node_id(const imago_t *im, unsigned index);
  *         and buffers moved; 0: nothing to do); -EINVAL @p im not live; -ENOTSUP the nodes
  *         have their engine lcore (the default, and every secondary). A node polled rarely
  *         still loses nothing, but its peers resend what it did not acknowledge in time: a
- *         stream slows far more than the gaps alone would say.
+ *         stream slows far more than the gaps alone would say. Buffers the application
+ *         freed (imago_buf_free()) go back to their pool as the nodes are polled, some each
+ *         poll: after thousands of frees, imago_buf_alloc() may return -EAGAIN until this was
+ *         called about as many times; poll and try again.
  */
 int imago_engine_poll(imago_t *im);
 
@@ -676,6 +679,19 @@ struct imago_group_event {
  * receive) until order_pending is 0, then group_pending, or a member that left may take its
  * last messages with it. Messages whose ordering header is malformed, of another mode or
  * member set, or out of their source's order are dropped and counted (order_bad).
+ * Limits of ordered groups today (docs/USER.md, "Ordered groups", says more):
+ * - Messages above 2048 bytes are held in the node's share of the big pool (64 buffers, a
+ *   quarter kept for senders, the rest shared by the process's nodes: 24 each with two);
+ *   when the messages held back for their order need more than that share, the group stalls
+ *   for good (the members then expire one another). With such messages keep order_window x
+ *   the number of members within the share (order_window 8 for 2 members at the defaults).
+ * - An ordered session is one opening by every member: a member that closes has left it,
+ *   and opening it again while the others stay open delivers nothing (dropped, order_bad or
+ *   order_dropped, with no error). Opening the same group id again after every member
+ *   closed may meet a LEFT of the earlier session (-ECONNRESET, or a stall): give a new
+ *   session a new group id.
+ * - Total order: a member left alone (every other one left or died) cannot send beyond
+ *   order_window more messages (-EAGAIN for good): close it.
  *
  * @param opts  NULL for the defaults.
  * @return 0; -EINVAL @p im not live, @p group 0, unknown flags, FROM_OLDEST without RECV or
