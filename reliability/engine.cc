@@ -278,7 +278,8 @@ bool Engine::view(NodeId id, PeerView* out) const {
   PeerView v;
   v.id = id;
   v.state = p->s.state, v.known = p->s.known, v.confirmed = p->s.confirmed, v.epoch = p->s.epoch;
-  if (p->rto.has_sample()) v.srtt_ns = p->rto.srtt(), v.rttvar_ns = p->rto.rttvar(), v.min_rtt_ns = p->rto.min_rtt();
+  if (p->rto.has_sample()) v.srtt_ns = p->rto.srtt(), v.rttvar_ns = p->rto.rttvar();
+  if (p->rto.min_rtt() != ~uint64_t{0}) v.min_rtt_ns = p->rto.min_rtt();
   v.rto_ns = p->rto.rto();
   v.tx_in_flight = p->tx.nxt() - p->tx.una();
   v.tx_queued = p->tx.end() - p->tx.nxt();

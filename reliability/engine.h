@@ -133,7 +133,8 @@ struct PeerView {
   bool known = false;          ///< the peer's epoch and token are known (handshake heard)
   bool confirmed = false;      ///< the peer knows ours
   uint32_t epoch = 0;          ///< the peer's epoch
-  uint64_t srtt_ns = 0, rttvar_ns = 0, min_rtt_ns = 0, rto_ns = 0;  ///< 0 before the first sample
+  uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;  ///< 0 before the first sample
+  uint64_t min_rtt_ns = 0;  ///< 0 before the handshake's round trip or the first sample
   uint32_t tx_in_flight = 0;   ///< units sent and not yet acknowledged
   uint32_t tx_queued = 0;      ///< units queued and not yet sent
   uint64_t tx_unconfirmed_msgs = 0;  ///< messages not yet acknowledged
@@ -301,8 +302,8 @@ class Engine {
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);
   void confirm(Peer& p);
-  /** The first HELLO or HELLO_ACK that confirms our ISN: the handshake's round trip as the
-   *  first RTT sample. */
+  /** A HELLO_ACK that confirms our ISN and names our latest HELLO: the handshake's round
+   *  trip as min_rtt's floor. */
   void sample_handshake(Peer& p, const Header& h, uint64_t now);
 
   // engine_rx.cc: ACK side and receive side of a data/ack frame.

@@ -97,14 +97,15 @@ void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) 
 }
 
 void Engine::sample_handshake(Peer& p, const Header& h, uint64_t now) {
-  // Without it the first sample would come from the first unit ACKed once; when an ACK
-  // blackout held that unit's answer (go-back-N then resends everything, and Karn forbids
-  // more samples), min_rtt stays at the blackout for good and spares every repair. The echo
-  // names the HELLO answered: only our latest, so a late answer to an earlier one is no
-  // sample (it would be an underestimate).
-  if (h.type != FrameType::kHelloAck || p.rto.has_sample() || h.credit == 0 || h.credit != p.hello_attempts)
-    return;
-  p.rto.sample(now - p.hello_tx_ns);
+  // Without it the first data sample would set min_rtt; when an ACK blackout held that
+  // unit's answer (go-back-N then resends everything, and Karn forbids more samples), it
+  // stays at the blackout for good and spares every repair. A floor, not a sample: the
+  // answer may have waited while the peer started (its HELLO queued before its first poll),
+  // and a session of group control alone would keep that as its srtt. The echo names the
+  // HELLO answered: only our latest, so a late answer to an earlier one is no floor (it
+  // would be an underestimate).
+  if (h.type != FrameType::kHelloAck || h.credit == 0 || h.credit != p.hello_attempts) return;
+  p.rto.floor_sample(now - p.hello_tx_ns);
 }
 
 void Engine::confirm(Peer& p) {

@@ -34,6 +34,9 @@ class RtoEstimator {
     min_rtt_ = std::min(min_rtt_, rtt);
     rto_ = computed();
   }
+  /** A round trip that is no RTT sample: only a floor for min_rtt (the handshake's, which
+   *  may also hold the peer's start: srtt and the RTO wait for the data's samples). */
+  void floor_sample(uint64_t rtt) { min_rtt_ = std::min(min_rtt_, rtt); }
   /**
    * New data was acknowledged: undo the exponential backoff. RFC 6298 keeps it until the
    * next valid sample, but after a burst of retransmissions (Karn: no samples) that would
@@ -48,7 +51,8 @@ class RtoEstimator {
   uint64_t rto() const { return rto_; }
   uint64_t srtt() const { return srtt_; }
   uint64_t rttvar() const { return rttvar_; }
-  /** @return the smallest RTT seen: the path's delay without ACK-timer inflation. */
+  /** @return the smallest RTT seen (a floor_sample() included): the path's delay without
+   *  ACK-timer inflation; ~0 before any. */
   uint64_t min_rtt() const { return min_rtt_; }
   bool has_sample() const { return has_sample_; }
 

@@ -208,7 +208,7 @@ TEST_F(EngineTest, AckTimerAcksAfterDelay) {
   EXPECT_EQ(header_of(b.out.front().second).type, FrameType::kAck);
 }
 
-TEST_F(EngineTest, TheHandshakesRoundTripIsTheFirstRttSampleFromTheHelloItsAnswerNames) {
+TEST_F(EngineTest, TheHandshakesRoundTripIsMinRttsFloorFromTheHelloItsAnswerNamesNotAnRttSample) {
   // Do: A's HELLO and B's answer take 300 us each way.
   a.e->poll(now);
   now += 300'000;
@@ -216,12 +216,14 @@ TEST_F(EngineTest, TheHandshakesRoundTripIsTheFirstRttSampleFromTheHelloItsAnswe
   b.e->poll(now);
   now += 300'000;
   move(b);
-  // Expect: A's first RTT sample is the handshake's round trip.
+  // Expect: A's min_rtt is the handshake's round trip; no RTT sample yet (the answer may have
+  // waited for B to start: srtt and the RTO wait for data).
   PeerView v;
   ASSERT_TRUE(a.e->view(2, &v));
   EXPECT_EQ(v.state, PeerState::kEstablished);
-  EXPECT_EQ(v.srtt_ns, 600'000u);
   EXPECT_EQ(v.min_rtt_ns, 600'000u);
+  EXPECT_EQ(v.srtt_ns, 0u);
+  EXPECT_EQ(v.rto_ns, ca.rto_initial_ns);
   // Do: a new pair; A's first HELLO is lost, the second takes 100 us each way; B's answer
   // to the first HELLO (as if it had been late) comes after the second was sent.
   remake();
@@ -235,15 +237,16 @@ TEST_F(EngineTest, TheHandshakesRoundTripIsTheFirstRttSampleFromTheHelloItsAnswe
   move(a);
   b.e->poll(now);  // B answers the latest HELLO it got: the second
   now += 200'000;
-  // Expect: the answer names the second HELLO, and the sample is its round trip.
+  // Expect: the answer names the second HELLO, and the floor is its round trip.
   move(b);
   ASSERT_TRUE(a.e->view(2, &v));
-  EXPECT_EQ(v.srtt_ns, 200'000u);
+  EXPECT_EQ(v.min_rtt_ns, 200'000u);
   // Do: a pair whose HELLO_ACKs are all lost (each side confirmed by the other's HELLO).
   remake();
   connect_unmeasured();
-  // Expect: no sample, the RTO still the initial one.
+  // Expect: no floor, no sample, the RTO still the initial one.
   ASSERT_TRUE(a.e->view(2, &v));
+  EXPECT_EQ(v.min_rtt_ns, 0u);
   EXPECT_EQ(v.srtt_ns, 0u);
   EXPECT_EQ(v.rto_ns, ca.rto_initial_ns);
 }

@@ -34,5 +34,22 @@ TEST(RtoTest, AddsThePeersAckDelaySoASteadyQueueIsNoLoss) {
   EXPECT_EQ(delayed.rto(), plain.rto() + 500);
 }
 
+TEST(RtoTest, AFloorBoundsMinRttAndIsNoSample) {
+  // Do: the handshake's round trip (it may hold the peer's start), then the data's samples.
+  RtoEstimator r(1000, 100, 100000);
+  r.floor_sample(5000);
+  // Expect: min_rtt bounded, srtt and the RTO untouched.
+  EXPECT_EQ(r.min_rtt(), 5000u);
+  EXPECT_FALSE(r.has_sample());
+  EXPECT_EQ(r.srtt(), 0u);
+  EXPECT_EQ(r.rto(), 1000u);
+  r.sample(200);
+  EXPECT_EQ(r.srtt(), 200u);
+  EXPECT_EQ(r.min_rtt(), 200u);
+  r.sample(9000);  // a blackout's sample: min_rtt keeps the floor below it
+  r.floor_sample(7000);
+  EXPECT_EQ(r.min_rtt(), 200u);
+}
+
 }  // namespace
 }  // namespace imago::rel

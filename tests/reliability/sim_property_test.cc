@@ -206,7 +206,7 @@ TEST(SimProperty, SeedsThatOnceFailed) {
   };
   static constexpr Case kCases[] = {
       {40002367, "the first RTT sample came from a unit whose ACK a blackout held 228 ms: "
-                 "go-back-N then spared every repair for good (the handshake is the first sample now)"},
+                 "go-back-N then spared every repair for good (the handshake sets min_rtt's floor now)"},
   };
   for (const Case& c : kCases) {
     int kind;
