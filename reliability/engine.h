@@ -428,6 +428,7 @@ class Engine {
   void poll_source(GroupTx& t, uint64_t now);
   /** Since when member @p m of @p t has held the stream back (its expiry counts from it). */
   uint64_t held_back_since(const GroupTx& t, const GroupMember& m) const;
+  void ask_first_hole(Peer& p, GroupRx& r, uint64_t now);
   void poll_member(GroupRx& r, uint64_t now);
   void poll_wants(uint64_t now);
   void event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, uint32_t view, Seq pos,

@@ -611,7 +611,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->reasm.reset();
       free->tail = start;
       free->ack_deadline = now;  // tell the source at once
-      free->last_nack_ns = 0;
+      free->last_nack_ns = free->first_asked_ns = 0;
       free->last_nack_seq = start;
       free->nack_gap_ns = cfg_.nack_interval_ns;
       free->nack_now = free->blocked = free->probe_active = false;
@@ -917,6 +917,27 @@ void Engine::nack_new_gaps(Peer& p, GroupRx& r, uint64_t now) {
   r.new_gaps = false;
 }
 
+// The first hole asked again. A block's ask of its frames restarts the timer, and its hold
+// (its parity may rebuild the hole) holds it; but later blocks' asks and holds keep coming as
+// the stream goes on, and a hole whose repair was lost would then wait for the stream's end:
+// a hold past its own timer it is asked anyway.
+void Engine::ask_first_hole(Peer& p, GroupRx& r, uint64_t now) {
+  const uint64_t overdue = r.first_asked_ns + r.nack_gap_ns + parity_hold(p, r);
+  if ((now >= r.hold_until && now - r.last_nack_ns >= r.nack_gap_ns) || now >= overdue) {
+    Seq a, b;
+    const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
+    send_ctl(p, group_op::kNack, r.g, r.rx.nxt(), nack_span(r, r.rx.nxt(), upto));
+    gc_.nacks_sent++;
+    if (r.probe_active && r.probe_seq == r.rx.nxt()) r.probe_clean = false;  // asked again: ambiguous
+    if (!r.probe_active) r.probe_seq = r.rx.nxt(), r.probe_ns = now, r.probe_active = r.probe_clean = true;
+    // At least 8 tries before the source's expiry.
+    r.nack_gap_ns = std::min({2 * r.nack_gap_ns, cfg_.rto_max_ns, std::max(cfg_.group_expire_ns / 8, cfg_.nack_interval_ns)});
+    r.last_nack_ns = r.first_asked_ns = now;
+  }
+  const uint64_t next = std::max(r.hold_until, r.last_nack_ns + r.nack_gap_ns);
+  group_deadline_ = std::min({group_deadline_, next, r.first_asked_ns + r.nack_gap_ns + parity_hold(p, r)});
+}
+
 void Engine::poll_member(GroupRx& r, uint64_t now) {
   if (r.state == GroupRx::State::kEnding) return poll_ending(r, now);  // no word to the source
   Peer* p = find(r.src);
@@ -956,24 +977,13 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
     const uint64_t floor = std::max(cfg_.nack_interval_ns, p->rto.srtt());
     r.nack_gap_ns = std::max(floor, std::min(2 * r.repair_rtt_ns, 4 * cfg_.group_status_ns));
     r.last_nack_seq = r.rx.nxt();
-    r.last_nack_ns = now;
+    r.last_nack_ns = r.first_asked_ns = now;
   }
   if (r.new_gaps && now >= r.new_due) nack_new_gaps(*p, r, now);
   if (r.new_gaps) group_deadline_ = std::min(group_deadline_, r.new_due);
   parity_ask(*p, r, now);
-  if (gap && now >= r.hold_until && now - r.last_nack_ns >= r.nack_gap_ns) {
-    Seq a, b;
-    const Seq upto = r.rx.next_run(r.rx.nxt(), &a, &b) ? a : r.tail;
-    send_ctl(*p, group_op::kNack, r.g, r.rx.nxt(), nack_span(r, r.rx.nxt(), upto));
-    gc_.nacks_sent++;
-    if (r.probe_active && r.probe_seq == r.rx.nxt()) r.probe_clean = false;  // asked again: ambiguous
-    if (!r.probe_active) r.probe_seq = r.rx.nxt(), r.probe_ns = now, r.probe_active = r.probe_clean = true;
-    // At least 8 tries before the source's expiry.
-    r.nack_gap_ns = std::min({2 * r.nack_gap_ns, cfg_.rto_max_ns, std::max(cfg_.group_expire_ns / 8, cfg_.nack_interval_ns)});
-    r.last_nack_ns = now;
-  }
+  if (gap) ask_first_hole(*p, r, now);
   r.nack_now = r.new_gaps;
-  if (gap) group_deadline_ = std::min(group_deadline_, std::max(r.hold_until, r.last_nack_ns + r.nack_gap_ns));
   if (r.ack_deadline <= now) {
     if (!r.nack || !r.acked) {  // a NACK stream's member acknowledges its JOIN_OK only
       send_ctl(*p, group_op::kAck, r.g, r.rx.dlv(), r.rebuilt);

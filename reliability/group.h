@@ -102,7 +102,8 @@ struct GroupRx {
   Reassembly reasm;
   Seq tail = 0;                   ///< one past the highest unit the source said it sent
   uint64_t ack_deadline = ~uint64_t{0};
-  uint64_t last_nack_ns = 0;
+  uint64_t last_nack_ns = 0;      ///< the first hole's timer: a block's ask restarts it too
+  uint64_t first_asked_ns = 0;    ///< the first hole last asked for by name (or appeared)
   uint64_t nack_gap_ns = 0;  ///< between NACKs of the same hole: doubles while unanswered
   Seq last_nack_seq = 0;
   uint64_t leave_ns = 0;
