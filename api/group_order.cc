@@ -86,6 +86,9 @@ void GroupOrder::sent(bool went) {
     return;
   }
   if (went && !to_.sent(kOwn)) ++c_.bad;  // cannot be: prepare() would have refused
+  // Alone in the order, our message is stable as soon as we number it, and no record comes
+  // in to make receive() deliver it: deliver it here, or our window never opens again.
+  if (went) drain();
 }
 
 void GroupOrder::bad(imago_msg& m) {

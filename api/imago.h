@@ -671,7 +671,8 @@ struct imago_group_event {
  * waiting for its messages that never came (once its stream ended here); total order starts
  * a new epoch (the lowest member left numbers from where every member has everything, so
  * what any member delivered, every member delivers; that member's messages not numbered by
- * then are dropped everywhere, order_dropped). A member told it was left out, or whose
+ * then are dropped everywhere, order_dropped; a member left alone sends on, its messages
+ * stable as it sends them). A member told it was left out, or whose
  * stream from some source ended with DROPPED (that source expired it, so it cannot have
  * every message), gets -ECONNRESET from imago_recv_burst() and its sends from then on. The
  * ordering's records are messages of this node's stream: imago_ep_stats.msgs_sent and
@@ -690,8 +691,6 @@ struct imago_group_event {
  *   order_dropped, with no error). Opening the same group id again after every member
  *   closed may meet a LEFT of the earlier session (-ECONNRESET, or a stall): give a new
  *   session a new group id.
- * - Total order: a member left alone (every other one left or died) cannot send beyond
- *   order_window more messages (-EAGAIN for good): close it.
  *
  * @param opts  NULL for the defaults.
  * @return 0; -EINVAL @p im not live, @p group 0, unknown flags, FROM_OLDEST without RECV or

@@ -450,6 +450,36 @@ void ordered_exchange(uint32_t g, uint32_t order) {
 TEST(Group, CausalGroupBetweenTwoNodes) { ordered_exchange(31, IMAGO_GROUP_CAUSAL); }
 TEST(Group, TotalGroupBetweenTwoNodes) { ordered_exchange(32, IMAGO_GROUP_TOTAL); }
 
+// Total order with every other member gone: the one left numbers and delivers its own alone,
+// so it sends on (it stopped after order_window more, -EAGAIN for good).
+TEST(Group, TheLastMemberOfATotalGroupSendsOn) {
+  const uint64_t members[] = {1, 2};
+  int rc;
+  imago_ep_t* a = open_ordered(34, 1, IMAGO_GROUP_TOTAL, members, 2, 4, &rc);
+  ASSERT_NE(a, nullptr) << rc;
+  imago_ep_t* b = open_ordered(34, 2, IMAGO_GROUP_TOTAL, members, 2, 4, &rc);
+  ASSERT_NE(b, nullptr) << rc;
+  Got got;
+  ASSERT_TRUE(receive(a, got, [](const Got& g) { return g.find(IMAGO_GROUP_JOINED) != nullptr; }));
+  EXPECT_EQ(imago_close(b), 0);
+  ASSERT_TRUE(receive(a, got, [](const Got& g) { return g.find(IMAGO_GROUP_LEFT) != nullptr; }));
+  uint32_t sent = 0;
+  const auto end = Clock::now() + 5s;
+  while (sent < 100 && Clock::now() < end) {
+    const std::vector<uint8_t> m = message(sent, 64);
+    rc = imago_send(a, m.data(), 64, 0);
+    ASSERT_TRUE(rc == 0 || rc == -EAGAIN) << rc;
+    sent += rc == 0;
+    ASSERT_GE(drain_once(a, got), 0);
+  }
+  EXPECT_EQ(sent, 100u);
+  imago_ep_stats st{};
+  ASSERT_EQ(imago_stats(a, &st), 0);
+  EXPECT_EQ(st.order_pending, 0u);
+  EXPECT_EQ(st.order_departed, 1u);
+  EXPECT_EQ(imago_close(a), 0);
+}
+
 }  // namespace
 
 // Arguments after the test's own go to the library: the same suite runs on two networks

@@ -189,4 +189,28 @@ TEST(GroupOrder, OptionsAreChecked) {
   EXPECT_EQ(m.g.prepare(head), -EAGAIN);  // member 1 has not joined our stream
 }
 
+
+// Total order, every other member gone: the one left numbers, holds and delivers alone, so
+// its sends go on (they stopped after order_window more, -EAGAIN for good).
+TEST(GroupOrder, TheLastMemberOfATotalOrderSendsOn) {
+  for (uint32_t n : {2u, 3u}) {
+    Net net;
+    net.rng.seed(7 + n);
+    net.refuse = 0;
+    ASSERT_TRUE(build(net, n, order::Mode::kTotal, 4));
+    std::vector<bool> crashed(n, false);
+    for (uint32_t i = 1; i < n; ++i) crashed[i] = true, crash(net, *net.m[i]);
+    Member& me = *net.m[0];
+    uint32_t sent = 0;
+    for (int step = 0; step < 2000 && sent < 100; ++step) {
+      receive(net, me, crashed);
+      if (send_one(me)) ++sent;
+    }
+    EXPECT_EQ(sent, 100u) << n << " members";
+    EXPECT_EQ(me.g.pending(), 0u);
+    close_all(net);
+    EXPECT_EQ(net.buffers, 0u);
+  }
+}
+
 }  // namespace
