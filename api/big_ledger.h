@@ -31,10 +31,14 @@ class BigLedger {
   /** For a pool of @p size buffers whose senders leave @p reserve of them, shared by the
    *  deliveries of @p nodes nodes (each its own ledger, its share of the rest). Control path. */
   void init(uint32_t size, uint32_t reserve, uint32_t nodes = 1) {
-    const uint32_t all = size > 2 * reserve ? size - 2 * reserve : 1;
-    cap_ = all / nodes > 0 ? all / nodes : 1;
+    cap_ = share(size, reserve, nodes);
     e_.clear();
     e_.reserve(size);
+  }
+  /** @return the buffers one node's deliveries may hold, as init() shares them out. */
+  static uint32_t share(uint32_t size, uint32_t reserve, uint32_t nodes) {
+    const uint32_t all = size > 2 * reserve ? size - 2 * reserve : 1;
+    return nodes > 0 && all / nodes > 0 ? all / nodes : 1;
   }
   /** @return whether a delivery may take one more buffer now. */
   bool room() {

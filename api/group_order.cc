@@ -37,6 +37,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   scratch_.assign(w, 0);
   slots_.assign(holdable + slack, imago_msg{});
   ready_.init(slots_.size()), outbox_.init(kOutboxHigh + 64), used_.assign(slots_.size(), 0);
+  big_sent_.init(window), big_window_ = 0, own_big_ = 0;
   free_.clear(), free_.reserve(slots_.size());
   for (uint32_t i = static_cast<uint32_t>(slots_.size()); i-- > 0;) free_.push_back(i);
   return 0;
@@ -54,19 +55,37 @@ void GroupOrder::note_membership() {
     if (!joined_[k] && !departed_[k]) all_joined_ = false;
 }
 
-bool GroupOrder::window_open() const {
-  // Causal: every member still in the order delivered all but fewer than `window` of ours.
-  const uint32_t sent = co_.delivered(self_);
+// Causal: how many of ours every member still in the order delivered.
+uint32_t GroupOrder::low_credit() const {
+  uint32_t low = co_.delivered(self_);
   for (size_t k = 0; k < members_.size(); ++k)
-    if (k != self_slot_ && !departed_[k] && sent - credit_[k] >= window_) return false;
-  return true;
+    if (k != self_slot_ && !departed_[k]) low = std::min(low, credit_[k]);
+  return low;
 }
 
-int GroupOrder::prepare(uint8_t* head) {
+bool GroupOrder::window_open() const {
+  // Causal: every member still in the order delivered all but fewer than `window` of ours.
+  return co_.delivered(self_) - low_credit() < window_;
+}
+
+uint32_t GroupOrder::big_pending() {
+  if (!causal()) return own_big_;
+  const uint32_t low = low_credit();
+  while (!big_sent_.empty() && big_sent_.front() <= low) big_sent_.pop();
+  return static_cast<uint32_t>(big_sent_.size());
+}
+
+uint32_t GroupOrder::big_window(order::Mode mode, uint32_t members, uint32_t share) {
+  const uint32_t per = (members > 1 ? members - 1 : 1) * (mode == order::Mode::kCausal ? 1 : 2);
+  return std::max<uint32_t>(1, share / per);
+}
+
+int GroupOrder::prepare(uint8_t* head, bool big) {
   if (left_out_) return -ECONNRESET;
   flush();
   if (!all_joined() || !outbox_.empty()) return -EAGAIN;
   if (!causal() && !to_.may_send()) return -EAGAIN;
+  if (big && big_window_ != 0 && big_pending() >= big_window_) return -EAGAIN;
   order::put_head(head, head_);
   if (causal()) {
     if (!window_open()) return -EAGAIN;
@@ -74,7 +93,7 @@ int GroupOrder::prepare(uint8_t* head) {
     for (size_t k = 0; k < scratch_.size(); ++k) order::put32(head + order::kHeadLen + 4 * k, scratch_[k]);
     std::copy(scratch_.begin(), scratch_.end(), told_.begin());  // what this stamp tells them
   }
-  pending_ = true;
+  pending_ = true, pending_big_ = big;
   return 0;
 }
 
@@ -83,9 +102,11 @@ void GroupOrder::sent(bool went) {
   pending_ = false;
   if (causal()) {
     if (!went) co_.unstamp();
+    if (went && pending_big_) big_sent_.push() = co_.delivered(self_);
     return;
   }
-  if (went && !to_.sent(kOwn)) ++c_.bad;  // cannot be: prepare() would have refused
+  if (went && !to_.sent(pending_big_ ? kOwnBig : kOwn)) ++c_.bad;  // cannot be: prepare() would have refused
+  if (went && pending_big_) ++own_big_;
   // Alone in the order, our message is stable as soon as we number it, and no record comes
   // in to make receive() deliver it: deliver it here, or our window never opens again.
   if (went) drain();
@@ -222,7 +243,10 @@ void GroupOrder::on_data(imago_msg& m, NodeId src, std::span<const uint8_t> b) {
 
 void GroupOrder::drain() {
   auto deliver = [this](NodeId, uint64_t h) {
-    if (h == kOwn) return;
+    if (own(h)) {
+      own_big_ -= h == kOwnBig;
+      return;
+    }
     --held_;
     ready(static_cast<uint32_t>(h));
   };
@@ -233,7 +257,7 @@ void GroupOrder::drain() {
   }
   to_.drain(deliver);
   to_.take_dropped([this](uint64_t h) {
-    if (h == kOwn) return;
+    if (own(h)) return;
     --held_;  // a departed member's, past what the new epoch kept (counted by TotalOrder)
     io_->drop(slots_[h]);
     unstore(static_cast<uint32_t>(h));
@@ -242,10 +266,7 @@ void GroupOrder::drain() {
 
 uint64_t GroupOrder::pending() const {
   if (!causal()) return to_.own_pending();
-  uint32_t low = co_.delivered(self_);
-  for (size_t k = 0; k < members_.size(); ++k)
-    if (k != self_slot_ && !departed_[k]) low = std::min(low, credit_[k]);
-  return co_.delivered(self_) - low;
+  return co_.delivered(self_) - low_credit();
 }
 
 void GroupOrder::maybe_credit(bool idle) {

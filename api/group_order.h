@@ -16,6 +16,13 @@
  * reliability/order/total.h, whose records (ORDER, HOLD, STABLE, the flush) go out in our own
  * stream as CTL records.
  *
+ * Messages above the frame tier are held in the big pool, of which a node's deliveries have a
+ * share (BigLedger): when the messages held back for their order took all of it, the next
+ * big one, and the records behind it in its stream, could never be delivered, and the group
+ * stalled. So a member also keeps its big messages not yet delivered everywhere within a
+ * window of their own (limit_big()), small enough that every member can hold every other
+ * one's: causal order holds at most that many of a source, total order twice that.
+ *
  * Records go out only once every other member joined our stream (a member that joined later
  * would miss them, and the order would wait for ever); until then, and while the tx ring is
  * full, they wait in an outbox, and a full outbox stops reading the rx ring (back-pressure,
@@ -62,16 +69,24 @@ class GroupOrder {
   int init(order::Mode mode, std::span<const rel::NodeId> members, rel::NodeId self, uint32_t window,
            uint32_t slack, Io* io);
 
+  /** Keep at most @p n of our big messages (prepare(..., true)) not yet delivered at every
+   *  member; 0: no limit. Control path, after init(). */
+  void limit_big(uint32_t n) { big_window_ = n; }
+  /** @return how many big messages a node whose deliveries have @p share big buffers lets
+   *  each member of @p mode's group of @p members have outstanding, so that they all fit. */
+  static uint32_t big_window(order::Mode mode, uint32_t members, uint32_t share);
+
   /** @return bytes in front of each message this endpoint sends. */
   uint32_t head_len() const { return order::record_len(head_, order::Kind::kData); }
 
   /**
    * Send side, one message: 0 with its header in @p head (head_len() bytes) when it may go
-   * now; -EAGAIN (members not all joined, the window full, records waiting) or -ECONNRESET
+   * now; -EAGAIN (members not all joined, the window full, for a @p big one (above the frame
+   * tier) the big window full, records waiting) or -ECONNRESET
    * (this node was left out). After trying to send it, call sent(true) if it went, else
    * sent(false).
    */
-  int prepare(uint8_t* head);
+  int prepare(uint8_t* head, bool big = false);
   void sent(bool went);
 
   /**
@@ -114,6 +129,8 @@ class GroupOrder {
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
   static constexpr uint64_t kOwn = ~uint64_t{0};  ///< total order: our own message (not delivered to us)
+  static constexpr uint64_t kOwnBig = kOwn - 1;   ///< the same, a big one
+  static bool own(uint64_t h) { return h >= kOwnBig; }
   static constexpr size_t kOutboxHigh = 1024;     ///< stop reading the rx ring above this
   static constexpr size_t kBatch = 1024;          ///< bytes of records sent as one message
   static constexpr uint32_t kIdleCredit = 64;     ///< receive calls that found nothing: credit
@@ -138,6 +155,8 @@ class GroupOrder {
   bool all_joined() const { return all_joined_; }
   void note_membership();
   bool window_open() const;
+  uint32_t big_pending();
+  uint32_t low_credit() const;
 
   order::Head head_{};
   rel::NodeId self_ = 0;
@@ -177,12 +196,16 @@ class GroupOrder {
   Fifo<uint32_t> ready_;              ///< slots_ in delivery order
   Fifo<Record> outbox_;               ///< records not yet taken by the ring
   std::vector<uint32_t> scratch_;     ///< a stamp
+  Fifo<uint32_t> big_sent_;           ///< causal: numbers of our big messages not yet credited by all
+  uint32_t big_window_ = 0;           ///< 0: no limit
+  uint32_t own_big_ = 0;              ///< total: our big messages not yet delivered here
   uint8_t batch_[kBatch];             ///< records being joined into one message
   uint64_t held_ = 0;
   uint32_t idle_ = 0;                 ///< receive calls in a row that found nothing
   bool all_joined_ = false;           ///< every member joined our stream or left (stays true)
   bool left_out_ = false;
   bool pending_ = false;              ///< prepare() stamped a message not yet sent()
+  bool pending_big_ = false;          ///< ... and it is a big one
   OrderCounters c_;
 };
 

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/big_ledger.h"
 #include "api/buffers.h"
 #include "api/control.h"
 #include "api/group_order.h"
@@ -213,7 +214,8 @@ int ordered_send(Endpoint* ep, const imago_iov* msgs, unsigned n, uint32_t flags
   int rc = 0;
   for (; done < n; ++done) {
     const imago_iov& m = msgs[done];
-    rc = (m.data == nullptr && m.len > 0) ? -EINVAL : m.len > max ? -EMSGSIZE : o.prepare(head);
+    const bool big = ep->att->shm->pool_for(hl + m.len) == ep->att->shm->big_pool;
+    rc = (m.data == nullptr && m.len > 0) ? -EINVAL : m.len > max ? -EMSGSIZE : o.prepare(head, big);
     if (rc < 0) break;
     rc = put_parts(ep, {head, hl}, {static_cast<const uint8_t*>(m.data), m.len}, flags);
     o.sent(rc == 0);
@@ -525,6 +527,9 @@ int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* 
     const uint32_t window = opts->order_window ? opts->order_window : kDefaultOrderWindow;
     const auto self = static_cast<imago::rel::NodeId>(ep->att->shm->node_ids[ep->slot->node_index]);
     rc = ord->order.init(mode, members, self, window, 256, ord.get());
+    const ShmRoot* shm = ep->att->shm;
+    const uint32_t share = BigLedger::share(shm->big_pool->size, send_reserve(shm->big_pool), shm->n_nodes);
+    ord->order.limit_big(GroupOrder::big_window(mode, static_cast<uint32_t>(members.size()), share));
     if (rc == 0) ep->ord = std::move(ord);
   }
   if (rc < 0) imago_close(*out), *out = nullptr;  // this node is not among the members

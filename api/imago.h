@@ -680,12 +680,16 @@ struct imago_group_event {
  * receive) until order_pending is 0, then group_pending, or a member that left may take its
  * last messages with it. Messages whose ordering header is malformed, of another mode or
  * member set, or out of their source's order are dropped and counted (order_bad).
+ * Big messages (above 2048 bytes with their ordering header) are held in the receiving
+ * node's share of the big pool (its 64 buffers less two reserves of 8, shared by the nodes of
+ * the process: 24 each with two, 48 for an imagod of one node). So that the messages held
+ * back for their order always fit, a member keeps at most share / (members - 1) of its big
+ * messages not yet delivered at every member (causal), or share / (2 x (members - 1)) not
+ * yet stable (total), whatever order_window allows (at least 1): beyond that a big send is
+ * -EAGAIN, small ones go on. The share is this node's: give every member's node the same
+ * big pool (the default) and nodes per process, and release big deliveries promptly (a
+ * delivery held by the application, or by another endpoint of the node, takes from it).
  * Limits of ordered groups today (docs/USER.md, "Ordered groups", says more):
- * - Messages above 2048 bytes are held in the node's share of the big pool (64 buffers, a
- *   quarter kept for senders, the rest shared by the process's nodes: 24 each with two);
- *   when the messages held back for their order need more than that share, the group stalls
- *   for good (the members then expire one another). With such messages keep order_window x
- *   the number of members within the share (order_window 8 for 2 members at the defaults).
  * - An ordered session is one opening by every member: a member that closes has left it,
  *   and opening it again while the others stay open delivers nothing (dropped, order_bad or
  *   order_dropped, with no error). Opening the same group id again after every member

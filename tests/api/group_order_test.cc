@@ -190,6 +190,43 @@ TEST(GroupOrder, OptionsAreChecked) {
 }
 
 
+// A member's big messages (held in the big pool's share) not yet delivered everywhere stay
+// within their own window, whatever order_window allows for the rest.
+TEST(GroupOrder, BigMessagesHaveAWindowOfTheirOwn) {
+  EXPECT_EQ(GroupOrder::big_window(order::Mode::kCausal, 2, 24), 24u);
+  EXPECT_EQ(GroupOrder::big_window(order::Mode::kTotal, 2, 24), 12u);
+  EXPECT_EQ(GroupOrder::big_window(order::Mode::kTotal, 4, 24), 4u);
+  EXPECT_EQ(GroupOrder::big_window(order::Mode::kTotal, 64, 24), 1u);
+  for (order::Mode mode : {order::Mode::kCausal, order::Mode::kTotal}) {
+    Net net;
+    net.rng.seed(11);
+    net.refuse = 0;
+    ASSERT_TRUE(build(net, 2, mode, 16));
+    Member& a = *net.m[0];
+    Member& b = *net.m[1];
+    a.g.limit_big(2);
+    const std::vector<bool> crashed(2, false);
+    receive(net, a, crashed);  // b joined
+    uint8_t head[order::kMaxRecord];
+    auto send = [&](bool big) {
+      const int rc = a.g.prepare(head, big);
+      if (rc != 0) return rc;
+      const bool went = a.send({head, a.g.head_len()}, payload(a)) == 0;
+      a.g.sent(went);
+      a.sent_msgs += went;
+      return 0;
+    };
+    EXPECT_EQ(send(true), 0);
+    EXPECT_EQ(send(true), 0);
+    EXPECT_EQ(send(true), -EAGAIN);
+    EXPECT_EQ(send(false), 0);  // the rest of the window is the small ones'
+    for (int i = 0; i < 200; ++i) receive(net, b, crashed), receive(net, a, crashed);
+    EXPECT_EQ(send(true), 0) << "b delivered them: the big window opened again";
+    close_all(net);
+    EXPECT_EQ(net.buffers, 0u);
+  }
+}
+
 // Total order, every other member gone: the one left numbers, holds and delivers alone, so
 // its sends go on (they stopped after order_window more, -EAGAIN for good).
 TEST(GroupOrder, TheLastMemberOfATotalOrderSendsOn) {
