@@ -167,7 +167,7 @@ void GroupOrder::on_event(imago_msg& m) {
     std::memcpy(&ev, imago_msg_data(&m), sizeof ev);
     const bool ours = ev.source == self_;
     if (ours && ev.kind == IMAGO_GROUP_JOINED && ev.member <= UINT32_MAX) {
-      if (const int k = slot_of(static_cast<NodeId>(ev.member)); k >= 0) joined_[static_cast<size_t>(k)] = 1, note_membership();
+      joined(static_cast<NodeId>(ev.member));
     } else if (ours && (ev.kind == IMAGO_GROUP_LEFT || ev.kind == IMAGO_GROUP_EXPIRED)) {
       if (ev.member <= UINT32_MAX) depart(static_cast<NodeId>(ev.member), true, false);
     } else if (!ours && ev.kind == IMAGO_GROUP_ENDED && ev.reason == IMAGO_GROUP_END_DROPPED) {
@@ -177,6 +177,27 @@ void GroupOrder::on_event(imago_msg& m) {
     }
   }
   ready(store(m));  // the application's, as it came
+}
+
+void GroupOrder::joined(NodeId n) {
+  const int k = slot_of(n);
+  if (k < 0 || static_cast<uint32_t>(k) == self_slot_) return;
+  const auto i = static_cast<size_t>(k);
+  if (!joined_[i] && !departed_[i]) {
+    joined_[i] = 1;
+    return note_membership();
+  }
+  // It joined before: a new opening of its, in the middle of our session, that cannot take it
+  // up (what came before never reaches it; it would wait for ever, its messages dropped
+  // everywhere). Tell it it was left out, and the others that it left.
+  if (departed_[i]) return tell_gone(n);
+  depart(n, true, false);
+}
+
+void GroupOrder::tell_gone(NodeId n) {
+  uint8_t b[8];
+  order::put64(b, n);
+  queue(order::Kind::kGone, b);
 }
 
 bool GroupOrder::on_record(NodeId src, const order::Head& h, std::span<const uint8_t> b) {
@@ -294,11 +315,7 @@ void GroupOrder::depart(NodeId n, bool tell, bool ended_here) {
   departed_[static_cast<size_t>(k)] = 1;
   note_membership();
   ++c_.departed;
-  if (tell) {  // the others may not have seen it: total order would wait for it for ever
-    uint8_t b[8];
-    order::put64(b, n);
-    queue(order::Kind::kGone, b);
-  }
+  if (tell) tell_gone(n);  // the others may not have seen it: total order would wait for it for ever
   if (causal()) return;
   std::vector<NodeId> view;
   for (size_t i = 0; i < members_.size(); ++i)

@@ -144,6 +144,8 @@ class GroupOrder {
   void on_data(imago_msg& m, rel::NodeId src, std::span<const uint8_t> b);
   void credit_from(int slot, std::span<const uint8_t> stamp);
   void depart(rel::NodeId n, bool tell, bool ended_here);
+  void joined(rel::NodeId n);
+  void tell_gone(rel::NodeId n);
   void drain();
   void maybe_credit(bool idle);
   void bad(imago_msg& m);

@@ -689,12 +689,14 @@ struct imago_group_event {
  * -EAGAIN, small ones go on. The share is this node's: give every member's node the same
  * big pool (the default) and nodes per process, and release big deliveries promptly (a
  * delivery held by the application, or by another endpoint of the node, takes from it).
- * Limits of ordered groups today (docs/USER.md, "Ordered groups", says more):
+ * Sessions (docs/USER.md, "Ordered groups", says more):
  * - An ordered session is one opening by every member: a member that closes has left it,
- *   and opening it again while the others stay open delivers nothing (dropped, order_bad or
- *   order_dropped, with no error). Opening the same group id again after every member
- *   closed may meet a LEFT of the earlier session (-ECONNRESET, or a stall): give a new
- *   session a new group id.
+ *   and opening it again while others stay open cannot take it up (what came before never
+ *   reaches it): the members that stayed tell it so, and its imago_recv_burst() and sends
+ *   return -ECONNRESET (what it sent meanwhile is dropped at the others, order_bad or
+ *   order_dropped). Opening the same group id again after every member closed may meet the
+ *   earlier session's leaves (a member still closing when another reopened): the member that
+ *   reopened last may get -ECONNRESET the same way. Give a new session a new group id.
  *
  * @param opts  NULL for the defaults.
  * @return 0; -EINVAL @p im not live, @p group 0, unknown flags, FROM_OLDEST without RECV or

@@ -454,6 +454,50 @@ TEST(Group, TotalGroupBetweenTwoNodes) { ordered_exchange(32, IMAGO_GROUP_TOTAL)
 // share (24 buffers here: 64, less two reserves of 8, for two nodes). A window that holds back
 // more than that no longer stalls the group: the big messages a member sends and its members
 // have not all delivered stay within the share.
+// An ordered session is one opening by every member: one that closes and opens the group
+// again while the others stay open cannot take it up (what came before never reaches it).
+// It is told so, -ECONNRESET, where it waited for ever before; the one that stayed goes on.
+void rejoin(uint32_t g, uint32_t order) {
+  const uint64_t members[] = {1, 2};
+  int rc;
+  imago_ep_t* a = open_ordered(g, 1, order, members, 2, 8, &rc);
+  ASSERT_NE(a, nullptr) << rc;
+  imago_ep_t* b = open_ordered(g, 2, order, members, 2, 8, &rc);
+  ASSERT_NE(b, nullptr) << rc;
+  Got ga, gb;
+  ASSERT_TRUE(receive(a, ga, [](const Got& x) { return x.find(IMAGO_GROUP_JOINED) != nullptr; }));
+  const auto first = Clock::now() + 5s;
+  for (uint32_t s = 0; gb.messages() < 20 && Clock::now() < first;) {
+    const std::vector<uint8_t> m = message(s, 64);
+    if (s < 20 && imago_send(a, m.data(), 64, 0) == 0) ++s;
+    ASSERT_GE(drain_once(a, ga), 0);
+    ASSERT_GE(drain_once(b, gb), 0);
+  }
+  ASSERT_EQ(gb.messages(), 20u);
+  EXPECT_EQ(imago_close(b), 0);
+  ASSERT_TRUE(receive(a, ga, [](const Got& x) { return x.find(IMAGO_GROUP_LEFT) != nullptr; }));
+  const auto end = Clock::now() + 5s;
+  do {
+    b = open_ordered(g, 2, order, members, 2, 8, &rc);  // -EBUSY while its last stream ends
+    if (b == nullptr) std::this_thread::sleep_for(1ms);
+  } while (b == nullptr && rc == -EBUSY && Clock::now() < end);
+  ASSERT_NE(b, nullptr) << rc;
+  Got again;
+  int last = 0;
+  for (uint32_t s = 20; last >= 0 && Clock::now() < end;) {
+    const std::vector<uint8_t> m = message(s, 64);
+    if (imago_send(a, m.data(), 64, 0) == 0) ++s;  // a goes on, alone in the order
+    ASSERT_GE(drain_once(a, ga), 0);
+    last = drain_once(b, again);
+  }
+  EXPECT_EQ(last, -ECONNRESET) << "the reopened member was not told it was left out";
+  EXPECT_EQ(again.messages(), 0u);
+  EXPECT_EQ(imago_close(b), 0);
+  EXPECT_EQ(imago_close(a), 0);
+}
+TEST(Group, AMemberReopeningACausalGroupIsToldItWasLeftOut) { rejoin(37, IMAGO_GROUP_CAUSAL); }
+TEST(Group, AMemberReopeningATotalGroupIsToldItWasLeftOut) { rejoin(38, IMAGO_GROUP_TOTAL); }
+
 uint32_t big_size(uint32_t seq) { return seq % 3 == 0 ? 100 : 3000 + seq % 5000; }
 TEST(Group, BigMessagesBeyondTheBigPoolsShareDoNotStallACausalGroup) {
   ordered_exchange(35, IMAGO_GROUP_CAUSAL, 256, big_size);
