@@ -508,6 +508,9 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       return true;
     case group_op::kLeave:
+      // A LEAVE names a unit of the membership it ends (its start, or what the source last
+      // told it): one of an earlier membership, replayed, must not remove the member now.
+      if (member && (seq_lt(e.a.get(), it->start) || seq_gt(e.a.get(), t->tx.nxt()))) return false;
       if (member) remove_member(*t, static_cast<size_t>(it - t->members.data()), GroupEvent::kLeft, now);
       send_ctl(p, group_op::kLeaveOk, g, 0, 0);
       return true;
@@ -584,7 +587,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
   switch (e.op) {
     case group_op::kJoinOk: {
       if (w == nullptr && r == nullptr) {
-        send_ctl(p, group_op::kLeave, g, 0, 0);  // admitted to something we left
+        send_ctl(p, group_op::kLeave, g, e.a.get(), 0);  // admitted to something we left
         return true;
       }
       if (r != nullptr) {
@@ -593,7 +596,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
         return true;
       }
       if (w == nullptr || w->asked[pi] == kDone) {
-        send_ctl(p, group_op::kLeave, g, 0, 0);  // its stream here ended: not again
+        send_ctl(p, group_op::kLeave, g, e.a.get(), 0);  // its stream here ended: not again
         return true;
       }
       GroupRx* free = nullptr;
@@ -609,7 +612,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       free->src = p.id;
       free->rx.reset(start);
       free->reasm.reset();
-      free->tail = start;
+      free->tail = free->start = start;
       free->ack_deadline = now;  // tell the source at once
       free->last_nack_ns = free->first_asked_ns = 0;
       free->last_nack_seq = start;
@@ -633,7 +636,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       return true;
     case group_op::kStatus:
       if (r == nullptr || r->state != GroupRx::State::kActive) {
-        if (w == nullptr && r == nullptr) send_ctl(p, group_op::kLeave, g, 0, 0);
+        if (w == nullptr && r == nullptr) send_ctl(p, group_op::kLeave, g, e.a.get(), 0);
         if (w != nullptr && r == nullptr) send_ctl(p, group_op::kJoin, g, w->from_oldest, 0);
         return true;
       }
@@ -667,7 +670,7 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       // is reported by the position, never skipped silently). Leave, and join again should
       // it open the group anew.
       if (r == nullptr) {
-        if (w == nullptr) send_ctl(p, group_op::kLeave, g, 0, 0);
+        if (w == nullptr) send_ctl(p, group_op::kLeave, g, e.a.get(), 0);
         return true;
       }
       if (r->state != GroupRx::State::kActive) return true;
@@ -944,7 +947,7 @@ void Engine::poll_member(GroupRx& r, uint64_t now) {
   if (p == nullptr || !established(*p)) return;
   if (r.state == GroupRx::State::kLeaving) {
     if (now - r.leave_ns >= cfg_.group_status_ns) {
-      send_ctl(*p, group_op::kLeave, r.g, 0, 0);
+      send_ctl(*p, group_op::kLeave, r.g, r.start, 0);
       r.leave_ns = now;
       if (++r.leave_tries >= kLeaveTries) r.state = GroupRx::State::kFree;  // it expires us
     }

@@ -100,6 +100,7 @@ struct GroupRx {
   NodeId src = 0;
   RecvWindow rx;
   Reassembly reasm;
+  Seq start = 0;                  ///< where its stream began for us (JOIN_OK): our LEAVE names it
   Seq tail = 0;                   ///< one past the highest unit the source said it sent
   uint64_t ack_deadline = ~uint64_t{0};
   uint64_t last_nack_ns = 0;      ///< the first hole's timer: a block's ask restarts it too

@@ -21,7 +21,7 @@ int TotalOrder::init(std::span<const NodeId> members, NodeId self, uint32_t wind
   holds_.assign(members_.size(), 0);
   reps_.assign(members_.size(), TotalCtl{});
   epoch_ = 0, epoch_seq_ = members_.front(), promised_ = 0, start_ = 1, deliver_ = 1;
-  stable_ = hold_ = told_hold_ = 0, next_g_ = 1, flushing_ = false, flush_epoch_ = 0, c_ = {};
+  stable_ = hold_ = told_hold_ = 0, next_g_ = 1, flushing_ = false, flush_epoch_ = 0, turn_ = 0, c_ = {};
   return 0;
 }
 
@@ -82,15 +82,22 @@ bool TotalOrder::on_message(Src& x, uint64_t handle) {
 
 void TotalOrder::number_pending() {
   if (epoch_seq_ != self_ || flushing_) return;
-  // Each source's messages in its order, as they came; never more than a window past the
-  // stable number (what the slowest member can hold).
-  for (Src& x : srcs_) {
-    while (x.live && x.ordered < x.arrived && next_g_ <= stable_ + window_) {
-      const uint64_t g = next_g_++;
-      slot(g) = Slot{g, index(x), ++x.ordered};
-      ++c_.ordered;
-      out_->to_all(TotalCtl{TotalCtl::kOrder, epoch_, g, x.id, x.ordered});
+  // Each source's messages in its order, one of each source in turn from the one after the
+  // last numbered, never more than a window past the stable number (what the slowest member
+  // can hold). Source by source, the lower ids took every window a small one left, and the
+  // highest member's messages waited as long as the others sent.
+  const auto n = static_cast<uint32_t>(srcs_.size());
+  for (uint32_t idle = 0; idle < n && next_g_ <= stable_ + window_; turn_ = (turn_ + 1) % n) {
+    Src& x = srcs_[turn_];
+    if (!x.live || x.ordered >= x.arrived) {
+      ++idle;
+      continue;
     }
+    idle = 0;
+    const uint64_t g = next_g_++;
+    slot(g) = Slot{g, turn_, ++x.ordered};
+    ++c_.ordered;
+    out_->to_all(TotalCtl{TotalCtl::kOrder, epoch_, g, x.id, x.ordered});
   }
   advance_hold();
 }

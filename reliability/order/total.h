@@ -150,6 +150,7 @@ class TotalOrder {
   uint64_t hold_ = 0;      ///< we hold ORDER and message for every number up to this
   uint64_t told_hold_ = 0; ///< the last HOLD we sent
   uint64_t next_g_ = 1;    ///< the next number: issued (sequencer) or expected (members)
+  uint32_t turn_ = 0;      ///< the sequencer: the source whose turn to be numbered is next
   // The sequencer's side.
   std::vector<uint64_t> holds_;  ///< per srcs_ index: its HOLD (this epoch)
   bool flushing_ = false;

@@ -291,6 +291,44 @@ TEST_F(GroupTest, ALeaveIsSaidAgainUntilAnsweredAndGivenUpAfterEightTries) {
   EXPECT_EQ(node(1).count(GroupEvent::kLeft, 3), 0u);
 }
 
+// A LEAVE names a unit of the membership it ends: one recorded from an earlier membership and
+// replayed (its session is the same, so its tokens pass) no longer removes a member that joined
+// again. An outside tester's replay, tagged under the cluster key, cost a member 14,583 of
+// 20,000 messages.
+TEST_F(GroupTest, AReplayedLeaveOfAnEarlierMembershipIsDroppedAndCounted) {
+  start(3);
+  std::vector<std::vector<uint8_t>> leaves;
+  w.drop = [&](const GWire::Frame& f) {
+    if (f.from == 2 && f.to == 1 && !f.group && f.bytes.size() == 64 && f.bytes[1] == 6 && f.bytes[48] == group_op::kLeave)
+      leaves.push_back(f.bytes);
+    return false;
+  };
+  send(20, 100);
+  run_for(5 * kMs);
+  ASSERT_EQ(node(2).e->group_leave(kG, now), 0);
+  run_for(10 * kMs);
+  ASSERT_FALSE(leaves.empty());
+  ASSERT_EQ(node(1).count(GroupEvent::kLeft, 2), 1u);
+  send(20, 100, 20);  // the stream goes on: node 2 joins again further on
+  run_for(5 * kMs);
+  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
+  run_for(20 * kMs);
+  NodeId m[4];
+  ASSERT_EQ(node(1).e->group_members(kG, m, 4), 2u);
+  const auto bad = [this] { return node(1).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; };
+  const uint64_t before = bad();
+  for (const auto& f : leaves) node(1).e->on_frame(f, now);
+  EXPECT_EQ(bad(), before + leaves.size());
+  EXPECT_EQ(node(1).count(GroupEvent::kLeft, 2), 1u);
+  ASSERT_EQ(node(1).e->group_members(kG, m, 4), 2u);
+  send(20, 100, 40);
+  run_for(10 * kMs);
+  const GNode& two = node(2);
+  ASSERT_EQ(two.got.size(), 40u);  // 20 before it left, 20 after it came back
+  EXPECT_EQ(two.got.back().msg, gmsg(100, 59));
+  expect_all(3, 60, 100);
+}
+
 TEST_F(GroupTest, AClosedSourceDeliversWhatItSentThenEveryMemberLeavesAndRejoinsAReopening) {
   start(3);
   int dropped = 0;  // the tail of member 3 is lost: it must still get it before the END
