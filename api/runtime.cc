@@ -676,8 +676,8 @@ unsigned Runtime::housekeeping() {
 
 namespace {
 
-// One line of every counter the node's engine (all peers summed, rejections by reason) and
-// its link keep: "node N counters: name=value ...".
+// One line of every counter the node's engine (all peers summed, rejections by reason, its
+// group streams as group_<name>) and its link keep: "node N counters: name=value ...".
 void print_node_counters(FILE* f, const dp::NodeSnapshot& snap, const Node& n) {
   std::fprintf(f, "node %" PRIu64 " counters:", snap.node_id);
   auto field = [f](const char* prefix) {
@@ -686,6 +686,7 @@ void print_node_counters(FILE* f, const dp::NodeSnapshot& snap, const Node& n) {
   rel::for_each_counter(snap.total, field(""));
   rel::for_each_reject(snap.total, field("reject_"));
   dp::for_each_counter(snap.link, field("link_"));
+  dp::for_each_group_counter(snap, field(""));
   dp::for_each_net_counter(snap, field(""));
   dp::for_each_circuit_counter(snap, field(""));
   std::fprintf(f, " control_in=%" PRIu64 " control_bad=%" PRIu64 " announce_sent=%" PRIu64 "\n",

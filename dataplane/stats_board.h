@@ -78,6 +78,14 @@ void for_each_net_counter(const NodeSnapshot& s, Fn&& fn) {
   for_each_counter(s.link_b, [&](const char* k, uint64_t v) { fn((std::string("link_b_") + k).c_str(), v); });
 }
 
+/** Call @p fn(name, value) for the node's group-stream counters (Engine::group_counters(),
+ *  docs/PROTOCOL.md 3.7.3 and 3.7.4), each as "group_<name>": their names would meet the
+ *  unicast counters' (dup_received, overflow, ...) without it. Every node has them. */
+template <typename Fn>
+void for_each_group_counter(const NodeSnapshot& s, Fn&& fn) {
+  rel::for_each_counter(s.group, [&](const char* k, uint64_t v) { fn((std::string("group_") + k).c_str(), v); });
+}
+
 /** Call @p fn(name, value) for a fabric node's circuit counters (@p s.fabric), each as
  *  "circ_<name>". */
 template <typename Fn>

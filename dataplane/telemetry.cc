@@ -100,6 +100,7 @@ int cmd_node(const char*, const char* params, rte_tel_data* d) {
     for_each_counter(g_snap.link, [d](const char* k, uint64_t v) {
       rte_tel_data_add_dict_u64(d, ("link_" + std::string(k)).c_str(), v);
     });
+    for_each_group_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
     for_each_net_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
     for_each_circuit_counter(g_snap, [d](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
     return 0;
@@ -255,7 +256,7 @@ int telemetry_register() {
   };
   static const Cmd cmds[] = {
       {"/imago/nodes", cmd_nodes, "The ids of the nodes this process runs. No parameters."},
-      {"/imago/node", cmd_node, "Every counter of a node's engine and link. Parameter: node id."},
+      {"/imago/node", cmd_node, "Every counter of a node's engine, group streams and link. Parameter: node id."},
       {"/imago/peers", cmd_peers, "The peers of a node. Parameter: node id."},
       {"/imago/peer", cmd_peer, "One peer: session, RTT, windows, credits, counters. Parameters: node id,peer id."},
       {"/imago/ports", cmd_ports, "The ports (no parameter), or one port's link and counters. Parameter: port id."},

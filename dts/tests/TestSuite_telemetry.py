@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from framework.apps import ImagoPerf
-from framework.imago_apps import TELEMETRY_PY, ImagodRun, telemetry as _telemetry
-from framework.testsuite import TestSuite
+from framework.imago_apps import (TELEMETRY_PY, ImagodRun, cleanup_stale_hugepages, example_path,
+                                  hugepages_missing_reason, telemetry as _telemetry)
+from framework.testsuite import TestSuite, require
 from framework.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,12 @@ IMAGO_STAT = ROOT / "apps" / "stat" / "imago-stat"
 READY_S = 30.0
 #: The stream runs this long: the tools sample it twice, a second apart.
 TRAFFIC_S = 8
+#: The group-stream counters of docs/PROTOCOL.md 3.7.3 and 3.7.4, as telemetry and imagod name them.
+GROUP_KEYS = tuple("group_" + k for k in (
+    "msgs_sent", "data_frames", "unicast_copies", "repair_frames", "repair_multicast", "status_sent", "joins",
+    "leaves", "expiries", "msgs_received", "acks_sent", "nacks_sent", "dup_received", "overflow", "streams_full",
+    "nack_freed", "lost_told", "units_lost", "lost_events", "parity_sent", "parity_rebuilt", "parity_bad",
+    "nack_frames_sent"))
 
 
 @pytest.fixture
@@ -129,6 +136,69 @@ class TestSuiteTelemetry(TestSuite):
         second = cp.stdout.split("imago-stat ")[-1]
         row = next(l for l in second.splitlines() if l.strip().startswith("1 "))
         self.verify(row.split()[1] not in ("0", "0.00"), f"node 1 sends nothing in the second refresh: {row}")
+
+    def test_group_counters_reach_telemetry_imago_stat_and_imagods_line(self, topology: Topology,
+                                                                        request: pytest.FixtureRequest) -> None:
+        """
+        Steps:
+            imagod --pair whose ports receive 5 % of frames twice (--fault-rx dup=0.05) and
+            prints its statistics every half second; imago-group sub and pub attach to it and
+            stream 20000 messages from node 1 to group 7, which node 2 joined. Then ask
+            dpdk-telemetry.py for /imago/node,2, imago-stat --json, and /imago/node,2 again.
+        Verify:
+            The member (node 2) has every message; /imago/node,2 holds every group counter of
+            docs/PROTOCOL.md 3.7.4 as group_<name>, and group_dup_received counts the
+            duplicated GROUP_DATA frames (above 0); imago-stat --json says the same of node 2,
+            and its table has the group block; imagod's "node 2 counters:" line holds every
+            group_* key, group_dup_received at least that value.
+        """
+        for tool in (TELEMETRY_PY, example_path("imago-group")):
+            if not Path(tool).exists():
+                pytest.skip(f"{tool} is not there")
+        cleanup_stale_hugepages()
+        require(hugepages_missing_reason())
+        node = topology.add_node("grp")
+        prefix = f"{topology.prefix}-grp"
+        d = ImagodRun.start(node, prefix, nodes=["--pair", "--fault-rx", "dup=0.05", "--seed", "3"])
+        request.addfinalizer(d.cleanup)
+        d.proc.wait_for_line("serving 2 node(s)", READY_S, stream="stdout")
+        count = 20000
+        group = [str(example_path("imago-group"))]
+        sub = node.start(group + ["sub", "--secondary", prefix, "--count", str(count), "--timeout", "30"], name="sub")
+        sub.wait_for_line("READY", READY_S, stream="stdout")
+        pub = node.start(group + ["pub", "--secondary", prefix, "--count", str(count), "--timeout", "30"], name="pub")
+        self.verify(pub.wait(120) == 0, f"pub failed; last lines:\n{pub.tail()}")
+        self.verify(sub.wait(120) == 0, f"sub failed; last lines:\n{sub.tail()}")
+        time.sleep(1.0)  # the boards published after the last frame
+
+        n2 = _telemetry(node, prefix, ["/imago/node,2"])[0]
+        print("node 2", json.dumps({k: v for k, v in n2.items() if k.startswith("group_")}))
+        missing = [k for k in GROUP_KEYS if k not in n2]
+        self.verify(not missing, f"/imago/node,2 lacks {missing}")
+        self.verify(n2["group_msgs_received"] >= count, f"group_msgs_received {n2['group_msgs_received']}")
+        dups = n2["group_dup_received"]
+        self.verify(dups > 0, f"5 % of frames received twice and group_dup_received {dups}")
+
+        cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "--json"], timeout=30, check=False)
+        self.verify(cp.returncode == 0, f"imago-stat --json exited {cp.returncode}: {cp.stderr}")
+        later = _telemetry(node, prefix, ["/imago/node,2"])[0]["group_dup_received"]
+        stat = json.loads(cp.stdout)["nodes"]["2"]
+        self.verify(dups <= stat.get("group_dup_received", -1) <= later,
+                    f"imago-stat --json group_dup_received {stat.get('group_dup_received')}, telemetry {dups}..{later}")
+        cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "-n", "1"], timeout=30, check=False)
+        print(cp.stdout)
+        self.verify(cp.returncode == 0 and "group in/s" in cp.stdout, f"no group block: {cp.stdout} {cp.stderr}")
+
+        def counters_line():
+            lines = [ln for ln in d.lines() if ln.startswith("node 2 counters:")]
+            if not lines:
+                return None
+            fields = dict(kv.split("=") for kv in lines[-1].split(":", 1)[1].split())
+            return fields if int(fields.get("group_dup_received", -1)) >= dups else None
+
+        fields = d.wait_until("a node 2 counters line with group_dup_received", counters_line, 10.0)
+        missing = [k for k in GROUP_KEYS if k not in fields]
+        self.verify(not missing, f"imagod's node 2 counters line lacks {missing}")
 
     def test_imago_stat_without_a_process_fails_clearly(self, topology: Topology) -> None:
         """

@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "dataplane/stats_board.h"
@@ -73,6 +76,27 @@ TEST(StatsBoard, ReadsWhatWasPublishedAndNeverATornCopy) {
   stop = true;
   writer.join();
   EXPECT_GT(whole, 0u) << torn << " reads found the writer busy";
+}
+
+TEST(StatsBoard, NamesEveryGroupCounterWithItsValue) {
+  // Do: a snapshot whose group counters are each a different value.
+  NodeSnapshot snap{};
+  auto* g = reinterpret_cast<uint64_t*>(&snap.group);
+  constexpr size_t n = sizeof(rel::GroupCounters) / sizeof(uint64_t);
+  for (size_t i = 0; i < n; ++i) g[i] = 100 + i;
+  snap.group.dup_received = 6000, snap.group.parity_bad = 322;
+  // Expect: every one of them named once, "group_<name>", with its value (what telemetry's
+  // /imago/node and imagod's counters line print).
+  std::map<std::string, uint64_t> got;
+  for_each_group_counter(snap, [&](const char* k, uint64_t v) { EXPECT_TRUE(got.emplace(k, v).second) << k; });
+  EXPECT_EQ(got.size(), n);
+  EXPECT_EQ(got["group_dup_received"], 6000u);
+  EXPECT_EQ(got["group_parity_bad"], 322u);
+  EXPECT_EQ(got["group_overflow"], snap.group.overflow);
+  EXPECT_EQ(got["group_streams_full"], snap.group.streams_full);
+  std::set<uint64_t> values;
+  for (const auto& [k, v] : got) values.insert(v);
+  EXPECT_EQ(values.size(), n) << "a counter named twice, or one not at all";
 }
 
 }  // namespace
