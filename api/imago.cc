@@ -447,7 +447,8 @@ void fabric_stats(const dp::NodeSnapshot& s, imago_node_stats* st) {
   st->circ_up = c.link.circuits_up, st->circ_down = c.link.circuits_down;
   st->circ_links_down = c.link.links_down;
   st->circ_forwarded = c.node.data_forwarded, st->circ_pushbacks = c.link.pushbacks;
-  st->circ_rejected = c.node.bad_frame + c.node.unknown_vci + c.node.bad_setup + c.sink.wrong_peer;
+  st->circ_rejected = c.node.bad_frame + c.node.unknown_vci + c.node.bad_setup + c.sink.wrong_peer +
+                      c.sink.setups_unproven;
 }
 
 }  // namespace

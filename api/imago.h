@@ -223,7 +223,8 @@ struct imago_node_stats {
 	/* A node of a multi-hop fabric (imagod --topology; all 0 otherwise), docs/PROTOCOL.md 3.10.
 	 * imagod's and telemetry's names: circ_up is circ_circuits_up, circ_down circ_circuits_down,
 	 * circ_forwarded circ_data_forwarded, circ_rejected the sum of circ_bad_frame,
-	 * circ_unknown_vci, circ_bad_setup and circ_wrong_peer; the others as here. */
+	 * circ_unknown_vci, circ_bad_setup, circ_wrong_peer and circ_setups_unproven; the others
+	 * as here. */
 	uint64_t circ_in_use;         /**< now: circuits this node is an end or a hop of */
 	uint64_t circ_ports_up;       /**< now: its links that are alive (HELLOs answered) */
 	uint64_t circ_up;             /**< circuits of its ends that came up (opened or accepted) */

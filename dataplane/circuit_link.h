@@ -113,6 +113,7 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   const rel::circ::CircuitSinkCounters& k = s.sink;
   fn("frames_out", k.frames_out), fn("frames_in", k.frames_in), fn("no_circuit", k.no_circuit);
   fn("forward_refused", k.forward_refused), fn("reopened", k.reopened), fn("wrong_peer", k.wrong_peer);
+  fn("setups_held", k.setups_held), fn("setups_unproven", k.setups_unproven);
   const CircuitLinkCounters& l = s.link;
   fn("hellos_sent", l.hellos_sent), fn("hellos_in", l.hellos_in), fn("links_down", l.links_down);
   fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);

@@ -57,20 +57,46 @@ void CircuitSink::on_circuit_up(CircuitId id, NodeId peer, bool origin) {
     return;
   }
   if (origin && id != p->circuit) return;
-  // The opener keeps one circuit at a time: a new one it opened makes the one we had stale
-  // (its TEARDOWN may have been lost, or a hop died and the opener saw it first). Reported
-  // down like any other, so that both ends tell their application the circuit moved.
-  if (!origin && p->up && p->circuit != id) {
-    const CircuitId old = p->circuit;
-    node_.close(old, now_);
-    if (listener_ != nullptr) listener_->on_circuit_down(old, peer, CircReason::kReplaced);
+  // The opener keeps one circuit at a time, so a new one it opened makes ours stale (its
+  // TEARDOWN may have been lost, or it saw a hop die first); but a SETUP may be forged or
+  // replayed, so the new one waits for proof (deliver_held()) while ours works.
+  if (!origin && p->up && p->circuit != id) return hold(*p, id);
+  take(*p, id, origin);
+}
+
+void CircuitSink::take(Peer& p, CircuitId id, bool origin) {
+  p.up = true, p.circuit = id, p.backoff = 0;
+  if (listener_ != nullptr) listener_->on_circuit_up(id, p.id, origin);
+}
+
+void CircuitSink::hold(Peer& p, CircuitId id) {
+  ++c_.setups_held;
+  if (p.held) {  // the newer wins: a real opener that moved on has given up the older one
+    ++c_.setups_unproven;
+    node_.close(p.candidate, now_);
+  } else {
+    ++held_;
   }
-  p->up = true, p->circuit = id, p->backoff = 0;
-  if (listener_ != nullptr) listener_->on_circuit_up(id, peer, origin);
+  p.held = true, p.candidate = id;
+}
+
+// The held circuit proved itself: it replaces the live one, reported down like any other so
+// that both ends tell their application the circuit moved.
+void CircuitSink::promote(Peer& p) {
+  const CircuitId old = p.circuit;
+  p.held = false, --held_;
+  node_.close(old, now_);
+  if (listener_ != nullptr) listener_->on_circuit_down(old, p.id, CircReason::kReplaced);
+  take(p, p.candidate, false);
 }
 
 void CircuitSink::on_circuit_down(CircuitId id, NodeId peer, CircReason why) {
   Peer* p = find(peer);
+  if (p != nullptr && p->held && p->candidate == id) {  // idle or torn down before any proof
+    p->held = false, --held_;
+    ++c_.setups_unproven;
+    return;
+  }
   if (p == nullptr || p->circuit != id || !(p->up || p->open)) return;
   p->up = false, p->open = false;
   if (p->opener) {
@@ -78,6 +104,10 @@ void CircuitSink::on_circuit_down(CircuitId id, NodeId peer, CircReason why) {
     p->reopen_at = now_ + p->backoff;
   }
   if (listener_ != nullptr) listener_->on_circuit_down(id, peer, why);
+  if (p->held) {  // the live one is gone: the held one is all there is
+    p->held = false, --held_;
+    take(*p, p->candidate, false);
+  }
 }
 
 void CircuitSink::poll(uint64_t now) {
@@ -98,18 +128,34 @@ bool CircuitSink::send_frame(NodeId peer, std::span<const uint8_t> frame) {
     return false;
   }
   if (frame.size() > cfg_.max_frame) return true;  // the engine never makes one: dropped
+  if (held_ != 0) also_on_held(peer, frame);
+  if (send_on(port, vci, frame) == 0) return false;
+  ++c_.frames_out;
+  return true;
+}
+
+// A restarted peer proves itself by answering our challenge, which must reach it on the
+// circuit it opened: handshakes go on the held circuit too.
+void CircuitSink::also_on_held(NodeId peer, std::span<const uint8_t> frame) {
+  const Peer* p = find(peer);
+  PortId port;
+  uint32_t vci;
+  if (p == nullptr || !p->held || frame.size() < 2) return;
+  const auto type = static_cast<FrameType>(frame[1]);
+  if (type != FrameType::kHello && type != FrameType::kHelloAck) return;
+  if (node_.data_out(p->candidate, &port, &vci)) send_on(port, vci, frame);
+}
+
+int CircuitSink::send_on(PortId port, uint32_t vci, std::span<const uint8_t> frame) {
   uint8_t head[sizeof(CircuitHeader)];
   circ_header(head, CircKind::kData, vci);
   circ_seal(head, 0);
-  int sent = ports_->send_parts(port, head, frame);
-  if (sent < 0) {  // a port that cannot: joined here
-    std::memcpy(scratch_.data(), head, sizeof head);
-    std::memcpy(scratch_.data() + sizeof head, frame.data(), frame.size());
-    sent = ports_->send(port, {scratch_.data(), sizeof head + frame.size()});
-  }
-  if (sent == 0) return false;
-  ++c_.frames_out;
-  return true;
+  const int sent = ports_->send_parts(port, head, frame);
+  if (sent >= 0) return sent;
+  // A port that cannot: joined here.
+  std::memcpy(scratch_.data(), head, sizeof head);
+  std::memcpy(scratch_.data() + sizeof head, frame.data(), frame.size());
+  return ports_->send(port, {scratch_.data(), sizeof head + frame.size()}) ? 1 : 0;
 }
 
 void CircuitSink::forward(PortId out, uint32_t vci, std::span<const uint8_t> frame) {
@@ -147,7 +193,19 @@ void CircuitSink::deliver(CircuitId local, std::span<const uint8_t> frame, uint6
     return;
   }
   ++c_.frames_in;
+  if (held_ != 0)
+    if (Peer* p = find(far); p != nullptr && p->held && p->candidate == local)
+      return deliver_held(*p, far, frame, now);
   engine_->on_frame(frame, now);
+}
+
+// A frame on the held circuit: if the peer's engine takes it (the session's tokens and
+// ISNs, or a proven restart), only the peer sent it, so the opener really moved.
+void CircuitSink::deliver_held(Peer& p, NodeId far, std::span<const uint8_t> frame, uint64_t now) {
+  const PeerCounters* pc = engine_->counters(far);
+  const uint64_t before = pc != nullptr ? pc->pkts_received : 0;
+  engine_->on_frame(frame, now);
+  if (pc != nullptr && pc->pkts_received != before) promote(p);
 }
 
 }  // namespace imago::rel::circ

@@ -13,6 +13,11 @@
  * frames to the peer are refused (back-pressure: the engine sends them again later). A node
  * with no engine (a router) only forwards.
  *
+ * A SETUP proves nothing (anyone on a link can forge or replay one), so a circuit accepted
+ * while the peer's is up is held, not used: it replaces the live one only when the peer's
+ * engine takes a frame that came on it (its session's, or a proven restart), or when the
+ * live one goes down. One is held per peer; a newer one replaces it.
+ *
  * Pure like the engine: time comes in as an argument; frames go out through CircuitPorts.
  * Forwarding copies a frame here to rewrite its header; the dataplane rewrites the mbuf.
  */
@@ -35,6 +40,9 @@ struct CircuitSinkCounters {
   uint64_t forward_refused = 0;  ///< forwarded frames the next port refused (lost: the ends repair)
   uint64_t reopened = 0;     ///< circuits opened again after they went down
   uint64_t wrong_peer = 0;   ///< engine frames on a circuit naming another sender than its far end
+  uint64_t setups_held = 0;  ///< circuits accepted from a peer whose circuit was up: held until proven
+  uint64_t setups_unproven = 0;  ///< of them, let go unproven (a newer set-up, idle, torn down):
+                                 ///< forged or replayed SETUPs
 };
 
 class CircuitSink final : public FrameSink, public CircuitListener {
@@ -85,9 +93,17 @@ class CircuitSink final : public FrameSink, public CircuitListener {
     CircuitId circuit = 0;
     uint64_t reopen_at = 0;     ///< opener, none open: when to try
     uint64_t backoff = 0;
+    bool held = false;          ///< accepted while up, not proven yet
+    CircuitId candidate = 0;    ///< the held circuit
   };
   Peer* find(NodeId id);
   void try_open(Peer& p, uint64_t now);
+  void take(Peer& p, CircuitId id, bool origin);
+  void hold(Peer& p, CircuitId id);
+  void promote(Peer& p);
+  void deliver_held(Peer& p, NodeId far, std::span<const uint8_t> frame, uint64_t now);
+  void also_on_held(NodeId peer, std::span<const uint8_t> frame);
+  int send_on(PortId port, uint32_t vci, std::span<const uint8_t> frame);
   void forward(PortId out, uint32_t vci, std::span<const uint8_t> frame);
 
   Config cfg_;
@@ -97,6 +113,7 @@ class CircuitSink final : public FrameSink, public CircuitListener {
   CircuitNode node_;
   Engine* engine_ = nullptr;
   std::vector<Peer> peers_;
+  uint32_t held_ = 0;             ///< peers holding a circuit: the data path looks only then
   std::vector<uint8_t> scratch_;  ///< a header and a frame being sent or forwarded
   uint64_t now_ = 0;
   CircuitSinkCounters c_;
