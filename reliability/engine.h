@@ -411,6 +411,8 @@ class Engine {
   void parity_bound(GroupRx& r, uint32_t first, uint32_t no);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
+  bool remember_interest(NodeId who, GroupId g);
+  size_t interests_of(NodeId who) const;
   void repair_round(GroupTx& t, uint64_t now);
   /** Group frames go once to the group (the sink can, and the node wants it). */
   bool multicast_ok() const { return cfg_.group_multicast && frames_->multicast(); }

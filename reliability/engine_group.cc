@@ -496,11 +496,8 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
   switch (e.op) {
     case group_op::kJoin:
       if (t == nullptr) {
-        const std::pair<NodeId, GroupId> want{p.id, g};
-        if (std::find(interests_.begin(), interests_.end(), want) == interests_.end() &&
-            interests_.size() < kMaxInterests && cfg_.group_sources != 0)
-          interests_.push_back(want);
-        send_ctl(p, group_op::kNotSource, g, 0, 0);
+        const bool kept = remember_interest(p.id, g);
+        send_ctl(p, group_op::kNotSource, g, 0, 0, kept ? 0 : group_ctl_flag::kNotKept);
       } else if (member) {
         send_ctl(p, group_op::kJoinOk, g, it->start, t->view, t->nack ? group_ctl_flag::kNack : 0);  // lost
       } else {
@@ -508,6 +505,10 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       }
       return true;
     case group_op::kLeave:
+      if (t == nullptr) {  // it no longer wants to be admitted when the group opens here
+        const std::pair<NodeId, GroupId> want{p.id, g};
+        interests_.erase(std::remove(interests_.begin(), interests_.end(), want), interests_.end());
+      }
       // A LEAVE names a unit of the membership it ends (its start, or what the source last
       // told it): one of an earlier membership, replayed, must not remove the member now.
       if (member && (seq_lt(e.a.get(), it->start) || seq_gt(e.a.get(), t->tx.nxt()))) return false;
@@ -559,6 +560,28 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
 }
 
 // --- the member's side ---
+
+size_t Engine::interests_of(NodeId who) const {
+  return static_cast<size_t>(std::count_if(interests_.begin(), interests_.end(), [who](const auto& x) { return x.first == who; }));
+}
+
+// A JOIN of a group not open here, remembered to admit its member when the group opens. The
+// table is bounded and, once full, shared: a peer within its share (the table over the peers)
+// takes the newest entry of a peer beyond its own, and a peer at its share is refused, so no
+// peer's joins, however many (forged ones in its name too), keep another's out.
+// @return whether it is remembered (else NOT_SOURCE tells it to ask again).
+bool Engine::remember_interest(NodeId who, GroupId g) {
+  const std::pair<NodeId, GroupId> want{who, g};
+  if (cfg_.group_sources == 0) return false;
+  if (std::find(interests_.begin(), interests_.end(), want) != interests_.end()) return true;
+  if (interests_.size() < kMaxInterests) return interests_.push_back(want), true;
+  ++gc_.interests_full;
+  const size_t share = kMaxInterests / std::max<size_t>(1, peers_.size());
+  if (interests_of(who) >= share) return false;
+  for (size_t i = interests_.size(); i-- > 0;)
+    if (interests_of(interests_[i].first) > share) return interests_[i] = want, true;
+  return false;
+}
 
 void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, uint8_t flags) {
   if (!reachable(p)) return;
@@ -632,7 +655,8 @@ bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
       return true;
     }
     case group_op::kNotSource:
-      if (w != nullptr && w->asked[pi] == kAsk) w->asked[pi] = kNoted;  // admits us once open
+      // Admits us once open, if it kept our join (else we ask again on the timer).
+      if (w != nullptr && w->asked[pi] == kAsk && !(e.flags & group_ctl_flag::kNotKept)) w->asked[pi] = kNoted;
       return true;
     case group_op::kStatus:
       if (r == nullptr || r->state != GroupRx::State::kActive) {

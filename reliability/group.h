@@ -177,6 +177,7 @@ struct GroupCounters {
   uint64_t parity_rebuilt = 0;  ///< frames this member rebuilt from a parity frame
   uint64_t parity_bad = 0;      ///< parity frames malformed, or rebuilding a frame that failed its checks
   uint64_t nack_frames_sent = 0;  ///< NACK_FRAMES entries sent (frames of a parity block asked)
+  uint64_t interests_full = 0;  ///< JOINs of groups not open here met a full table (remembered or not)
 };
 
 /** Call @p fn(name, value) for every counter of @p c, in a stable order (the names are the
@@ -185,7 +186,7 @@ template <typename Fn>
 void for_each_counter(const GroupCounters& c, Fn&& fn) {
   // Every field is a uint64_t and each is named below: a counter added to the struct and not
   // here fails this, so none is kept that an operator cannot read.
-  static_assert(sizeof(GroupCounters) == 23 * sizeof(uint64_t), "name the new group counter here");
+  static_assert(sizeof(GroupCounters) == 24 * sizeof(uint64_t), "name the new group counter here");
   fn("msgs_sent", c.msgs_sent), fn("data_frames", c.data_frames), fn("unicast_copies", c.unicast_copies);
   fn("repair_frames", c.repair_frames), fn("repair_multicast", c.repair_multicast);
   fn("status_sent", c.status_sent), fn("joins", c.joins), fn("leaves", c.leaves), fn("expiries", c.expiries);
@@ -193,7 +194,7 @@ void for_each_counter(const GroupCounters& c, Fn&& fn) {
   fn("dup_received", c.dup_received), fn("overflow", c.overflow), fn("streams_full", c.streams_full);
   fn("nack_freed", c.nack_freed), fn("lost_told", c.lost_told), fn("units_lost", c.units_lost);
   fn("lost_events", c.lost_events), fn("parity_sent", c.parity_sent), fn("parity_rebuilt", c.parity_rebuilt);
-  fn("parity_bad", c.parity_bad), fn("nack_frames_sent", c.nack_frames_sent);
+  fn("parity_bad", c.parity_bad), fn("nack_frames_sent", c.nack_frames_sent), fn("interests_full", c.interests_full);
 }
 
 }  // namespace imago::rel

@@ -34,7 +34,7 @@ GROUP_KEYS = tuple("group_" + k for k in (
     "msgs_sent", "data_frames", "unicast_copies", "repair_frames", "repair_multicast", "status_sent", "joins",
     "leaves", "expiries", "msgs_received", "acks_sent", "nacks_sent", "dup_received", "overflow", "streams_full",
     "nack_freed", "lost_told", "units_lost", "lost_events", "parity_sent", "parity_rebuilt", "parity_bad",
-    "nack_frames_sent"))
+    "nack_frames_sent", "interests_full"))
 
 
 @pytest.fixture

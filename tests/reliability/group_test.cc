@@ -329,6 +329,40 @@ TEST_F(GroupTest, AReplayedLeaveOfAnEarlierMembershipIsDroppedAndCounted) {
   expect_all(3, 60, 100);
 }
 
+// Joins of groups not open here are remembered in a bounded table: JOINs forged in one
+// member's name (an outside tester's 256 with tokens read off the wire) filled it, and every
+// later member was never admitted. Now a peer within its share takes the newest entry of a
+// peer beyond its own.
+TEST_F(GroupTest, JoinsInOneMembersNameNeverKeepAnothersOut) {
+  make(3);
+  run_for(20 * kMs);
+  std::vector<uint8_t> join;
+  w.drop = [&](const GWire::Frame& f) {
+    if (f.from == 2 && f.to == 1 && !f.group && f.bytes.size() == 64 && f.bytes[1] == 6 && f.bytes[48] == group_op::kJoin)
+      join = f.bytes;
+    return false;
+  };
+  ASSERT_EQ(node(2).e->group_join(kG + 1, false, now), 0);
+  run_for(5 * kMs);
+  ASSERT_FALSE(join.empty());
+  for (uint32_t i = 0; i < 600; ++i) {  // groups 0x1000 .. in node 2's name
+    std::vector<uint8_t> f = join;
+    const uint32_t g = 0x1000 + i;
+    for (int k = 0; k < 4; ++k) f[52 + k] = static_cast<uint8_t>(g >> (24 - 8 * k));
+    std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});  // the CRC, made again
+    finish_frame(f.data(), f.size(), true);
+    node(1).e->on_frame(f, now);
+  }
+  ASSERT_EQ(node(3).e->group_join(kG, false, now), 0);
+  run_for(5 * kMs);
+  ASSERT_EQ(node(1).e->group_open(kG, now, false), 0);
+  run_for(40 * kMs);
+  NodeId m[4];
+  ASSERT_EQ(node(1).e->group_members(kG, m, 4), 1u);
+  EXPECT_EQ(m[0], 3u);
+  EXPECT_GT(node(1).e->group_counters().interests_full, 0u);
+}
+
 TEST_F(GroupTest, AClosedSourceDeliversWhatItSentThenEveryMemberLeavesAndRejoinsAReopening) {
   start(3);
   int dropped = 0;  // the tail of member 3 is lost: it must still get it before the END
