@@ -74,6 +74,9 @@ void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint6
   ++cc_.hellos_in;
   circ::HelloBody b;
   std::memcpy(&b, frame.data() + sizeof(circ::CircuitHeader), sizeof b);
+  // Our own name: our frames come back (a loop, or replayed to us, which a cluster key lets
+  // through). Neither the neighbour nor another node: it says nothing of the link.
+  if (b.node.get() == self_) return void(++cc_.own_hellos);
   Port& port = ports_[p];
   const bool right = b.node.get() == port.expect_node && b.port.get() == port.expect_port;
   if (!right) ++cc_.wrong_neighbour;
@@ -84,6 +87,17 @@ void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint6
   if (right ? health_.heard(p) : health_.force_down(p)) link_changed(p, right, now);
   if (right == !port.miswired) return;
   port.miswired = !right;
+  // A line per change, but at most one per 10 s per port: forged HELLOs make it flap.
+  constexpr uint64_t kLogGapNs = 10'000'000'000;
+  if (port.logged_ns != 0 && now - port.logged_ns < kLogGapNs) {
+    ++port.quiet, ++cc_.miswire_quiet;
+    return;
+  }
+  port.logged_ns = now;
+  if (port.quiet != 0)
+    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: %" PRIu64 " miswire changes not logged\n",
+              static_cast<uint64_t>(self_), p, port.quiet);
+  port.quiet = 0;
   if (right)
     IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: node %" PRIu64 " answers, as the topology says\n",
               static_cast<uint64_t>(self_), p, static_cast<uint64_t>(port.expect_node));

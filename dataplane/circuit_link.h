@@ -75,6 +75,8 @@ struct CircuitLinkCounters {
                                  ///< (lost: the ends repair)
   uint64_t wrong_neighbour = 0;  ///< HELLOs from another node, or port, than the topology has on that link,
                                  ///< and frames dropped on a link while it answers so (it is down)
+  uint64_t own_hellos = 0;       ///< HELLOs in this node's own name (a loop, or replayed to it): ignored
+  uint64_t miswire_quiet = 0;    ///< miswire changes of a port not logged (at most one line per 10 s)
 };
 
 /** One row of a routing table as published (telemetry's /imago/routes). */
@@ -118,7 +120,7 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   fn("hellos_sent", l.hellos_sent), fn("hellos_in", l.hellos_in), fn("links_down", l.links_down);
   fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);
   fn("circuits_down", l.circuits_down), fn("pushbacks", l.pushbacks), fn("forward_dropped", l.forward_dropped);
-  fn("wrong_neighbour", l.wrong_neighbour);
+  fn("wrong_neighbour", l.wrong_neighbour), fn("own_hellos", l.own_hellos), fn("miswire_quiet", l.miswire_quiet);
   fn("in_use", s.in_use), fn("ports_up", s.ports_up);
 }
 
@@ -204,6 +206,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     uint32_t expect_port = 0;
     bool miswired = false;
     uint8_t wrong_in_row = 0;  ///< HELLOs from another node than expected, none right since
+    uint64_t logged_ns = 0;    ///< its last miswire line (0: none yet)
+    uint64_t quiet = 0;        ///< its miswire changes since, not logged
   };
   // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
   // reach fails every re-open the same way: logged once, not every back-off.

@@ -6,8 +6,10 @@
 // circuit comes back the other way round with the stream going on; every mbuf comes back.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
+#include <rte_ether.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tests/eal/fabric.h"
@@ -303,6 +305,49 @@ TEST(CircuitLink, AMiswiredLinkIsFoundByItsHellosAndTakenDown) {
     EXPECT_EQ(s(1).reachable, miswired ? 0u : 2u);
     EXPECT_EQ(s(1).link.links_down, miswired ? 2u : 0u);
   }
+}
+
+// Node 1's frames on its link to node 2 come back to it too (a loop, or a replay, which a
+// cluster key lets through): its own HELLOs named node 1 where the topology has node 2, so the
+// link was taken down as miswired at the second, and flapped with every HELLO from node 2 (an
+// outside tester's reflection under the key: 300 flaps and a log line each in 7 s). They are
+// counted and ignored: the link stays up.
+TEST(CircuitLink, ANodesOwnHellosSentBackToItLeaveItsLinkUp) {
+  Receiver apps[2];
+  Fabric f(rel::circ::make_line(2), {&apps[0], &apps[1]}, Fabric::Options{});
+  ASSERT_TRUE(f.ok());
+  rte_mempool* pool = rte_pktmbuf_pool_create("reflect_pool", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  const dp::RingPair& r = f.ring(0);
+  const auto& s = [&](rel::NodeId n) -> const dp::CircuitStats& { return f.node(n).circ->stats(); };
+  // Do: every frame node 1 sends to node 2 goes on, and a copy comes back to node 1.
+  auto reflect = [&] {
+    rte_mbuf* m[32];
+    const unsigned k = rte_ring_dequeue_burst(r.a_to_b, reinterpret_cast<void**>(m), 32, nullptr);
+    for (unsigned i = 0; i < k; ++i) {
+      rte_mbuf* c = rte_pktmbuf_copy(m[i], pool, 0, UINT32_MAX);
+      if (c != nullptr) {  // addressed back to node 1 (the tag covers no address)
+        auto* e = rte_pktmbuf_mtod(c, rte_ether_hdr*);
+        std::swap(e->dst_addr, e->src_addr);
+        if (rte_ring_enqueue(r.b_to_a, c) != 0) rte_pktmbuf_free(c);
+      }
+      if (rte_ring_enqueue(r.a_to_b, m[i]) != 0) rte_pktmbuf_free(m[i]);
+    }
+  };
+  const uint64_t end = rte_rdtsc() + 10 * rte_get_tsc_hz();
+  while (s(2).link.hellos_in < 100 && rte_rdtsc() < end) {
+    dp::node_engine_poll(f.node(1), rte_rdtsc());
+    reflect();  // between node 1's sending and node 2's receiving
+    dp::node_engine_poll(f.node(2), rte_rdtsc());
+  }
+  EXPECT_GE(s(1).link.own_hellos, 50u);
+  // Expect: counted, neither the right node nor a wrong one; the link never went down.
+  EXPECT_EQ(s(1).link.wrong_neighbour, 0u);
+  EXPECT_EQ(s(1).link.links_down, 0u);
+  EXPECT_EQ(s(1).ports_up, 1u);
+  EXPECT_EQ(s(1).reachable, 1u);
+  f.run([] { return false; }, 0.05);  // what is on its way comes back
+  rte_mempool_free(pool);
 }
 
 }  // namespace
