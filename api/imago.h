@@ -654,7 +654,9 @@ struct imago_group_event {
  *
  * Ordered groups (IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; docs/USER.md, docs/PROTOCOL.md
  * 3.11.3): the members are fixed at open (imago_group_opts.members, this node among them) and
- * each opens the group alike, SEND | RECV. imago_recv_burst() gives the other members'
+ * each opens the group alike, SEND | RECV (a plain endpoint of the same group id is no
+ * member: it receives the members' messages with their ordering header in front, and the
+ * ordering's records as messages of their own). imago_recv_burst() gives the other members'
  * messages in causal order, or in the one total order, each source's own order kept. A
  * member's own messages are not delivered back to it (in total order they take their place
  * in the sequence the others deliver). Each message carries an ordering header in front of
