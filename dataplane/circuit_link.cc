@@ -87,17 +87,7 @@ void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint6
   if (right ? health_.heard(p) : health_.force_down(p)) link_changed(p, right, now);
   if (right == !port.miswired) return;
   port.miswired = !right;
-  // A line per change, but at most one per 10 s per port: forged HELLOs make it flap.
-  constexpr uint64_t kLogGapNs = 10'000'000'000;
-  if (port.logged_ns != 0 && now - port.logged_ns < kLogGapNs) {
-    ++port.quiet, ++cc_.miswire_quiet;
-    return;
-  }
-  port.logged_ns = now;
-  if (port.quiet != 0)
-    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: %" PRIu64 " miswire changes not logged\n",
-              static_cast<uint64_t>(self_), p, port.quiet);
-  port.quiet = 0;
+  if (!loud(p, port.miswire_log, "miswire", now)) return;
   if (right)
     IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: node %" PRIu64 " answers, as the topology says\n",
               static_cast<uint64_t>(self_), p, static_cast<uint64_t>(port.expect_node));
@@ -280,16 +270,28 @@ unsigned CircuitLink::flush(uint64_t now_tsc) {
 // circuit through it toward both ends. Rare, and the lcore's only allocation: a new table.
 void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now) {
   ++(up ? cc_.links_up : cc_.links_down);
-  IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s\n", static_cast<uint64_t>(self_), p,
-            up ? "up" : "down");
+  const bool say = loud(p, ports_[p].link_log, "link", now);
+  if (say)
+    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s\n", static_cast<uint64_t>(self_), p,
+              up ? "up" : "down");
   const int li = topo_.link_index(self_, p);
   if (li >= 0) {
     dead_[static_cast<size_t>(li)] = !up;
     compute_routes();
     ++cc_.route_changes;
-    show_routes(up ? "a link came back" : "a link went down");
+    if (say) show_routes(up ? "a link came back" : "a link went down");
   }
   if (!up) sink_->node().link_down(p, now);
+}
+
+// @return whether a line of @p gate may be logged now; first says how many were not.
+bool CircuitLink::loud(circ::PortId p, LogGate& gate, const char* what, uint64_t now) {
+  if (!gate.open(now, cc_.log_quiet)) return false;
+  if (gate.quiet != 0)
+    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: %" PRIu64 " %s changes not logged\n",
+              static_cast<uint64_t>(self_), p, gate.quiet, what);
+  gate.quiet = 0;
+  return true;
 }
 
 // The table again, and its first rows as telemetry shows them (copied on every publish).

@@ -65,6 +65,21 @@ struct CircuitSetup {
   uint64_t max_wait_ns = 2'000'000;
 };
 
+/** A line per change, but at most one per kGapNs: a flapping link (forged HELLOs, a loaded
+ *  machine) must not flood the log. The changes not logged are counted, and the next line that
+ *  is logged is preceded by how many. */
+struct LogGate {
+  static constexpr uint64_t kGapNs = 10'000'000'000;
+  uint64_t at = 0;     ///< its last line (0: none yet)
+  uint64_t quiet = 0;  ///< changes since, not logged
+  /** @return whether a line may go out at @p now; else counts it quiet (and in @p total). */
+  bool open(uint64_t now, uint64_t& total) {
+    if (at != 0 && now - at < kGapNs) return ++quiet, ++total, false;
+    at = now;
+    return true;
+  }
+};
+
 struct CircuitLinkCounters {
   uint64_t hellos_sent = 0, hellos_in = 0;
   uint64_t links_down = 0, links_up = 0;  ///< links that went silent, and came back
@@ -76,7 +91,7 @@ struct CircuitLinkCounters {
   uint64_t wrong_neighbour = 0;  ///< HELLOs from another node, or port, than the topology has on that link,
                                  ///< and frames dropped on a link while it answers so (it is down)
   uint64_t own_hellos = 0;       ///< HELLOs in this node's own name (a loop, or replayed to it): ignored
-  uint64_t miswire_quiet = 0;    ///< miswire changes of a port not logged (at most one line per 10 s)
+  uint64_t log_quiet = 0;        ///< a port's link and miswire changes not logged (a line per 10 s each)
 };
 
 /** One row of a routing table as published (telemetry's /imago/routes). */
@@ -120,7 +135,7 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   fn("hellos_sent", l.hellos_sent), fn("hellos_in", l.hellos_in), fn("links_down", l.links_down);
   fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);
   fn("circuits_down", l.circuits_down), fn("pushbacks", l.pushbacks), fn("forward_dropped", l.forward_dropped);
-  fn("wrong_neighbour", l.wrong_neighbour), fn("own_hellos", l.own_hellos), fn("miswire_quiet", l.miswire_quiet);
+  fn("wrong_neighbour", l.wrong_neighbour), fn("own_hellos", l.own_hellos), fn("log_quiet", l.log_quiet);
   fn("in_use", s.in_use), fn("ports_up", s.ports_up);
 }
 
@@ -206,8 +221,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     uint32_t expect_port = 0;
     bool miswired = false;
     uint8_t wrong_in_row = 0;  ///< HELLOs from another node than expected, none right since
-    uint64_t logged_ns = 0;    ///< its last miswire line (0: none yet)
-    uint64_t quiet = 0;        ///< its miswire changes since, not logged
+    LogGate link_log, miswire_log;  ///< its "link up/down" and miswire lines
   };
   // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
   // reach fails every re-open the same way: logged once, not every back-off.
@@ -223,6 +237,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   void link_changed(rel::circ::PortId p, bool up, uint64_t now);
   void compute_routes();
   void show_routes(const char* why);
+  bool loud(rel::circ::PortId p, LogGate& gate, const char* what, uint64_t now);
 
   rel::NodeId self_ = 0;
   rel::circ::Topology topo_;
