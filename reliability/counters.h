@@ -38,6 +38,7 @@ enum class Reject : uint8_t {
   kBadCredit,        ///< credit beyond any receive window (> 2^30, not unlimited): ignored
   kNotJoined,        ///< group data of a stream this node does not receive (not joined, ended)
   kBadGroupCtl,      ///< group control entry malformed, of an unknown op, or for no such stream
+  kReplayedCtl,      ///< group control frame whose number was seen already, or is too old: a replay
   kCount,
 };
 

@@ -219,6 +219,8 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
     on_hello(*p, h, now_ns);
   } else if (h.type == FrameType::kGroupCtl) {
     if (!session_ok(*p, h)) return;
+    const uint64_t session = p->s.token ^ ((uint64_t{p->s.epoch} << 32) | p->s.my_isn);
+    if (!p->ctl_rx.fresh(session, h.seq)) return void(p->c.reject[static_cast<size_t>(Reject::kReplayedCtl)]++);
     p->last_heard = now_ns;
     p->c.pkts_received++;
     return on_group_ctl(*p, body, now_ns);

@@ -587,7 +587,7 @@ void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, ui
   if (!reachable(p)) return;
   // ack: the session's cumulative ACK, as in an ACK frame (the proof of section 3.3.3; it
   // acknowledges nothing here).
-  HeaderOut h{FrameType::kGroupCtl, 0, cfg_.node_id, p.id, cfg_.epoch, token_, p.s.token, 0, p.rx.nxt(), 0};
+  HeaderOut h{FrameType::kGroupCtl, 0, cfg_.node_id, p.id, cfg_.epoch, token_, p.s.token, ++p.ctl_sent, p.rx.nxt(), 0};
   uint8_t* buf = txbuf_.get();
   encode_header(h, buf);
   GroupCtl e{};

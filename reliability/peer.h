@@ -13,6 +13,7 @@
 #include "reliability/frame_sink.h"
 #include "reliability/reassembly.h"
 #include "reliability/recv_window.h"
+#include "reliability/replay_window.h"
 #include "reliability/rto.h"
 #include "reliability/send_window.h"
 #include "reliability/session.h"
@@ -62,6 +63,8 @@ struct Peer {
   // Session and liveness.
   uint64_t last_heard = 0;  ///< last valid frame from the peer
   uint64_t last_sent = 0;   ///< last frame to the peer (keep-alive)
+  uint32_t ctl_sent = 0;    ///< GROUP_CTL frames sent to it: each carries its number in `seq`
+  ReplayWindow ctl_rx;      ///< the numbers of its GROUP_CTL frames heard (replays dropped)
   uint64_t hello_deadline = 0;
   uint64_t hello_interval = 0;
   uint64_t challenge_ns = kNever;  ///< last restart challenge sent (rate limit; kNever: none)

@@ -166,6 +166,18 @@ class GroupPair : public ::testing::Test {
 };
 
 static constexpr GroupId kG = 0x10;
+/** Give GROUP_CTL frame @p f (taken off the wire) number @p n and its CRC again: a forger
+ *  without the cluster key numbers its frames as it likes (a replay keeps its own). */
+inline void renumber_ctl(std::vector<uint8_t>& f, uint32_t n) {
+  for (int k = 0; k < 4; ++k) f[32 + k] = static_cast<uint8_t>(n >> (24 - 8 * k));
+  std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});
+  finish_frame(f.data(), f.size(), true);
+}
+/** @return GROUP_CTL frame @p f's number. */
+inline uint32_t ctl_number(const std::vector<uint8_t>& f) {
+  return uint32_t{f[32]} << 24 | uint32_t{f[33]} << 16 | uint32_t{f[34]} << 8 | f[35];
+}
+
 inline std::vector<uint8_t> gmsg(size_t n, uint32_t i) {
   std::vector<uint8_t> b(n);
   for (size_t k = 0; k < n; ++k) b[k] = static_cast<uint8_t>(i * 31 + k * 7);

@@ -60,8 +60,7 @@ class NackStreamTest : public GroupStreamTest {
     std::vector<uint8_t> f = ctl;
     f[48] = op;
     for (int k = 0; k < 4; ++k) f[56 + k] = static_cast<uint8_t>(a >> (24 - 8 * k)), f[60 + k] = static_cast<uint8_t>(n >> (24 - 8 * k));
-    std::fill(f.begin() + 44, f.begin() + 48, uint8_t{0});  // the CRC, made again
-    finish_frame(f.data(), f.size(), true);
+    renumber_ctl(f, ctl_number(ctl) + 128 + forged++);  // fresh, within the replay window
     node(2).e->on_frame(f, now);
   }
   /** Nodes 2 and 3 join a NACK stream; node 3 loses every fifth group frame; @p count
@@ -86,6 +85,7 @@ class NackStreamTest : public GroupStreamTest {
   }
   uint64_t bad_ctl() { return node(2).e->total_counters().reject[static_cast<size_t>(Reject::kBadGroupCtl)]; }
   std::vector<uint8_t> ctl;
+  uint32_t forged = 0;
   Seq started_at(NodeId id) const {
     for (const GroupEvent& e : w.nodes[id]->events)
       if (e.kind == GroupEvent::kStarted) return e.position;
