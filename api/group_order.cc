@@ -93,7 +93,7 @@ int GroupOrder::prepare(uint8_t* head, bool big) {
     for (size_t k = 0; k < scratch_.size(); ++k) order::put32(head + order::kHeadLen + 4 * k, scratch_[k]);
     std::copy(scratch_.begin(), scratch_.end(), told_.begin());  // what this stamp tells them
   }
-  pending_ = true, pending_big_ = big;
+  pending_ = true, pending_big_ = big && big_window_ != 0;  // counted only where limited
   return 0;
 }
 

@@ -528,10 +528,12 @@ int imago_group_open(imago_t* h, uint32_t group, const struct imago_group_opts* 
     const uint32_t window = opts->order_window ? opts->order_window : kDefaultOrderWindow;
     const auto self = static_cast<imago::rel::NodeId>(ep->att->shm->node_ids[ep->slot->node_index]);
     rc = ord->order.init(mode, members, self, window, 256, ord.get());
-    const ShmRoot* shm = ep->att->shm;
-    const uint32_t share = BigLedger::share(shm->big_pool->size, send_reserve(shm->big_pool), shm->n_nodes);
-    ord->order.limit_big(GroupOrder::big_window(mode, static_cast<uint32_t>(members.size()), share));
-    if (rc == 0) ep->ord = std::move(ord);
+    if (rc == 0) {
+      const ShmRoot* shm = ep->att->shm;
+      const uint32_t share = BigLedger::share(shm->big_pool->size, send_reserve(shm->big_pool), shm->n_nodes);
+      ord->order.limit_big(GroupOrder::big_window(mode, static_cast<uint32_t>(members.size()), share));
+      ep->ord = std::move(ord);
+    }
   }
   if (rc < 0) imago_close(*out), *out = nullptr;  // this node is not among the members
   return rc < 0 ? -EINVAL : 0;

@@ -412,7 +412,6 @@ class Engine {
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
   bool remember_interest(NodeId who, GroupId g);
-  size_t interests_of(NodeId who) const;
   void repair_round(GroupTx& t, uint64_t now);
   /** Group frames go once to the group (the sink can, and the node wants it). */
   bool multicast_ok() const { return cfg_.group_multicast && frames_->multicast(); }
@@ -476,6 +475,7 @@ class Engine {
   std::unique_ptr<GroupRx[]> grx_;
   std::vector<GroupWant> wants_;                           ///< capacity group_streams
   std::vector<std::pair<NodeId, GroupId>> interests_;      ///< joins of groups not open yet
+  std::vector<uint16_t> interest_count_;                   ///< per peer: its interests_ (scratch)
   uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
   GroupCounters gc_;
   std::unique_ptr<uint8_t[]> rebuilt_;  ///< a frame rebuilt from parity (mtu bytes)

@@ -51,7 +51,7 @@ void Engine::init_groups() {
   }
   if (cfg_.group_streams != 0) rebuilt_ = std::make_unique<uint8_t[]>(cfg_.mtu);
   wants_.reserve(cfg_.group_streams);
-  if (cfg_.group_sources != 0) interests_.reserve(kMaxInterests);
+  if (cfg_.group_sources != 0) interests_.reserve(kMaxInterests), interest_count_.reserve(cfg_.max_peers);
 }
 
 uint64_t Engine::group_max_message() const {
@@ -561,14 +561,10 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
 
 // --- the member's side ---
 
-size_t Engine::interests_of(NodeId who) const {
-  return static_cast<size_t>(std::count_if(interests_.begin(), interests_.end(), [who](const auto& x) { return x.first == who; }));
-}
-
 // A JOIN of a group not open here, remembered to admit its member when the group opens. The
-// table is bounded and, once full, shared: a peer within its share (the table over the peers)
-// takes the newest entry of a peer beyond its own, and a peer at its share is refused, so no
-// peer's joins, however many (forged ones in its name too), keep another's out.
+// table is bounded and, once full, shared: the asker takes the newest entry of the peer that
+// holds the most, if that one holds at least two more than it does, so no peer's joins,
+// however many (forged ones in its name too), keep another's out. One pass counts them.
 // @return whether it is remembered (else NOT_SOURCE tells it to ask again).
 bool Engine::remember_interest(NodeId who, GroupId g) {
   const std::pair<NodeId, GroupId> want{who, g};
@@ -576,10 +572,13 @@ bool Engine::remember_interest(NodeId who, GroupId g) {
   if (std::find(interests_.begin(), interests_.end(), want) != interests_.end()) return true;
   if (interests_.size() < kMaxInterests) return interests_.push_back(want), true;
   ++gc_.interests_full;
-  const size_t share = kMaxInterests / std::max<size_t>(1, peers_.size());
-  if (interests_of(who) >= share) return false;
+  interest_count_.assign(peers_.size(), 0);  // reserved: no allocation
+  uint32_t hog = 0;
+  for (const auto& x : interests_)
+    if (const uint32_t i = index_.at(x.first); ++interest_count_[i] > interest_count_[hog]) hog = i;
+  if (interest_count_[hog] < interest_count_[index_.at(who)] + 2) return false;
   for (size_t i = interests_.size(); i-- > 0;)
-    if (interests_of(interests_[i].first) > share) return interests_[i] = want, true;
+    if (index_.at(interests_[i].first) == hog) return interests_[i] = want, true;
   return false;
 }
 

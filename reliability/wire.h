@@ -140,7 +140,7 @@ inline constexpr uint8_t kNack = 0x1;
 /// that parity lately (or closes the block now) sends the highest frame named of the block
 /// not again: the parity on its way rebuilds it (docs/PROTOCOL.md 3.7.7).
 inline constexpr uint8_t kNoParity = 0x2;
-/// kNotSource: the join was not remembered (the table full, the asker at its share): ask
+/// kNotSource: the join was not remembered (the table full, the asker not behind the most): ask
 /// again on the timer, the group may open here later.
 inline constexpr uint8_t kNotKept = 0x4;
 }  // namespace group_ctl_flag

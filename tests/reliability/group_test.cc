@@ -338,15 +338,18 @@ TEST_F(GroupTest, AReplayedLeaveOfAnEarlierMembershipIsDroppedAndCounted) {
 
 // Joins of groups not open here are remembered in a bounded table: JOINs forged in one
 // member's name (an outside tester's 256 with tokens read off the wire) filled it, and every
-// later member was never admitted. Now a peer within its share takes the newest entry of a
-// peer beyond its own.
+// later member was never admitted. Now the asker takes the newest entry of the peer that
+// holds the most (node 2 here) when that one holds at least two more.
 TEST_F(GroupTest, JoinsInOneMembersNameNeverKeepAnothersOut) {
   make(3);
   run_for(20 * kMs);
   std::vector<uint8_t> join;
+  int kept = -1;  // node 3's NOT_SOURCE: 1 remembered, 0 told to ask again (NOT_KEPT)
   w.drop = [&](const GWire::Frame& f) {
-    if (f.from == 2 && f.to == 1 && !f.group && f.bytes.size() == 64 && f.bytes[1] == 6 && f.bytes[48] == group_op::kJoin)
-      join = f.bytes;
+    const bool ctl = !f.group && f.bytes.size() == 64 && f.bytes[1] == 6;
+    if (ctl && f.from == 2 && f.to == 1 && f.bytes[48] == group_op::kJoin) join = f.bytes;
+    if (ctl && f.from == 1 && f.to == 3 && f.bytes[48] == group_op::kNotSource && kept < 0)
+      kept = !(f.bytes[49] & group_ctl_flag::kNotKept);
     return false;
   };
   ASSERT_EQ(node(2).e->group_join(kG + 1, false, now), 0);
@@ -361,6 +364,7 @@ TEST_F(GroupTest, JoinsInOneMembersNameNeverKeepAnothersOut) {
   }
   ASSERT_EQ(node(3).e->group_join(kG, false, now), 0);
   run_for(5 * kMs);
+  EXPECT_EQ(kept, 1) << "node 3's join took one of node 2's entries";
   ASSERT_EQ(node(1).e->group_open(kG, now, false), 0);
   run_for(40 * kMs);
   NodeId m[4];
