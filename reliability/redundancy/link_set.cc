@@ -101,13 +101,13 @@ uint8_t LinkSet::nets_for(Peer& p, bool answer, uint8_t last) {
   if (cfg_.mode == Mode::kDuplicate) return kAllNets;
   const uint8_t usable = this->usable(p);
   // An answer after a silence toward the peer (a keep-alive, mostly: we sent it something
-  // before, then nothing for a down-detection time) goes on both, neither found down: one that
-  // goes where a network is down but not yet found down (flapping in phase with the refresh)
-  // would be lost every time, and the session die while the other network works. Rare by
-  // construction: at most one a down-detection time per peer.
+  // before, then nothing for a down-detection time) goes on both when both are usable (neither
+  // found down, or both down and both working): one that goes where a network is down but not
+  // yet found down, or failing lossy (flapping in phase with the refresh), would be lost every
+  // time, and the session die while the other network works. Rare by construction: at most
+  // one a down-detection time per peer.
   const uint64_t quiet = cfg_.health.heartbeat_ns * cfg_.health.heartbeat_miss;
-  if (answer && p.last_tx != 0 && !p.health[0].down() && !p.health[1].down() && now_ - p.last_tx >= quiet)
-    return kAllNets;
+  if (answer && usable == kAllNets && p.last_tx != 0 && now_ - p.last_tx >= quiet) return kAllNets;
   if (cfg_.mode == Mode::kActiveStandby) return usable & bit(p.active) ? bit(p.active) : usable;
   if (usable != kAllNets) return usable;
   if (answer) {

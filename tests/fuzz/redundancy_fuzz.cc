@@ -28,9 +28,9 @@
 // - what a link set puts on a port is a valid shim of its own: a heartbeat alone, marked
 //   with the port's network, or a frame after it. A frame's shim sequence number goes out
 //   once, on both networks only in duplicate mode or (its shim saying so) as an answer after
-//   a silence toward the peer with neither network down; active/standby sends on the active
-//   network, and no mode but duplicate on a down network while the other is not down,
-//   unless the other network's port refuses;
+//   a silence toward the peer, never with one network down and the other not;
+//   active/standby sends on the active network, and no mode but duplicate on a down network
+//   while the other is not down, unless the other network's port refuses;
 // - counters are what the ports and wires saw: frames_sent, heartbeats_sent and tx_refused
 //   per network; frames_received (stale ones included) + duplicates_dropped +
 //   heartbeats_received = frames with the peer's valid shim handed in on that network;
@@ -325,7 +325,8 @@ void Port::check_frame(const red::Shim& s) const {
     FUZZ_CHECK(seq > me.last_seq);
   }
   if (mode == red::Mode::kDuplicate) return;
-  if (both) FUZZ_CHECK(ls.state(me.peer(), 0) != red::NetState::kDown && ls.state(me.peer(), 1) != red::NetState::kDown);
+  // Never one found down while the other is not (both usable: neither down, or both).
+  if (both) FUZZ_CHECK((ls.state(me.peer(), 0) == red::NetState::kDown) == (ls.state(me.peer(), 1) == red::NetState::kDown));
   if (both) return;
   if (ls.state(me.peer(), net) == red::NetState::kDown && ls.state(me.peer(), net ^ 1) != red::NetState::kDown)
     FUZZ_CHECK(other_refuses);
