@@ -79,6 +79,7 @@ Engine::Engine(const Config& cfg, FrameSink* frames, AppSink* app)
   do token_ = rng_.next();
   while (token_ == 0);  // 0 means "unknown" on the wire
   txbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
+  ctlbuf_ = std::make_unique<uint8_t[]>(cfg.mtu);
   recs_ = std::make_unique<Record[]>(kRecordCache);
   room_ = frames->frame_room();
   frames_per_peer_ = SendWindow::frames_for(cfg);

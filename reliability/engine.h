@@ -378,6 +378,8 @@ class Engine {
   void group_flush(GroupTx& t, uint64_t now, bool all);
   void group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now);
   void send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, uint8_t flags = 0);
+  void flush_ctl();
+  void ctl_frame_out(Peer& p, uint8_t* buf, uint32_t n);
   void nack_release(GroupTx& t, uint64_t now, uint32_t units, uint64_t bytes);
   void tell_lost(GroupTx& t, Peer& p, Seq from, uint32_t n);
   void lose_units(GroupRx& r, Seq a, uint32_t n);
@@ -457,6 +459,12 @@ class Engine {
   std::unordered_map<NodeId, uint32_t> index_;
   Peer* last_found_ = nullptr;  ///< find()'s one-entry cache
   std::unique_ptr<uint8_t[]> txbuf_;  ///< a header, or a frame without records, being built
+  // The answers to a GROUP_CTL frame's entries, gathered into as few frames as fit (a frame
+  // of N entries draws N entries back at most, never N frames): ctl_to_ is the peer it came
+  // from while its entries are handled, ctl_n_ the entries waiting in ctlbuf_.
+  std::unique_ptr<uint8_t[]> ctlbuf_;
+  Peer* ctl_to_ = nullptr;
+  uint32_t ctl_n_ = 0;
   // The records of the data frame being received, decoded once by records_ok() and used by
   // on_records() (a frame of more records than fit is decoded again there).
   static constexpr uint32_t kRecordCache = 512;

@@ -584,19 +584,33 @@ bool Engine::remember_interest(NodeId who, GroupId g) {
 
 void Engine::send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, uint8_t flags) {
   if (!reachable(p)) return;
-  // ack: the session's cumulative ACK, as in an ACK frame (the proof of section 3.3.3; it
-  // acknowledges nothing here).
-  HeaderOut h{FrameType::kGroupCtl, 0, cfg_.node_id, p.id, cfg_.epoch, token_, p.s.token, ++p.ctl_sent, p.rx.nxt(), 0};
-  uint8_t* buf = txbuf_.get();
-  encode_header(h, buf);
   GroupCtl e{};
   e.op = op;
   e.flags = flags;
   e.group.set(g);
   e.a.set(a);
   e.b.set(b);
-  std::memcpy(buf + sizeof(FrameHeader), &e, sizeof e);
-  const size_t len = sizeof(FrameHeader) + sizeof e;
+  if (&p != ctl_to_) {  // not an answer to the frame being handled: alone, now
+    std::memcpy(txbuf_.get() + sizeof(FrameHeader), &e, sizeof e);
+    return ctl_frame_out(p, txbuf_.get(), 1);
+  }
+  if (sizeof(FrameHeader) + (size_t{ctl_n_} + 1) * sizeof e > cfg_.mtu) flush_ctl();
+  std::memcpy(ctlbuf_.get() + sizeof(FrameHeader) + size_t{ctl_n_} * sizeof e, &e, sizeof e);
+  ++ctl_n_;
+}
+
+void Engine::flush_ctl() {
+  if (ctl_n_ != 0 && ctl_to_ != nullptr) ctl_frame_out(*ctl_to_, ctlbuf_.get(), ctl_n_);
+  ctl_n_ = 0;
+}
+
+// A GROUP_CTL frame of the @p n entries after the header room in @p buf, to @p p.
+void Engine::ctl_frame_out(Peer& p, uint8_t* buf, uint32_t n) {
+  // ack: the session's cumulative ACK, as in an ACK frame (the proof of section 3.3.3; it
+  // acknowledges nothing here).
+  HeaderOut h{FrameType::kGroupCtl, 0, cfg_.node_id, p.id, cfg_.epoch, token_, p.s.token, ++p.ctl_sent, p.rx.nxt(), 0};
+  encode_header(h, buf);
+  const size_t len = sizeof(FrameHeader) + size_t{n} * sizeof(GroupCtl);
   finish_frame(buf, len, cfg_.crc);
   if (frames_->send_frame(p.id, {buf, len})) p.last_sent = now_;
 }
@@ -772,6 +786,7 @@ void Engine::poll_ending(GroupRx& r, uint64_t now) {
 void Engine::on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now) {
   if (body.empty() || body.size() % sizeof(GroupCtl) != 0)
     return void(p.c.reject[static_cast<size_t>(Reject::kBadGroupCtl)]++);
+  ctl_to_ = &p;  // the answers to its entries go back together (send_ctl())
   for (size_t off = 0; off < body.size(); off += sizeof(GroupCtl)) {
     GroupCtl e;
     std::memcpy(&e, body.data() + off, sizeof e);
@@ -781,6 +796,8 @@ void Engine::on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now) 
                     (to_source ? on_source_ctl(p, e, now) : on_member_ctl(p, e, now));
     if (!ok) p.c.reject[static_cast<size_t>(Reject::kBadGroupCtl)]++;
   }
+  flush_ctl();
+  ctl_to_ = nullptr;
   group_deadline_ = now;  // answers and repairs may be due
 }
 

@@ -373,6 +373,40 @@ TEST_F(GroupTest, JoinsInOneMembersNameNeverKeepAnothersOut) {
   EXPECT_GT(node(1).e->group_counters().interests_full, 0u);
 }
 
+// The answers to a GROUP_CTL frame's entries go back in as few frames as fit: a forged frame
+// of 100 JOINs (groups not open here) drew 100 NOT_SOURCE frames, an amplifier at the
+// member's address. Now 2 frames (87 entries fit the default MTU) carry the 100 answers.
+TEST_F(GroupTest, AFrameOfEntriesIsAnsweredInAsFewFrames) {
+  make(2);
+  run_for(20 * kMs);
+  std::vector<uint8_t> join;
+  size_t frames = 0, answers = 0;
+  w.drop = [&](const GWire::Frame& f) {
+    const bool ctl = !f.group && f.bytes.size() >= 64 && f.bytes[1] == 6;
+    if (ctl && f.from == 2 && f.to == 1 && f.bytes[48] == group_op::kJoin) join = f.bytes;
+    if (ctl && f.from == 1 && f.to == 2) {
+      ++frames;
+      for (size_t off = 48; off + 16 <= f.bytes.size(); off += 16) answers += f.bytes[off] == group_op::kNotSource;
+    }
+    return false;
+  };
+  ASSERT_EQ(node(2).e->group_join(kG + 1, false, now), 0);
+  run_for(5 * kMs);
+  ASSERT_FALSE(join.empty());
+  frames = answers = 0;
+  std::vector<uint8_t> f(join.begin(), join.begin() + 48);
+  for (uint32_t i = 0; i < 100; ++i) {  // groups 0x1000 .. in node 2's name, in one frame
+    f.insert(f.end(), join.begin() + 48, join.end());
+    const uint32_t g = 0x1000 + i;
+    for (int k = 0; k < 4; ++k) f[48 + 16 * i + 4 + k] = static_cast<uint8_t>(g >> (24 - 8 * k));
+  }
+  renumber_ctl(f, ctl_number(join) + 1);
+  node(1).e->on_frame(f, now);
+  run_for(1 * kMs);
+  EXPECT_EQ(answers, 100u);
+  EXPECT_EQ(frames, 2u);
+}
+
 TEST_F(GroupTest, AClosedSourceDeliversWhatItSentThenEveryMemberLeavesAndRejoinsAReopening) {
   start(3);
   int dropped = 0;  // the tail of member 3 is lost: it must still get it before the END
