@@ -24,7 +24,9 @@ struct Config {
   NodeId node_id = 0;
   uint32_t epoch = 1;              ///< names this incarnation; make_epoch() (epoch.h) in apps
   uint64_t seed = 1;               ///< seeds tokens and initial sequence numbers
-  std::optional<Seq> initial_seq;  ///< fixed ISN for every session (tests); random if unset
+  /// Fixed ISNs (tests; random if unset): the first session's is this, each later one 1 more,
+  /// so that a new session is told from the old by its ISN, as with random ones.
+  std::optional<Seq> initial_seq;
 
   // Frames.
   uint32_t mtu = 1500 - 46;  ///< frame bytes after the link/UDP header

@@ -448,6 +448,7 @@ class Engine {
   FrameSink* frames_;
   AppSink* app_;
   Rng rng_;
+  uint32_t isns_drawn_ = 0;  ///< new_isn() with a fixed Config::initial_seq
   uint64_t token_;
   uint32_t unit_cap_;
   uint32_t ack_sack_max_;  ///< SACK ranges an ACK frame carries (a DATA frame: max_sack)

@@ -168,7 +168,9 @@ bool Engine::session_ok(Peer& p, const Header& h) {
 }
 
 Seq Engine::new_isn() {
-  return cfg_.initial_seq ? *cfg_.initial_seq : static_cast<Seq>(rng_.next());
+  // A peer that declared us dead and came back is known by its new ISN alone (on_hello()):
+  // a fixed one repeated would make its new session a continuation of the old here.
+  return cfg_.initial_seq ? *cfg_.initial_seq + isns_drawn_++ : static_cast<Seq>(rng_.next());
 }
 
 void Engine::reset_session(Peer& p, bool notify, Seq isn) {
