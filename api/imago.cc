@@ -472,6 +472,7 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->group_expiries = g.expiries, st->group_msgs_received = g.msgs_received, st->group_nacks_sent = g.nacks_sent;
   st->group_nack_freed = g.nack_freed, st->group_units_lost = g.units_lost;
   st->msgs_by_ref = c.msgs_by_ref;
+  st->msgs_no_endpoint = im->shm->no_endpoint[index].get();
   st->group_parity_sent = g.parity_sent, st->group_parity_rebuilt = g.parity_rebuilt;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;
   net_stats(*snap, st);
@@ -600,6 +601,9 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   }
   if (room > 0) rte_ring_enqueue_zc_elem_finish(ep->tx, used);  // fewer than reserved: the rest is unreserved
   if (rc == -EAGAIN && room >= want) ep->slot->tx_ring_full.add();  // room on the ring, no pool buffer
+  // No pool buffer and nothing taken: nothing moves, as with a full ring (a dead imagod
+  // returns none of the buffers its engine held).
+  if (done == 0 && rc == -EAGAIN && primary_lost(ep->att)) return -ENOTCONN;
   return done > 0 || rc == 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
 }
 

@@ -44,6 +44,8 @@
  * on an endpoint (rx ring empty, tx ring full, no free buffer, imago_wait(),
  * imago_peer_ready()), whether imagod still exists; once it is gone those calls return
  * -ENOTCONN instead of waiting for ever, and imago_open()/imago_close() do not wait for it.
+ * Until then a send the tx ring has room for returns 0, and the message is lost with what
+ * imagod held (docs/USER.md, "If imagod itself dies").
  * Attaching again needs a new process.
  *
  * Handles: imago_t and imago_ep_t are opaque handles, not pointers to memory, and every
@@ -243,6 +245,10 @@ struct imago_node_stats {
 	/* The copy-free send (docs/PROTOCOL.md 3.4.1): */
 	uint64_t msgs_by_ref;          /**< of msgs_sent, messages sent out of the application's pool
 	                                    buffer itself, with no copy (see imago_send_zc()) */
+	uint64_t msgs_no_endpoint;     /**< messages received for an endpoint not open on this node
+	                                    (never opened, closed, or its process died), dropped
+	                                    (imagod's line: no_endpoint); group messages for a group
+	                                    left meanwhile too */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */

@@ -246,6 +246,29 @@ class TestSuiteMultiprocess(TestSuite):
         out = app.lines("stdout")
         self.verify(rc == 0 and f"AFTER recv=-{errno.ENOTCONN} send=-{errno.ENOTCONN}" in out, f"exit {rc}: {out[-3:]}")
 
+    def test_a_send_waiting_for_a_large_buffer_is_told_imagod_died(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair and a secondary written against imago.h (ctypes,
+            orphan_app.py big) with both ends of an endpoint, the receiving one never read;
+            it sends messages of 3000 bytes until every large buffer is out (-EAGAIN for 1 s),
+            then SIGKILL imagod while it goes on sending.
+        Verify:
+            A send returns -ENOTCONN (the large pool's buffers never come back from a dead
+            imagod): it returned -EAGAIN for ever, the check for imagod's death skipped
+            when the ring had room and the pool had no buffer.
+        """
+        node, d, _ = daemon
+        lib = build_dir() / "api" / "libimago.so"
+        app = node.start([sys.executable, str(Path(__file__).with_name("orphan_app.py")), str(lib), d.file_prefix,
+                          "big"], name="orphan-big")
+        app.wait_for_line("READY", 30, stream="stdout")
+        d.proc.signal(signal.SIGKILL)
+        d.proc.wait(REACT_S)
+        rc = app.wait(30)
+        out = app.lines("stdout")
+        self.verify(rc == 0 and f"AFTER send_big=-{errno.ENOTCONN}" in out, f"exit {rc}: {out[-3:]}")
+
     def test_an_open_waits_for_an_imagod_stopped_a_while_and_is_carried_out_once(self, daemon) -> None:
         """
         Steps:
