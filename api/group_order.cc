@@ -32,7 +32,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   head_ = order::Head{order::Kind::kData, mode, static_cast<uint8_t>(w), order::fingerprint(mode, window, members_)};
   self_ = self, window_ = window, io_ = io;
   self_slot_ = static_cast<uint32_t>(slot_of(self));
-  joined_.assign(w, 0), departed_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0);
+  joined_.assign(w, 0), departed_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
   joined_[self_slot_] = 1, all_joined_ = false;
   scratch_.assign(w, 0);
   slots_.assign(holdable + slack, imago_msg{});
@@ -91,7 +91,9 @@ int GroupOrder::prepare(uint8_t* head, bool big) {
     if (!window_open()) return -EAGAIN;
     co_.stamp(scratch_);
     for (size_t k = 0; k < scratch_.size(); ++k) order::put32(head + order::kHeadLen + 4 * k, scratch_[k]);
-    std::copy(scratch_.begin(), scratch_.end(), told_.begin());  // what this stamp tells them
+    // What this stamp tells them, once it went: a stamp whose send failed told no one, and
+    // counted as told it would hold back the credit of a source that waits for us.
+    std::copy(scratch_.begin(), scratch_.end(), stamped_.begin());
   }
   pending_ = true, pending_big_ = big && big_window_ != 0;  // counted only where limited
   return 0;
@@ -102,6 +104,7 @@ void GroupOrder::sent(bool went) {
   pending_ = false;
   if (causal()) {
     if (!went) co_.unstamp();
+    if (went) std::copy(stamped_.begin(), stamped_.end(), told_.begin());
     if (went && pending_big_) big_sent_.push() = co_.delivered(self_);
     return;
   }
@@ -292,11 +295,20 @@ uint64_t GroupOrder::pending() const {
 
 void GroupOrder::maybe_credit(bool idle) {
   // Tell a source how far we are once we delivered half a window of its since we last said,
-  // or anything at all when nothing more is coming (the seed's ack-only message).
+  // or anything at all when nothing more is coming (the seed's ack-only message). A source
+  // of which we received all our last word let it send (told + window: it can know no more
+  // of ours than we told) waits for us: tell it as soon as we delivered anything more of its,
+  // not after half a window (its messages may be held back for others', delivered a few at
+  // a time). That happens only while we hold back half a window of its or more, so a large
+  // window gets no more credits than before.
   const uint32_t step = idle ? 1 : std::max<uint32_t>(1, window_ / 2);
   bool due = false;
-  for (size_t k = 0; k < members_.size(); ++k)
-    if (k != self_slot_ && co_.delivered(members_[k]) - told_[k] >= step) due = true;
+  for (size_t k = 0; k < members_.size(); ++k) {
+    if (k == self_slot_) continue;
+    const uint32_t news = co_.delivered(members_[k]) - told_[k];
+    const bool waits = co_.received(members_[k]) - told_[k] >= window_;
+    if (news >= step || (news > 0 && waits)) due = true;
+  }
   if (!due) return;
   for (size_t k = 0; k < members_.size(); ++k) scratch_[k] = co_.delivered(members_[k]);
   std::copy(scratch_.begin(), scratch_.end(), told_.begin());

@@ -12,7 +12,10 @@
  * tells the other members how many of theirs we delivered, CREDIT records say it when we have
  * nothing to send, and a member sends only while fewer than `window` of its messages are not
  * delivered at every member. So no member ever holds more than `window` of a source's
- * messages back, and nothing is ever refused for room. Total order is
+ * messages back, and nothing is ever refused for room. A CREDIT goes out in the receive call
+ * that delivered half a window of a source since we last told it, or anything of a source
+ * that sent all our last word let it send (it waits for us: maybe_credit()); so a member
+ * sends at most `window` messages per round trip, and never waits for more than that. Total order is
  * reliability/order/total.h, whose records (ORDER, HOLD, STABLE, the flush) go out in our own
  * stream as CTL records.
  *
@@ -170,6 +173,7 @@ class GroupOrder {
   std::vector<uint8_t> departed_;     ///< per slot: left the order
   std::vector<uint32_t> credit_;      ///< causal, per slot: how many of ours it delivered
   std::vector<uint32_t> told_;        ///< causal, per slot: its delivered count we last told
+  std::vector<uint32_t> stamped_;     ///< causal: the stamp prepare() made, told once sent(true)
   rel::order::CausalOrder co_;
   std::unique_ptr<TotalOut> out_;
   rel::order::TotalOrder to_;

@@ -80,6 +80,13 @@ class CausalOrder {
     return s < 0 ? 0 : v_[static_cast<size_t>(s)];
   }
 
+  /** @return how many of member @p n's messages were offered and taken here (delivered or
+   *  held back), or 0. */
+  uint32_t received(NodeId n) const {
+    const int s = slot_of(n);
+    return s < 0 ? 0 : offered_[static_cast<size_t>(s)];
+  }
+
   /** @return messages held back now. */
   uint32_t held() const { return held_; }
   const CausalCounters& counters() const { return c_; }

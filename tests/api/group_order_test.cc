@@ -250,4 +250,109 @@ TEST(GroupOrder, TheLastMemberOfATotalOrderSendsOn) {
   }
 }
 
+/** @p me's receive call that pulls at most @p max messages, and only of source slot @p from
+ *  (any: kMaxN), its events first; what it delivers is checked and given back.
+ *  @return how many it pulled. */
+int receive_only(Net& net, Member& me, unsigned max, uint32_t from = kMaxN) {
+  const std::vector<bool> crashed(me.delivered.size(), false);
+  unsigned left = max;
+  auto take = [&](imago_msg* in, unsigned k) {
+    unsigned n = 0;
+    while (n < k && n < left && !me.events.empty()) in[n++] = me.events.front(), me.events.pop_front();
+    for (uint32_t s = 0; s < me.in.size(); ++s)
+      while ((from == kMaxN || s == from) && n < k && n < left && !me.in[s].empty())
+        in[n++] = me.in[s].front(), me.in[s].pop_front();
+    left -= n;
+    return n;
+  };
+  imago_msg out[16];
+  const int n = me.g.receive(out, 16, take);
+  for (int i = 0; i < n; ++i) check(net, me, out[i], crashed), give_back(net, out[i]);
+  return static_cast<int>(max - left);
+}
+
+/** @p n members of a causal order of @p window, seeded @p seed, no send refused, each having
+ *  seen the others join its stream. */
+bool causal_net(Net& net, uint64_t seed, uint32_t n, uint32_t window) {
+  net.rng.seed(seed);
+  net.refuse = 0;
+  if (!build(net, n, order::Mode::kCausal, window)) return false;
+  for (auto& x : net.m) receive_only(net, *x, 8);
+  return true;
+}
+
+// A member whose sends the ring refused while it delivered a source's messages told that
+// source nothing: its stamps never went. It counted them as told, so once the source's small
+// window was full it credited it only after kIdleCredit (64) receive calls that found nothing
+// (an application that naps or waits between them: that many naps; one that waits in
+// imago_wait() for a message: never). Now the credit goes out in the receive call that
+// delivered half a window, and one credit message does it.
+TEST(GroupOrder, ASenderWhoseWindowIsFullIsCreditedWithinAFewReceives) {
+  Net net;
+  ASSERT_TRUE(causal_net(net, 3, 2, 4));
+  Member& a = *net.m[0];
+  Member& b = *net.m[1];
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(send_one(a));
+  uint8_t head[order::kMaxRecord];
+  EXPECT_EQ(a.g.prepare(head), -EAGAIN) << "the window (4) is full";
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(receive_only(net, b, 1), 1);  // one of a's
+    net.refuse = 1;                         // b's ring is full: its message does not go
+    EXPECT_FALSE(send_one(b));
+    net.refuse = 0;
+  }
+  EXPECT_EQ(b.delivered[0], 4u);
+  for (int i = 0; i < 4; ++i) receive_only(net, b, 8), receive_only(net, a, 8);
+  EXPECT_TRUE(send_one(a)) << "b delivered all 4 of a's and a was not told within 4 receive calls";
+  EXPECT_LE(b.g.counters().records, 2u) << "a credit a half window, no more";
+  close_all(net);
+  EXPECT_EQ(net.buffers, 0u);
+}
+
+// A source whose window is full of messages a member holds back for another's (their causal
+// past) waits for that member: it is credited in the receive call that delivers the first of
+// them, not once half a window of them got delivered. At a large window the credits are as
+// few as before: one per half window.
+TEST(GroupOrder, ASourceWaitingForAMemberIsCreditedAtItsFirstDelivery) {
+  Net net;
+  ASSERT_TRUE(causal_net(net, 4, 3, 4));
+  Member& a = *net.m[0];
+  Member& b = *net.m[1];
+  Member& c = *net.m[2];
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(send_one(c));
+  // a sends after each of c's: a1 after c1, a2 after c2, a3 and a4 after c3.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(receive_only(net, a, 1, c.slot), 1);
+    ASSERT_TRUE(send_one(a));
+  }
+  ASSERT_TRUE(send_one(a));
+  uint8_t head[order::kMaxRecord];
+  EXPECT_EQ(a.g.prepare(head), -EAGAIN) << "the window (4) is full";
+  for (int i = 0; i < 4; ++i) receive_only(net, c, 8), receive_only(net, a, 8, c.slot);  // c credits a
+  EXPECT_EQ(a.g.prepare(head), -EAGAIN) << "b has not told a anything";
+  // b gets all of a's, held back for c's, then c1: it delivers c1 and a1.
+  ASSERT_EQ(receive_only(net, b, 4, a.slot), 4);
+  EXPECT_EQ(b.delivered[0], 0u);
+  ASSERT_EQ(receive_only(net, b, 1, c.slot), 1);
+  EXPECT_EQ(b.delivered[0], 1u);
+  receive_only(net, a, 8);
+  EXPECT_TRUE(send_one(a)) << "a waited for b, which delivered one of its and did not say";
+  close_all(net);
+  EXPECT_EQ(net.buffers, 0u);
+
+  // Window 256, a source far ahead of one member: credits go once per half window.
+  Net big;
+  ASSERT_TRUE(causal_net(big, 5, 2, 256));
+  uint32_t sent = 0;
+  for (int step = 0; step < 4000 && big.m[1]->delivered[0] < 2000; ++step) {
+    while (sent < 2000 && send_one(*big.m[0])) ++sent;
+    receive_only(big, *big.m[1], 1 + static_cast<unsigned>(big.rng() % 32));
+    receive_only(big, *big.m[0], 32);
+  }
+  EXPECT_EQ(big.m[1]->delivered[0], 2000u);
+  EXPECT_LE(big.m[1]->g.counters().records, 2000u / 128 + 1) << "a credit per half window";
+  close_all(big);
+  EXPECT_EQ(big.buffers, 0u);
+}
+
 }  // namespace
