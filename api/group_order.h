@@ -105,6 +105,12 @@ class GroupOrder {
 
   /** Send what waits in the outbox, in order, as far as the ring takes it. */
   void flush();
+  /** The application waits for messages (imago_wait() found none): say how far we are, as
+   *  after kIdleCredit receive calls that found nothing, and send what waits. */
+  void idle() {
+    if (causal()) maybe_credit(true);
+    flush();
+  }
 
   /** @return descriptors its order lets out now, not yet received. */
   size_t ready() const { return ready_.size(); }

@@ -689,6 +689,9 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
     if (spins < 2000) {
       rte_pause();  // a message due within microseconds is caught without a wake-up
     } else {
+      // Quiet: an ordered endpoint tells its sources how far it is (no receive call will,
+      // and a source may wait for that to send on or to close).
+      if (spins == 2000 && ep->ord) ep->ord->order.idle();
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }

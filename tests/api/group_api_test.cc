@@ -506,15 +506,22 @@ TEST(Group, BigMessagesBeyondTheBigPoolsShareDoNotStallATotalGroup) {
   ordered_exchange(36, IMAGO_GROUP_TOTAL, 256, big_size);
 }
 
+/** Nodes 1 and 2 open ordered group @p g (@p order, @p window): @p a and @p b. */
+void open_both(uint32_t g, uint32_t order, uint32_t window, imago_ep_t** a, imago_ep_t** b) {
+  const uint64_t members[] = {1, 2};
+  int rc;
+  *a = open_ordered(g, 1, order, members, 2, window, &rc);
+  ASSERT_NE(*a, nullptr) << rc;
+  *b = open_ordered(g, 2, order, members, 2, window, &rc);
+  ASSERT_NE(*b, nullptr) << rc;
+}
+
 // Total order with every other member gone: the one left numbers and delivers its own alone,
 // so it sends on (it stopped after order_window more, -EAGAIN for good).
 TEST(Group, TheLastMemberOfATotalGroupSendsOn) {
-  const uint64_t members[] = {1, 2};
+  imago_ep_t *a, *b;
+  ASSERT_NO_FATAL_FAILURE(open_both(34, IMAGO_GROUP_TOTAL, 4, &a, &b));
   int rc;
-  imago_ep_t* a = open_ordered(34, 1, IMAGO_GROUP_TOTAL, members, 2, 4, &rc);
-  ASSERT_NE(a, nullptr) << rc;
-  imago_ep_t* b = open_ordered(34, 2, IMAGO_GROUP_TOTAL, members, 2, 4, &rc);
-  ASSERT_NE(b, nullptr) << rc;
   Got got;
   ASSERT_TRUE(receive(a, got, [](const Got& g) { return g.find(IMAGO_GROUP_JOINED) != nullptr; }));
   EXPECT_EQ(imago_close(b), 0);
@@ -534,6 +541,40 @@ TEST(Group, TheLastMemberOfATotalGroupSendsOn) {
   EXPECT_EQ(st.order_pending, 0u);
   EXPECT_EQ(st.order_departed, 1u);
   EXPECT_EQ(imago_close(a), 0);
+}
+
+// A member that takes messages only when imago_wait() says one is there makes no receive
+// call that finds nothing: once it delivered a source's last few (under half a window), the
+// source was never told, and its order_pending stayed above 0 for good (a source that waits
+// for 0 before it closes waited for ever). imago_wait() tells the sources when it goes quiet.
+TEST(Group, AMemberThatWaitsInImagoWaitTellsItsSourcesHowFarItIs) {
+  imago_ep_t *a, *b;
+  ASSERT_NO_FATAL_FAILURE(open_both(39, IMAGO_GROUP_CAUSAL, 8, &a, &b));
+  Got got_a, got_b;
+  uint32_t sent = 0;
+  const auto end = Clock::now() + 5s;
+  while (sent < 3 && Clock::now() < end) {
+    const std::vector<uint8_t> m = message(sent, 64);
+    sent += imago_send(a, m.data(), 64, 0) == 0;
+    ASSERT_GE(drain_once(a, got_a), 0);
+  }
+  ASSERT_EQ(sent, 3u);
+  imago_ep_stats st{};
+  const auto until = Clock::now() + 3s;
+  while (Clock::now() < until) {
+    if (imago_wait(b, 2000) == 1) {
+      ASSERT_GE(drain_once(b, got_b), 0);  // only when told
+    }
+    ASSERT_GE(drain_once(a, got_a), 0);
+    ASSERT_EQ(imago_stats(a, &st), 0);
+    if (st.order_pending == 0) break;
+  }
+  uint32_t msgs = 0;
+  for (const Got::Item& i : got_b.items) msgs += !i.event;
+  EXPECT_EQ(msgs, 3u);
+  EXPECT_EQ(st.order_pending, 0u) << "b delivered a's 3 and never said";
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
 }
 
 }  // namespace

@@ -271,6 +271,13 @@ int receive_only(Net& net, Member& me, unsigned max, uint32_t from = kMaxN) {
   return static_cast<int>(max - left);
 }
 
+/** @p me sends @p n messages. @return whether all went. */
+bool send_n(Member& me, int n) {
+  for (int i = 0; i < n; ++i)
+    if (!send_one(me)) return false;
+  return true;
+}
+
 /** @p n members of a causal order of @p window, seeded @p seed, no send refused, each having
  *  seen the others join its stream. */
 bool causal_net(Net& net, uint64_t seed, uint32_t n, uint32_t window) {
@@ -292,7 +299,7 @@ TEST(GroupOrder, ASenderWhoseWindowIsFullIsCreditedWithinAFewReceives) {
   ASSERT_TRUE(causal_net(net, 3, 2, 4));
   Member& a = *net.m[0];
   Member& b = *net.m[1];
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(send_one(a));
+  ASSERT_TRUE(send_n(a, 4));
   uint8_t head[order::kMaxRecord];
   EXPECT_EQ(a.g.prepare(head), -EAGAIN) << "the window (4) is full";
   for (int i = 0; i < 4; ++i) {
@@ -353,6 +360,29 @@ TEST(GroupOrder, ASourceWaitingForAMemberIsCreditedAtItsFirstDelivery) {
   EXPECT_LE(big.m[1]->g.counters().records, 2000u / 128 + 1) << "a credit per half window";
   close_all(big);
   EXPECT_EQ(big.buffers, 0u);
+}
+
+// A member that waits for messages (imago_wait()) once it delivered a source's last few
+// (fewer than half a window) makes no receive call that finds nothing: it never told that
+// source, whose pending messages stayed above 0, and a source that waits for them to be
+// delivered before it closes waited for ever. imago_wait() calls idle(): the credit goes.
+TEST(GroupOrder, AMemberThatWaitsForMessagesTellsHowFarItIs) {
+  Net net;
+  ASSERT_TRUE(causal_net(net, 6, 2, 8));
+  Member& a = *net.m[0];
+  ASSERT_TRUE(send_n(a, 3));
+  Member& b = *net.m[1];
+  ASSERT_EQ(receive_only(net, b, 8), 3);
+  EXPECT_EQ(b.delivered[0], 3u);
+  for (int i = 0; i < 4; ++i) receive_only(net, a, 8);
+  EXPECT_EQ(a.g.pending(), 3u) << "three below half a window: no credit yet";
+  b.g.idle();
+  b.g.idle();  // again: nothing new, nothing sent
+  EXPECT_EQ(b.g.counters().records, 1u);
+  receive_only(net, a, 8);
+  EXPECT_EQ(a.g.pending(), 0u);
+  close_all(net);
+  EXPECT_EQ(net.buffers, 0u);
 }
 
 }  // namespace
