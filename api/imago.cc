@@ -67,6 +67,15 @@ struct Ordered final : GroupOrder::Io {
   void drop(imago_msg& m) override;
 };
 
+// Set while a thread is inside a data-path call on the endpoint (InCall). Moved or assigned
+// (a new endpoint in a reused slot), it starts clear.
+struct BusyFlag {
+  std::atomic<bool> v{false};
+  BusyFlag() = default;
+  BusyFlag(BusyFlag&&) noexcept {}
+  BusyFlag& operator=(BusyFlag&&) noexcept { return v.store(false, std::memory_order_relaxed), *this; }
+};
+
 struct Endpoint {
   Attachment* att;
   EndpointSlot* slot;
@@ -77,6 +86,28 @@ struct Endpoint {
   std::unique_ptr<Ordered> ord;  ///< IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; else null
   std::unique_ptr<RxArena> arena;  ///< the receive area (IMAGO_TIER_COPY; none for an ordered group)
   uint64_t rx_got = 0;             ///< messages and events taken from the rx ring
+  BusyFlag busy;                   ///< a thread is inside a data-path call (InCall)
+};
+
+// One thread at a time on an endpoint (its rings are single-producer, single-consumer, its
+// buffer caches unlocked): a call that finds another thread inside is refused (-EBUSY,
+// counted in calls_busy) instead of racing it, which lost and corrupted messages and left
+// buffers out of imagod's pools for good. One uncontended exchange per call.
+class InCall {
+ public:
+  explicit InCall(Endpoint* ep) : ep_(ep), in_(!ep->busy.v.exchange(true, std::memory_order_acquire)) {
+    if (!in_) ep->slot->calls_busy.add();
+  }
+  ~InCall() {
+    if (in_) ep_->busy.v.store(false, std::memory_order_release);
+  }
+  InCall(const InCall&) = delete;
+  InCall& operator=(const InCall&) = delete;
+  bool refused() const { return !in_; }
+
+ private:
+  Endpoint* ep_;
+  bool in_;
 };
 
 HandleTable<Attachment, 1> g_atts;  // one attachment per process
@@ -569,6 +600,8 @@ int imago_send(imago_ep_t* ep, const void* data, uint32_t len, uint32_t flags) {
 int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
+  const InCall in(ep);
+  if (in.refused()) return -EBUSY;
   if (!is_open(ep) || known_lost(ep->att)) return -ENOTCONN;  // never taken, once told it is gone
   if (n == 0) return 0;
   if (ep->ord) return ordered_send(ep, msgs, n, flags);
@@ -611,6 +644,8 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || buf == nullptr || ep->recv_only) return -EINVAL;
   if (ep->ord) return -ENOTSUP;  // the ordering header goes in front: imago_send() copies
+  const InCall in(ep);
+  if (in.refused()) return -EBUSY;
   if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
   int err;
   void* b = alloc_send_buffer(side(ep), len, &err);
@@ -627,6 +662,8 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
   if (ep->ord) return -ENOTSUP;
+  const InCall in(ep);
+  if (in.refused()) return -EBUSY;
   if (known_lost(ep->att)) return -ENOTCONN;
   const TierSide t = side(ep);
   imago_msg d;
@@ -642,12 +679,16 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
 int imago_buf_free(imago_ep_t* h, void* buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
+  const InCall in(ep);
+  if (in.refused()) return -EBUSY;
   return free_send_buffer(side(ep), buf) == 0 ? 0 : bad_buffer(ep);
 }
 
 int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
+  const InCall in(ep);
+  if (in.refused()) return -EBUSY;
   if (!is_open(ep)) return -ENOTCONN;
   if (ep->ord) {
     const int r = ep->ord->order.receive(msgs, n, [ep](imago_msg* in, unsigned k) { return handoff_get(ep->rx, in, k); });
@@ -660,6 +701,8 @@ int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
 int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
+  const InCall in(ep);
+  if (in.refused()) return -EBUSY;
   const unsigned refused = release_received(side(ep), msgs, n);
   if (refused > 0) ep->slot->release_invalid.add(refused);
   return static_cast<int>(refused);
@@ -691,7 +734,10 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
     } else {
       // Quiet: an ordered endpoint tells its sources how far it is (no receive call will,
       // and a source may wait for that to send on or to close).
-      if (spins == 2000 && ep->ord) ep->ord->order.idle();
+      if (spins == 2000 && ep->ord) {
+        const InCall in(ep);
+        if (!in.refused()) ep->ord->order.idle();
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
@@ -727,7 +773,7 @@ int imago_stats(const imago_ep_t* h, struct imago_ep_stats* st) {
       c.peer_resets.get(), c.peer_deaths.get(), c.msgs_unconfirmed.get(), c.last_unconfirmed_first.get(),
       c.last_unconfirmed_count.get(), c.rx_rebuilt.get(), c.events.get(), c.events_lost.get(),
       static_cast<uint32_t>(c.group_members.get()), static_cast<uint32_t>(c.group_view.get()), c.group_pending.get(),
-      0, 0, 0, 0, 0, 0, s.rx_copy_full.get()};
+      0, 0, 0, 0, 0, 0, s.rx_copy_full.get(), s.calls_busy.get()};
   if (ep->ord) {
     const OrderCounters& o = ep->ord->order.counters();
     st->order_held = ep->ord->order.held(), st->order_bad = o.bad, st->order_records = o.records;

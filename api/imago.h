@@ -11,7 +11,11 @@
  * endpoint (application -> engine, engine -> application), moved in bursts.
  *
  * Threads: each endpoint is used by one thread at a time (its rings are single-producer,
- * single-consumer). Different endpoints may be used by different threads.
+ * single-consumer). Different endpoints may be used by different threads. A data-path call
+ * (imago_send(), imago_send_burst(), imago_buf_alloc(), imago_send_zc(), imago_buf_free(),
+ * imago_recv_burst(), imago_release()) made while another thread is inside one of them on
+ * the same endpoint is refused with -EBUSY and counted (imago_ep_stats.calls_busy): nothing
+ * is lost or corrupted, and the call may be made again once the other has returned.
  *
  * Back-pressure, never loss: a send that finds the tx ring full returns -EAGAIN (or a
  * short count for a burst); nothing is dropped. A reader that does not drain its endpoint
@@ -351,7 +355,7 @@ struct imago_iov {
  *         with a nonzero length, or unknown flags; -ENOTCONN the engine closed the endpoint,
  *         or (secondary) imagod is gone: see "imagod's death" above; on an ordered group
  *         endpoint also -EAGAIN while the ordering holds this node back, and -ECONNRESET
- *         once this node was left out of the order (see imago_group_open()).
+ *         once this node was left out of the order (see imago_group_open()); -EBUSY another thread is inside a call on @p ep (see "Threads" above).
  */
 int imago_send(imago_ep_t *ep, const void *data, uint32_t len, uint32_t flags);
 
@@ -372,7 +376,7 @@ int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, u
  *         -ENOSPC too many buffers held by this endpoint (8192 loans, sent ones until the
  *         engine took them included: the pools' eighth usually comes first); -EINVAL @p ep not live, NULL @p buf;
  *         -ENOTCONN (secondary) imagod is gone; -ENOTSUP an ordered group endpoint (its
- *         messages are sent by copy, behind their ordering header).
+ *         messages are sent by copy, behind their ordering header); -EBUSY another thread is inside a call on @p ep (see "Threads" above).
  */
 int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
 
@@ -392,13 +396,15 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
  *         buffer_invalid), @p len larger than the buffer (its pool's buffer size, which may
  *         exceed what imago_buf_alloc() was asked for: only that length is the caller's to
  *         write), or unknown flags (neither counted); -ENOTCONN the endpoint
- *         was closed, or (secondary) imagod is gone; -ENOTSUP an ordered group endpoint.
+ *         was closed, or (secondary) imagod is gone; -ENOTSUP an ordered group endpoint;
+ *         -EBUSY another thread is inside a call on @p ep (see "Threads" above).
  */
 int imago_send_zc(imago_ep_t *ep, void *buf, uint32_t len, uint32_t flags);
 
 /** Give back a buffer from imago_buf_alloc() that was not sent.
  *  @return 0; -EINVAL @p ep not live, or @p buf not a buffer the application holds
- *  (foreign, freed already, or sent: then it is imago's; counted in buffer_invalid). */
+ *  (foreign, freed already, or sent: then it is imago's; counted in buffer_invalid);
+ *  -EBUSY another thread is inside a call on @p ep (see "Threads" above). */
 int imago_buf_free(imago_ep_t *ep, void *buf);
 
 /**
@@ -414,7 +420,7 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
  *         is gone; -ECONNRESET an ordered group endpoint whose node was left out of the
  *         order (imago_group_open()). On an ordered group endpoint, messages that arrived
  *         wait here until their order lets them out, and the call also sends the ordering's
- *         records.
+ *         records; -EBUSY another thread is inside a call on @p ep (see "Threads" above) (nothing taken).
  */
 int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
@@ -428,7 +434,8 @@ int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
  * is still to be released there): every loan carries a generation, so such a descriptor can
  * never free a buffer the application still holds through another descriptor.
  * @return how many descriptors were refused (0 when all were valid; also counted in the
- *         statistics' release_invalid); -EINVAL @p ep not live, or NULL @p msgs with n > 0.
+ *         statistics' release_invalid); -EINVAL @p ep not live, or NULL @p msgs with n > 0;
+ *         -EBUSY another thread is inside a call on @p ep (see "Threads" above) (nothing released).
  */
 int imago_release(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
 
@@ -536,6 +543,8 @@ struct imago_ep_stats {
 	uint64_t rx_copy_full;    /**< imago_recv_burst() calls cut short because the application
 	                               held its whole receive area (IMAGO_TIER_COPY messages not
 	                               released: at most twice ring_size): release some */
+	uint64_t calls_busy;      /**< calls refused with -EBUSY: another thread was inside a call
+	                               on this endpoint (one thread at a time: see "Threads") */
 };
 
 /** Fill @p st with @p ep's statistics. @return 0 or -EINVAL (@p ep not live, NULL @p st). */

@@ -547,7 +547,7 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   s.group_rc.store(req.group != 0 ? kGroupPending : 0, std::memory_order_relaxed);
   s.max_message.store(shm_->max_message, std::memory_order_relaxed);
   new (&s.c) EngineSideCounters();
-  for (Counter* c : {&s.tx_ring_full, &s.release_invalid, &s.buffer_invalid, &s.rx_copy_full}) c->v.store(0, std::memory_order_relaxed);
+  for (Counter* c : {&s.tx_ring_full, &s.release_invalid, &s.buffer_invalid, &s.rx_copy_full, &s.calls_busy}) c->v.store(0, std::memory_order_relaxed);
   s.rx_loans.reset();
   s.tx_loans.reset();
   s.state.store(SlotState::kOpen, std::memory_order_release);

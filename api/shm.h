@@ -27,7 +27,7 @@ namespace imago::api {
 
 inline constexpr char kShmName[] = "imago_shm";
 inline constexpr uint32_t kShmMagic = 0x696d6167;  // "imag"
-inline constexpr uint32_t kShmVersion = 16;
+inline constexpr uint32_t kShmVersion = 17;
 inline constexpr unsigned kMaxNodes = 4;
 inline constexpr unsigned kMaxEndpoints = 32;
 inline constexpr uint32_t kNameMax = 31;
@@ -89,6 +89,7 @@ struct alignas(64) EndpointSlot {
   Counter release_invalid;  ///< stale, forged or foreign descriptors imago_release() refused
   Counter buffer_invalid;   ///< buffers imago_send_zc() / imago_buf_free() refused
   Counter rx_copy_full;     ///< receives stopped short: the receive area (rx_arena.h) all held
+  Counter calls_busy;       ///< calls refused: another thread was inside one on the endpoint
   LoanTable rx_loans;                ///< lent by the engine, returned by the application
   LoanTable tx_loans;                ///< lent by the application, returned by the engine
   PoolCaches app_caches;             ///< the application's (made at open, freed at close or reclaim)

@@ -54,7 +54,8 @@ void add_slot(rte_tel_data* d, const ShmRoot& shm, uint32_t i) {
                       {"events_lost", &c.events_lost}, {"group_members", &c.group_members},
                       {"group_view", &c.group_view}, {"group_pending", &c.group_pending},
                       {"tx_ring_full", &s.tx_ring_full}, {"release_invalid", &s.release_invalid},
-                      {"buffer_invalid", &s.buffer_invalid}, {"rx_copy_full", &s.rx_copy_full}})
+                      {"buffer_invalid", &s.buffer_invalid}, {"rx_copy_full", &s.rx_copy_full},
+                      {"calls_busy", &s.calls_busy}})
     rte_tel_data_add_dict_u64(d, k, v->get());
 }
 
