@@ -383,7 +383,9 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
 /**
  * Zero-copy send, step 2: send the first @p len bytes of @p buf (from imago_buf_alloc() on
  * this endpoint). On success the buffer belongs to imago at once (a second send or a free of
- * it is -EINVAL, and the message is delivered); on -EAGAIN it is still yours. On a unicast
+ * it is -EINVAL, and the message is delivered); on -EAGAIN it is still yours. Do not write
+ * to it after a successful send: the message may go out of the buffer itself (below), as
+ * first sent or as repaired, so what a late write does to what is delivered is not defined. On a unicast
  * endpoint whose node's link is net_memif or net_af_packet (without --auth-key), a message
  * larger than half a frame's payload goes out of this buffer itself, with no copy, on its
  * first sending and on every repair, and the buffer returns to the pool only once the peer
@@ -414,6 +416,7 @@ int imago_buf_free(imago_ep_t *ep, void *buf);
  * copied here into the endpoint's receive area (IMAGO_TIER_COPY), which holds twice ring_size
  * messages: while the application holds all of them this returns what it can (0 if need
  * be) and counts rx_copy_full; the rest waits, in order, until some are released.
+ * @p n may be any count (@p msgs must hold @p n): the call returns what is ready.
  * @return how many were received (0: none ready, or @p n 0); -EINVAL @p ep not live, NULL
  *         @p msgs with @p n > 0;
  *         -ENOTCONN the endpoint was closed under the application, or (secondary) imagod
@@ -494,7 +497,9 @@ struct imago_ep_stats {
 	uint32_t peer_ready;      /**< 1 when the peer's endpoint is open */
 	uint32_t reserved;
 	uint64_t release_invalid; /**< descriptors imago_release() refused (stale, forged, foreign) */
-	uint64_t buffer_invalid;  /**< buffers imago_send_zc()/imago_buf_free() refused */
+	uint64_t buffer_invalid;  /**< buffers imago_send_zc()/imago_buf_free() called on this
+	                               endpoint refused (NULL, foreign, another endpoint's, freed
+	                               or sent already) */
 	/* The peer node restarted (a new incarnation proved itself) or died (silent longer than
 	 * the node's --dead-after-ms). Either way the engine drops the messages that peer had
 	 * not confirmed: they are never delivered to a later incarnation. They are always the
