@@ -12,6 +12,7 @@
 
 static const char help[] =
 	"Usage: %s send FILE | recv [options] [-- imagod options of an embedded node]\n"
+	"  (not --run-to-completion: only imago-group polls its node)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [the attachment's first]\n"
 	"  --group G           the group [7]\n"
@@ -290,7 +291,7 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc) return rc == 1 ? 0 : rc;
 	imago_t *im;
-	if (ex_attach(&o.ex, argv[0], &im) < 0) return 1;
+	if (ex_attach(&o.ex, argv[0], &im) < 0 || ex_refuse_run_to_completion(im, argv[0]) < 0) return 1;
 	uint64_t node = o.node ? o.node : imago_node_id(im, 0);
 	rc = o.file ? run_send(im, &o, node) : run_recv(im, &o, node);
 	fflush(stdout);

@@ -223,6 +223,17 @@ static inline int ex_attach(const struct ex_opts *o, const char *prog, imago_t *
 	return rc;
 }
 
+/* Only imago-group drives its node from its own thread: the other examples never call
+ * imago_engine_poll(), so with `-- ... --run-to-completion` nothing would ever move (their
+ * endpoints never ready). @return 0, or -ENOTSUP (said, and detached) for such a node. */
+static inline int ex_refuse_run_to_completion(imago_t *im, const char *prog)
+{
+	if (imago_engine_poll(im) == -ENOTSUP) return 0;
+	fprintf(stderr, "%s: --run-to-completion: only imago-group polls its node; run without it\n", prog);
+	imago_detach(im);
+	return -ENOTSUP;
+}
+
 /* Open o->name on node @p local towards @p peer (0: the attachment's other node). */
 static inline imago_ep_t *ex_open(imago_t *im, const struct ex_opts *o, uint64_t local, uint64_t peer, const char *prog)
 {

@@ -10,6 +10,7 @@
 static const char *const roles[] = {"client", "server", "both", NULL};
 static const char help[] =
 	"Usage: %s client|server|both [options] [-- imagod options of an embedded node]\n"
+	"  (not --run-to-completion: only imago-group polls its node)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [client 1, server 2]   --peer ID  [the other node]\n"
 	"  --name NAME         endpoint name [reqresp]      --count N  requests [10000]\n"
@@ -59,7 +60,7 @@ int main(int argc, char **argv)
 	uint64_t *rtt = calloc(o.count, sizeof *rtt), n = 0, served = 0, bytes = 0;
 	uint64_t lost = 0, dup = 0, reord = 0, bad = 0;
 	char *req = malloc(o.size_max);
-	if (ex_attach(&o, argv[0], &im) < 0) return 1;
+	if (ex_attach(&o, argv[0], &im) < 0 || ex_refuse_run_to_completion(im, argv[0]) < 0) return 1;
 	rc = 1;
 	uint64_t cli_node = do_cli && o.node ? o.node : 1, srv_node = do_srv && o.node ? o.node : 2;
 	if (do_srv && !(srv = ex_open(im, &o, srv_node, do_cli ? cli_node : o.peer, argv[0]))) goto out;

@@ -80,6 +80,7 @@ void engine_counters_json(const EngineEnd& en, app::Json& r) {
       j.obj(n == 0 ? "net_a" : "net_b", net);
     }
     j.str("redundancy", rel::red::mode_name(en.set->config().mode));
+    j.num("net_bad_shim", en.set->bad_shim()).num("net_not_peer", en.set->not_peer());
     // Each change, how long before now (unix_now_us: this report's wall-clock time).
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
