@@ -3,9 +3,12 @@
  * @file
  * How one peer looks on one network (NASA KSC's failure count, with heartbeats): up, suspect
  * or down. A network is down toward a peer when nothing came from the peer on it for
- * `heartbeat_miss` heartbeat intervals, when the peer says it hears nothing from us on it,
- * or when `fail_threshold` failures (frames sent on it that had to be sent again, heartbeats
- * missed) fall within `fail_window_ns`. A down network is up again only after it has stayed
+ * `heartbeat_miss` heartbeat intervals while the other network carried something (silent on
+ * both at once, the silence is the peer's: a stall, a restart, or both networks dead alike;
+ * suspect then, and the engine's dead-peer timer decides), when the peer says it hears
+ * nothing from us on it (and something on the other), or when `fail_threshold` failures
+ * (frames sent on it that had to be sent again, heartbeats missed) fall within
+ * `fail_window_ns`. A down network is up again only after it has stayed
  * healthy for `heal_ns`, so a flapping link does not flap the traffic with it; it is suspect
  * (in use, but watched) while failures are recent or a heartbeat is late.
  */
@@ -52,12 +55,21 @@ class NetHealth {
     ++failures_;
     last_failure_ = now;
   }
-  /** Re-evaluate at @p now. @return true when the state changed. */
-  bool update(const HealthConfig& c, uint64_t now) {
+  /** The peer was silent on every network and is heard again: this network's silence
+   *  counts from @p now (it was the peer's, not this network's). */
+  void peer_back(uint64_t now) { last_rx_ = std::max(last_rx_, now); }
+  /** Re-evaluate at @p now; @p peer_silent: the peer is silent on every network (then this
+   *  one's silence alone takes it no lower than suspect). @return true when the state changed. */
+  bool update(const HealthConfig& c, uint64_t now, bool peer_silent = false) {
     const NetState before = state_;
     const uint64_t quiet = now - last_rx_;
     const bool failing = failures_ >= c.fail_threshold && now - window_start_ <= c.fail_window_ns;
-    if (quiet > c.heartbeat_miss * c.heartbeat_ns || !peer_hears_ || failing) {
+    const bool silent = quiet > c.heartbeat_miss * c.heartbeat_ns;
+    if (silent && peer_silent && peer_hears_ && !failing && state_ != NetState::kDown) {
+      state_ = NetState::kSuspect;
+      return state_ != before;
+    }
+    if (silent || !peer_hears_ || failing) {
       state_ = NetState::kDown;
       healthy_since_ = kNever;
       return state_ != before;

@@ -145,9 +145,10 @@ void LinkSet::event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s) {
 }
 
 void LinkSet::evaluate(Peer& p, uint64_t now) {
+  const bool silent = heard_bits(p) == 0;  // on every network: the peer's silence (NetHealth)
   for (uint8_t n = 0; n < kMaxNets; ++n) {
     NetHealth& h = p.health[n];
-    if (!h.update(cfg_.health, now)) continue;
+    if (!h.update(cfg_.health, now, silent)) continue;
     event(NetEvent::kState, p.id, n, h.state());
     if (h.down() && !p.health[n ^ 1].down()) ++c_[n].failovers;
   }
@@ -339,9 +340,16 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
     ++not_peer_;
     return;
   }
+  // Heard again after a silence on every network: that was the peer's (or ours toward it),
+  // and each network's own silence counts from now, so one that stays silent while the
+  // other carries frames is found down, and neither is for the silence they shared.
+  if (heard_bits(*p) == 0)
+    for (auto& h : p->health) h.peer_back(now);
   p->health[net].heard(now);
   const auto kind = static_cast<ShimKind>(s.kind);
-  if (kind != ShimKind::kGroup)  // a group frame's shim is the same for every member: no news
+  // A group frame's shim is the same for every member: no news. A peer that hears us on
+  // neither network heard our silence (a stall of ours), which says nothing of either.
+  if (kind != ShimKind::kGroup && (s.heard & kAllNets) != 0)
     for (uint8_t n = 0; n < kMaxNets; ++n) p->health[n].peer_hears((s.heard & bit(n)) != 0);
   if (kind == ShimKind::kHeartbeat) return on_heartbeat(*p, net, s.seq.get());
   DedupWindow& w = kind == ShimKind::kGroup ? p->groups : p->frames;

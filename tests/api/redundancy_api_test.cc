@@ -78,7 +78,8 @@ TEST(Redundancy, EveryMessageOnceInOrderAndTheNetworksUsedAsTheModeSays) {
 // An endpoint opened with IMAGO_EP_NET_EVENTS hears its node's networks change toward its
 // peer, in its rx ring; one without does not. Every frame is delayed 600 ms (--fault-rx):
 // each node finds the other silent on both networks for more than two heartbeats (100 ms
-// apart here) before it hears anything (down), then hears it (up).
+// apart here) before it hears anything (suspect: silent on both, the silence is the peer's,
+// docs/PROTOCOL.md 3.9.3), then hears it (up).
 TEST(Redundancy, AnEndpointThatAsksHearsTheNetworksGoDownAndComeBack) {
   imago_ep_t *a = nullptr, *b = nullptr;
   imago_ep_opts bad{.local_node = 1, .ring_size = 0, .flags = 0x80};
@@ -87,7 +88,7 @@ TEST(Redundancy, AnEndpointThatAsksHearsTheNetworksGoDownAndComeBack) {
   imago_ep_opts ob{.local_node = 2, .ring_size = 0, .flags = 0};
   ASSERT_EQ(imago_open(g_im, "ev", 2, &oa, &a), 0);
   ASSERT_EQ(imago_open(g_im, "ev", 1, &ob, &b), 0);
-  int down[2] = {}, up[2] = {};
+  int down[2] = {}, up[2] = {};  // down: not up (suspect or down)
   for (timespec t0 = now(); elapsed_ms(t0) < 10000 && !(up[0] && up[1]);) {
     imago_engine_poll(g_im);
     imago_msg m[32];
@@ -101,12 +102,12 @@ TEST(Redundancy, AnEndpointThatAsksHearsTheNetworksGoDownAndComeBack) {
       EXPECT_EQ(ev.peer, 2u);
       EXPECT_EQ(m[i].src, 2u);
       ASSERT_LT(ev.net, 2u);
-      if (ev.kind == IMAGO_NET_EV_STATE && ev.state == IMAGO_NET_DOWN) ++down[ev.net];
+      if (ev.kind == IMAGO_NET_EV_STATE && ev.state != IMAGO_NET_UP) ++down[ev.net];
       if (ev.kind == IMAGO_NET_EV_STATE && ev.state == IMAGO_NET_UP && down[ev.net]) ++up[ev.net];
     }
     imago_release(a, m, static_cast<unsigned>(n));
   }
-  EXPECT_TRUE(down[0] && down[1]) << "both networks went quiet";
+  EXPECT_TRUE(down[0] && down[1]) << "both networks went quiet (suspect)";
   EXPECT_TRUE(up[0] && up[1]) << "and came back";
   imago_ep_stats sb{};
   ASSERT_EQ(imago_stats(b, &sb), 0);

@@ -175,6 +175,13 @@ struct Pair {
         w.out.clear();
       }
   }
+  /** A heartbeat each way lost on A, then on B, then 2 ms of both: with a failure
+   *  threshold of 1, both networks down by their losses while both work. */
+  void lose_a_heartbeat_on_each() {
+    run(1, true, false);
+    run(1, false, true);
+    run(2);
+  }
   /** Move time on by @p ms, polling and carrying every 100 us. */
   void run(uint64_t ms, bool dead_a = false, bool dead_b = false) {
     for (uint64_t t = 0; t < ms * 10; ++t) {
@@ -231,10 +238,10 @@ TEST(LinkSet, BothNetworksDownWithSignsOfLifeInTurnDoNotFlipTheActiveOne) {
     int failovers = 0;
     void on_net_event(const NetEvent& e) override { failovers += e.kind == NetEvent::kFailover; }
   } ev;
-  Pair p(Mode::kActiveStandby);
+  Pair p(Mode::kActiveStandby, 0, 1, 1);
   p.s[0]->set_listener(&ev);
   p.run(3);
-  p.run(5, true, true);
+  p.lose_a_heartbeat_on_each();
   ASSERT_TRUE(p.s[0]->state(2, 0) == NetState::kDown && p.s[0]->state(2, 1) == NetState::kDown);
   const int before = ev.failovers;
   for (int k = 0; k < 20; ++k) p.run(2, k % 2 == 1, k % 2 == 0);  // 2 ms of A alone, then of B alone
@@ -259,10 +266,32 @@ TEST(LinkSet, AStallOfOurOwnTakesNoNetworkDown) {
   p.run(3);
   EXPECT_EQ(p.s[0]->state(2, 0), NetState::kUp);
   EXPECT_EQ(p.s[0]->active(2), 0);
-  // The same gap not credited: down (what happened before).
+  // The same gap not credited: both networks silent alike, which is the peer's silence (or
+  // ours), not theirs: suspect, neither down (both went down before, and healed only after
+  // --net-heal-ms: a loaded machine's stalls, recurring, kept both down for good).
   p.now += gap;
   p.s[0]->poll(p.now);
-  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kSuspect);
+  EXPECT_EQ(p.s[0]->state(2, 1), NetState::kSuspect);
+  p.run(3);
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kUp);
+  EXPECT_EQ(p.s[0]->counters(0).failovers, 0u);
+}
+
+// The peer silent on both networks (off its core, or both networks dead alike) takes neither
+// down; heard again, a network that stays silent while the other carries frames is down
+// after its own silence (counted from the peer's return), the other stays up.
+TEST(LinkSet, APeersSilenceOnBothNetworksTakesNeitherDownOneThatStaysSilentIs) {
+  Pair p(Mode::kPingPong);
+  p.run(3);
+  p.run(20, true, true);  // 20 heartbeat intervals of nothing from the peer
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kSuspect);
+  EXPECT_EQ(p.s[0]->state(2, 1), NetState::kSuspect);
+  p.run(2, false, true);  // back, on A only: B's silence counts from here
+  EXPECT_NE(p.s[0]->state(2, 1), NetState::kDown);
+  p.run(3, false, true);
+  EXPECT_EQ(p.s[0]->state(2, 1), NetState::kDown);
+  EXPECT_NE(p.s[0]->state(2, 0), NetState::kDown);
 }
 
 TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
@@ -335,9 +364,7 @@ TEST(LinkSet, AnAnswerAfterASilenceGoesOnBothNetworksWhenBothAreDownButWork) {
     Pair p(m, 0, 1, 1);
     p.run(3);
     ASSERT_TRUE(p.send(1, FrameType::kAck));
-    p.run(1, true, false);  // a heartbeat lost on each network: each one down
-    p.run(1, false, true);
-    p.run(2);
+    p.lose_a_heartbeat_on_each();
     ASSERT_EQ(p.s[1]->state(1, 0), NetState::kDown) << mode_name(m);
     ASSERT_EQ(p.s[1]->state(1, 1), NetState::kDown) << mode_name(m);
     p.wa[1].out.clear(), p.wb[1].out.clear();
@@ -434,14 +461,16 @@ TEST(LinkSet, PingPongStopsUsingANetworkThatGoesDown) {
 }
 
 TEST(LinkSet, BothDownKeepsTheModesChoiceARefusingNetworkIsNotBackPressure) {
-  Pair p(Mode::kActiveStandby);
+  Pair p(Mode::kActiveStandby, 0, 1, 1);
   p.run(3);
-  p.run(5, true, true);
+  p.lose_a_heartbeat_on_each();
   EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
   EXPECT_EQ(p.s[0]->state(2, 1), NetState::kDown);
   ASSERT_TRUE(p.send(0));
-  EXPECT_EQ(p.wa[0].frames(), 1u) << "on the active one: not doubled";
-  EXPECT_EQ(p.wb[0].frames(), 0u);
+  Wire* on[2] = {&p.wa[0], &p.wb[0]};
+  const uint8_t act = p.s[0]->active(2);  // B: A went down first
+  EXPECT_EQ(on[act]->frames(), 1u) << "on the active one: not doubled";
+  EXPECT_EQ(on[act ^ 1]->frames(), 0u);
   Pair d(Mode::kDuplicate);
   d.wa[0].refuse = true;
   EXPECT_TRUE(d.send(0)) << "B took it";
