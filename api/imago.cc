@@ -613,7 +613,6 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   rte_ring_zc_data zcd{};
   const unsigned room = rte_ring_enqueue_zc_burst_elem_start(ep->tx, sizeof(imago_msg), want, &zcd, nullptr);
   if (room < want) ep->slot->tx_ring_full.add();
-  if (room == 0 && primary_lost(ep->att)) return -ENOTCONN;
   const uint64_t peer = ep->slot->peer;
   const uint32_t max = ep->slot->max_message.load(std::memory_order_relaxed);
   const TierSide t = side(ep);
@@ -634,10 +633,11 @@ int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, ui
   }
   if (room > 0) rte_ring_enqueue_zc_elem_finish(ep->tx, used);  // fewer than reserved: the rest is unreserved
   if (rc == -EAGAIN && room >= want) ep->slot->tx_ring_full.add();  // room on the ring, no pool buffer
-  // No pool buffer and nothing taken: nothing moves, as with a full ring (a dead imagod
-  // returns none of the buffers its engine held).
-  if (done == 0 && rc == -EAGAIN && primary_lost(ep->att)) return -ENOTCONN;
-  return done > 0 || rc == 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
+  const bool pushed_back = rc == 0 || rc == -EAGAIN;  // no room on the ring, or no pool buffer
+  // Nothing taken: nothing moves (a dead imagod frees no ring slot, nor the buffers its
+  // engine held).
+  if (done == 0 && pushed_back && primary_lost(ep->att)) return -ENOTCONN;
+  return done > 0 || pushed_back ? static_cast<int>(done) : rc;
 }
 
 int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
