@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <string>
 
 #include "dataplane/log.h"
 
@@ -305,17 +306,20 @@ void CircuitLink::compute_routes() {
   });
 }
 
+// One write for the whole table: the main thread's counters lines, on the same stdout, would
+// otherwise fall between its lines and cut it in two for whoever reads it.
 void CircuitLink::show_routes(const char* why) {
   if (show_routes_ == nullptr) return;
-  std::fprintf(show_routes_, "routes of node %" PRIu64 " (%s):\n", static_cast<uint64_t>(self_), why);
+  std::string out = "routes of node " + std::to_string(self_) + " (" + why + "):\n";
   const std::string t = circ::format_routes(routes_);
   size_t at = 0;
   while (at < t.size()) {
     const size_t nl = t.find('\n', at);
     const size_t end = nl == std::string::npos ? t.size() : nl;
-    std::fprintf(show_routes_, "  %.*s\n", static_cast<int>(end - at), t.data() + at);
+    out.append("  ").append(t, at, end - at).append("\n");
     at = end + 1;
   }
+  std::fwrite(out.data(), 1, out.size(), show_routes_);
   std::fflush(show_routes_);
 }
 

@@ -178,10 +178,11 @@ def wait_event(proc: AppProcess, peer: int, what: str, after: int, timeout: floa
 
 
 def route_tables(proc: AppProcess) -> list[dict[int, tuple[int, int, int]]]:
-    """Every routing table printed by --show-routes: {dst: (next hop, port, hops)}."""
+    """Every routing table printed by --show-routes: {dst: (next hop, port, hops)}. Tables go
+    to stdout, one write each; log lines go to stderr and could land between their lines."""
     tables: list[dict[int, tuple[int, int, int]]] = []
     cur = None
-    for line in proc.lines():
+    for line in proc.lines("stdout"):
         if _ROUTES_RE.match(line):
             cur = {}
             tables.append(cur)
