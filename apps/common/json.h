@@ -29,7 +29,10 @@ class Json {
   template <typename List>
   Json& list(std::string_view key, const List& items) {
     std::string t = "[";
-    for (const Json& o : items) t += (t.size() > 1 ? "," : "") + o.text();
+    for (const Json& o : items) {  // not `"," + o.text()`: GCC 12 -O3 takes that insert for an overlap
+      if (t.size() > 1) t += ',';
+      t += o.text();
+    }
     return raw(key, t + "]");
   }
   /** @return the object text, e.g. {"a":1}. */

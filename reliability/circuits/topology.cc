@@ -205,7 +205,10 @@ std::string shown(std::string_view s, size_t max) {
 /** The statement as the message repeats it: its words, one space apart, shortened. */
 std::string shown(const Words& w) {
   std::string s;
-  for (size_t i = 0; i < w.n; ++i) s += (i ? " " : "") + shown(w.w[i], 24);
+  for (size_t i = 0; i < w.n; ++i) {
+    if (i != 0) s += ' ';
+    s += shown(w.w[i], 24);  // not `" " + shown(..)`: GCC 12 -O3 takes that insert for an overlap
+  }
   return s;
 }
 
