@@ -337,6 +337,9 @@ class Engine {
   /** Queue for a repair the frames in flight over [from, to): those sent by @p sent_by, or
    *  with @p rack, those RACK calls lost. @return how many. */
   uint32_t mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, const RackTimes* rack = nullptr);
+  /** Queue for a repair every frame in flight sent by @p sent_by. @return how many. */
+  uint32_t mark_sent_by(Peer& p, uint64_t sent_by);
+  void lose_frame(Peer& p, uint32_t pos);
   void nack_request(Peer& p, uint64_t now);
   void learn_peer(Peer& p, const Header& h);
 

@@ -106,7 +106,7 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
     // receiver's ACK delay and would hold repairs back for ~10 ms). A repeated NACK for the
     // same ACK within an SRTT is the echo of the last go-back, not a new loss.
     const uint64_t guard = p.rto.has_sample() ? p.rto.min_rtt() : cfg_.nack_interval_ns;
-    lost = mark_lost(p, ack, tx.nxt(), now > guard ? now - guard : 0);
+    lost = mark_sent_by(p, now > guard ? now - guard : 0);
     if (lost > 0) p.goback_seq = ack, p.goback_ns = now;
   }
   if (sack_complete) lost += mark_lost_by_order(p, now);
@@ -122,15 +122,27 @@ uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, const Ra
     const uint32_t pos = tx.fpos(s);
     const TxFrame& f = tx.frame(pos);
     if (f.in_flight && (rack != nullptr ? rack_lost(p, f, *rack) : f.last_tx_ns <= sent_by)) {
-      tx.set_retx(pos);
+      lose_frame(p, pos);
       ++n;
-      const Seq first = tx.frame_first(pos);
-      if (seq_lt(first, p.retx_cursor)) p.retx_cursor = first;
     }
     const Seq end = tx.frame_end(pos);
     s = end - from < to - from ? end : to;
   }
   return n;
+}
+
+uint32_t Engine::mark_sent_by(Peer& p, uint64_t sent_by) {
+  // Everything in flight is at or past the cumulative ACK, in transmission order: the walk ends
+  // at the first frame sent later, not at the window's end (a go-back-N NACK walked it all).
+  uint32_t n = 0;
+  for (uint32_t pos; p.tx.flight_oldest(&pos) && p.tx.frame(pos).last_tx_ns <= sent_by; ++n) lose_frame(p, pos);
+  return n;
+}
+
+void Engine::lose_frame(Peer& p, uint32_t pos) {
+  p.tx.set_retx(pos);  // out of flight
+  const Seq first = p.tx.frame_first(pos);
+  if (seq_lt(first, p.retx_cursor)) p.retx_cursor = first;
 }
 
 uint32_t Engine::mark_lost_by_order(Peer& p, uint64_t now) {
