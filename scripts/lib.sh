@@ -45,6 +45,12 @@ install_packages() {
 
 # build_tree DIR [meson options...]: configure once, then rebuild incrementally.
 build_tree() {
+  setup_tree "$@"
+  build_targets "$1"
+}
+
+# setup_tree DIR [MESON_OPTION...]: configure DIR (as build_tree), build nothing.
+setup_tree() {
   local dir=$1
   shift
   local log="$IMAGO_LOGS/$(basename "$dir").log"
@@ -60,8 +66,16 @@ build_tree() {
     # A tree made before its options changed (or before an option existed): take the options of now.
     meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 || { tail -30 "$log"; die "meson setup --reconfigure $dir failed (log: $log)"; }
   fi
-  say "building $dir (log: $log)"
-  ninja -C "$dir" >>"$log" 2>&1 || { grep -E 'error|FAILED' -A5 "$log" | head -60; die "build of $dir failed (log: $log)"; }
+}
+
+# build_targets DIR [TARGET...]: build those ninja targets of configured tree DIR (all of it
+# without any).
+build_targets() {
+  local dir=$1
+  shift
+  local log="$IMAGO_LOGS/$(basename "$dir").log"
+  say "building $dir${1:+ (${#} targets)} (log: $log)"
+  ninja -C "$dir" "$@" >>"$log" 2>&1 || { grep -E 'error|FAILED' -A5 "$log" | head -60; die "build of $dir failed (log: $log)"; }
 }
 
 # setup_hugepages [N]: reserve N 2 MiB hugepages (default 512) and mount hugetlbfs on
