@@ -9,19 +9,28 @@ source "$(dirname "$0")/lib.sh"
 need_root
 install_packages
 
-# main_targets DIR: the ninja targets of configured tree DIR but the test programs (the unit
-# and EAL tests run from the sanitized tree below), and the simulation (its full seed count
-# runs here). Built once, not twice: they were half of this tree's build.
+# The optimized tree runs these suites: the simulation's full seed count, the benchmarks'
+# smoke runs and what needs the programs. The unit and EAL tests run from the sanitized tree.
+main_suites=(sim bench-smoke apps)
+
+# main_targets DIR SUITE...: the ninja targets of configured tree DIR but the test programs,
+# and those the tests of SUITE... run. The other test programs are built once, in the
+# sanitized tree, not twice: they were half of this tree's build.
 main_targets() {
-  meson introspect "$1" --targets | /usr/bin/python3 -c '
-import json, os, sys
-for t in json.load(sys.stdin):
-    if "/tests/" in t["defined_in"].replace(os.sep, "/") and t["name"] != "reliability_sim_test":
-        continue
-    print("\n".join(os.path.relpath(f, sys.argv[1]) for f in t["filename"]))' "$1"
+  local dir=$1
+  shift
+  /usr/bin/python3 - "$dir" "$@" <<'PY'
+import json, os, subprocess, sys
+d, suites = sys.argv[1], {"imago:" + s for s in sys.argv[2:]}
+intro = lambda what: json.loads(subprocess.check_output(["meson", "introspect", d, what]))
+wanted = {i for t in intro("--tests") if suites & set(t["suite"]) for i in t["depends"]}
+for t in intro("--targets"):
+    if "/tests/" not in t["defined_in"].replace(os.sep, "/") or t["id"] in wanted:
+        print("\n".join(os.path.relpath(f, d) for f in t["filename"]))
+PY
 }
 setup_tree "$IMAGO_ROOT/build"
-mapfile -t targets < <(main_targets "$IMAGO_ROOT/build")
+mapfile -t targets < <(main_targets "$IMAGO_ROOT/build" "${main_suites[@]}")
 [ ${#targets[@]} -gt 0 ] || die "no targets in $IMAGO_ROOT/build"
 build_targets "$IMAGO_ROOT/build" "${targets[@]}"
 # imagod and its secondary processes (the API's multi-process tests) need hugepages; the
@@ -63,10 +72,8 @@ run_part() {
 }
 
 cd "$IMAGO_ROOT"
-# The optimized tree: the simulation's full seed count, the benchmarks' smoke runs and what
-# needs the programs (suite apps).
 run_part meson-release meson test -C build --no-rebuild --print-errorlogs \
-  --suite sim --suite bench-smoke --suite apps
+  "${main_suites[@]/#/--suite=}"
 # Unit, simulation and EAL suites under ASan + UBSan (leak checking on); any report fails the
 # run. The simulation runs 100 seeds here: the release run above covers the full seed count.
 IMAGO_SIM_SEEDS=100 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
