@@ -12,7 +12,7 @@
 
 static const char help[] =
 	"Usage: %s send FILE | recv [options] [-- imagod options of an embedded node]\n"
-	"  (not --run-to-completion: only imago-group polls its node)\n"
+	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [the attachment's first]\n"
 	"  --group G           the group [7]\n"
@@ -113,8 +113,8 @@ static int send_one(imago_ep_t *ep, const void *p, uint32_t len, double timeout_
 {
 	uint64_t end = ex_now_ns() + (uint64_t)(timeout_s * 1e9);
 	int rc;
-	while ((rc = imago_send(ep, p, len, 0)) == -EAGAIN && !ex_stop && ex_now_ns() < end) {
-	}
+	while ((rc = imago_send(ep, p, len, 0)) == -EAGAIN && !ex_stop && ex_now_ns() < end)
+		ex_poll();
 	return rc == -EAGAIN ? -ETIMEDOUT : rc;
 }
 
@@ -132,6 +132,7 @@ struct sender {
 static void sender_poll(struct sender *s, uint64_t sum)
 {
 	struct imago_msg d[16];
+	ex_poll();
 	int k = imago_recv_burst(s->g, d, 16);
 	for (int i = 0; i < k; ++i) {
 		struct imago_group_event e;
@@ -230,6 +231,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	const char *fate = NULL;
 	while (fate == NULL && !ex_stop && (double)(ex_now_ns() - last) < o->timeout_s * 1e9) {
 		struct imago_msg d[32];
+		ex_poll();
 		int k = imago_recv_burst(g, d, 32);
 		for (int i = 0; i < k && fate == NULL; ++i) {
 			const uint8_t *p = imago_msg_data(&d[i]);
@@ -275,8 +277,8 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	struct imago_node_stats ns = {.msgs_in_flight = 1};
 	uint64_t end = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
 	while (tell && rc == 0 && ex_now_ns() < end && !ex_stop &&
-	       (imago_stats(back, &st) < 0 || st.msgs_sent < 1 || imago_node_stats_get(im, 0, &ns) < 0 || ns.msgs_in_flight > 0)) {
-	}
+	       (imago_stats(back, &st) < 0 || st.msgs_sent < 1 || imago_node_stats_get(im, 0, &ns) < 0 || ns.msgs_in_flight > 0))
+		ex_poll();
 	printf("file %s: %s\n", path, fate);
 	printf("RESULT {\"mode\":\"cp\",\"role\":\"recv\",\"node\":%llu,\"source\":%llu,\"file\":",
 	       (unsigned long long)node, (unsigned long long)src);
@@ -291,7 +293,7 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc) return rc == 1 ? 0 : rc;
 	imago_t *im;
-	if (ex_attach(&o.ex, argv[0], &im) < 0 || ex_refuse_run_to_completion(im, argv[0]) < 0) return 1;
+	if (ex_attach(&o.ex, argv[0], &im) < 0) return 1;
 	uint64_t node = o.node ? o.node : imago_node_id(im, 0);
 	rc = o.file ? run_send(im, &o, node) : run_recv(im, &o, node);
 	fflush(stdout);

@@ -213,6 +213,17 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 	return 0;
 }
 
+/* The attachment this thread drives when its embedded node runs to completion (`-- ...
+ * --run-to-completion`: no engine lcore), NULL otherwise: every wait loop of the examples
+ * calls ex_poll(), so nothing waits on a node nobody polls. One thread a process. */
+static imago_t *ex_rtc;
+
+/* Poll the engines if this thread drives them. @return work done (0 when not ours). */
+static inline int ex_poll(void)
+{
+	return ex_rtc ? imago_engine_poll(ex_rtc) : 0;
+}
+
 /* Attach (embedded, or to the imagod of --secondary). @return 0 or a negative errno, said. */
 static inline int ex_attach(const struct ex_opts *o, const char *prog, imago_t **im)
 {
@@ -220,18 +231,9 @@ static inline int ex_attach(const struct ex_opts *o, const char *prog, imago_t *
 	if (rc < 0)
 		fprintf(stderr, "%s: cannot attach %s%s: %s\n", prog, o->prefix ? "to imagod " : "embedded",
 			o->prefix ? o->prefix : "", strerror(-rc));
+	else
+		ex_rtc = imago_engine_poll(*im) == -ENOTSUP ? NULL : *im;
 	return rc;
-}
-
-/* Only imago-group drives its node from its own thread: the other examples never call
- * imago_engine_poll(), so with `-- ... --run-to-completion` nothing would ever move (their
- * endpoints never ready). @return 0, or -ENOTSUP (said, and detached) for such a node. */
-static inline int ex_refuse_run_to_completion(imago_t *im, const char *prog)
-{
-	if (imago_engine_poll(im) == -ENOTSUP) return 0;
-	fprintf(stderr, "%s: --run-to-completion: only imago-group polls its node; run without it\n", prog);
-	imago_detach(im);
-	return -ENOTSUP;
 }
 
 /* Open o->name on node @p local towards @p peer (0: the attachment's other node). */
@@ -261,7 +263,7 @@ static inline int ex_drain(imago_ep_t *ep, uint64_t total, double timeout_s)
 {
 	struct imago_ep_stats st;
 	uint64_t end = timeout_s > 0 ? ex_now_ns() + (uint64_t)(timeout_s * 1e9) : UINT64_MAX;
-	while (imago_stats(ep, &st) == 0 && st.msgs_sent < total && !ex_stop)
+	while (ex_poll(), imago_stats(ep, &st) == 0 && st.msgs_sent < total && !ex_stop)
 		if (ex_now_ns() > end) return -ETIMEDOUT;
 	return 0;
 }
@@ -278,6 +280,7 @@ static inline int ex_settle(const imago_t *im, double timeout_s)
 		struct imago_node_stats st;
 		uint64_t in_flight = 0;
 		int rc;
+		ex_poll();
 		for (unsigned i = 0; (rc = imago_node_stats_get(im, i, &st)) != -EINVAL; ++i)
 			in_flight += rc == 0 ? st.msgs_in_flight : 1; /* -EAGAIN: unknown, look again */
 		if (in_flight == 0 || ex_stop) return 0;

@@ -549,15 +549,13 @@ static int order_self(struct order *ord, uint64_t own, const char *prog)
 
 /* Send and receive until done: @return 0, or a negative errno (a timeout, a failed send or
  * receive: -ECONNRESET when an ordered group left this node out). */
-static int run(imago_t *im, struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub, int do_sub)
+static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub, int do_sub)
 {
-	int all = p->ep != NULL && p->ep == s->ep, finished = 0, inline_engines = 1, rc = 0;
+	int all = p->ep != NULL && p->ep == s->ep, finished = 0, rc = 0;
 	uint64_t last = ex_now_ns(), seen = 0;
 	while (!ex_stop && rc >= 0 && !finished) {
 		struct imago_ep_stats st = {0};
-		/* Embedded with --run-to-completion, this thread drives the node too. */
-		int work = inline_engines ? imago_engine_poll(im) : 0;
-		if (work == -ENOTSUP) inline_engines = 0, work = 0;
+		int work = ex_poll(); /* embedded with --run-to-completion, this thread drives the node */
 		if (do_pub) {
 			if (!all) work += read_ring(p->ep, p, NULL, o);
 			imago_stats(p->ep, &st);
@@ -624,7 +622,7 @@ int main(int argc, char **argv)
 		if (do_sub && !(s.ep = open_group(im, &o, sub_node, sub_flags, NULL, argv[0]))) goto out;
 		if (do_pub && !(p.ep = open_group(im, &o, pub_node, pub_flags, NULL, argv[0]))) goto out;
 	}
-	rc = run(im, &p, &s, &o, do_pub, do_sub);
+	rc = run(&p, &s, &o, do_pub, do_sub);
 	if (rc < 0) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
 	int bad = 0;

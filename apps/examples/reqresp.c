@@ -10,7 +10,7 @@
 static const char *const roles[] = {"client", "server", "both", NULL};
 static const char help[] =
 	"Usage: %s client|server|both [options] [-- imagod options of an embedded node]\n"
-	"  (not --run-to-completion: only imago-group polls its node)\n"
+	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [client 1, server 2]   --peer ID  [the other node]\n"
 	"  --name NAME         endpoint name [reqresp]      --count N  requests [10000]\n"
@@ -23,6 +23,7 @@ static const char help[] =
 static int serve(imago_ep_t *ep, uint64_t *served)
 {
 	struct imago_msg m[32];
+	ex_poll();
 	int n = imago_recv_burst(ep, m, 32), rc = n, end = 0;
 	for (int i = 0; i < n && rc >= 0; ++i) {
 		uint64_t seq = 0;
@@ -30,7 +31,8 @@ static int serve(imago_ep_t *ep, uint64_t *served)
 			end = 1;
 			break;
 		}
-		while ((rc = imago_send(ep, imago_msg_data(&m[i]), m[i].len, IMAGO_FASTPATH)) == -EAGAIN && !ex_stop) {}
+		while ((rc = imago_send(ep, imago_msg_data(&m[i]), m[i].len, IMAGO_FASTPATH)) == -EAGAIN && !ex_stop)
+			ex_poll();
 		*served += rc == 0;
 	}
 	if (n > 0) imago_release(ep, m, (unsigned)n);
@@ -60,7 +62,7 @@ int main(int argc, char **argv)
 	uint64_t *rtt = calloc(o.count, sizeof *rtt), n = 0, served = 0, bytes = 0;
 	uint64_t lost = 0, dup = 0, reord = 0, bad = 0;
 	char *req = malloc(o.size_max);
-	if (ex_attach(&o, argv[0], &im) < 0 || ex_refuse_run_to_completion(im, argv[0]) < 0) return 1;
+	if (ex_attach(&o, argv[0], &im) < 0) return 1;
 	rc = 1;
 	uint64_t cli_node = do_cli && o.node ? o.node : 1, srv_node = do_srv && o.node ? o.node : 2;
 	if (do_srv && !(srv = ex_open(im, &o, srv_node, do_cli ? cli_node : o.peer, argv[0]))) goto out;
@@ -73,10 +75,12 @@ int main(int argc, char **argv)
 		uint64_t start = ex_now_ns();
 		uint64_t deadline = o.timeout_s > 0 ? start + (uint64_t)(o.timeout_s * 1e9) : UINT64_MAX;
 		while ((rc = imago_send(cli, req, len, IMAGO_FASTPATH)) == -EAGAIN && !ex_stop && ex_now_ns() < deadline)
-			if (srv) serve(srv, &served);
+			if (srv) serve(srv, &served); /* it polls the node too */
+			else ex_poll();
 		if (seq == o.count) break; /* the last one, "no more", has no answer */
 		for (int got = 0; rc >= 0 && !got && !ex_stop;) {
 			struct imago_msg m;
+			if (!srv) ex_poll(); /* serve() polls too */
 			if (srv && (rc = serve(srv, &served)) == -1) rc = 0;
 			if (rc >= 0 && o.use_wait && !srv) rc = imago_wait(cli, 100000);
 			if (rc >= 0 && (rc = imago_recv_burst(cli, &m, 1)) == 1) {

@@ -514,8 +514,8 @@ class TestSuiteGroup(TestSuite):
 
     def test_a_file_reaches_every_member_or_the_sender_names_who_expired(self, topology: Topology,
                                                                          tmp_path: Path) -> None:
-        """imago-cp sends a 4 MB file to 3 members, each losing 2 % of what it receives;
-        member 4 is SIGKILLed while it receives.
+        """imago-cp sends a 4 MB file to 3 members, each losing 2 % of what it receives
+        (member 3 run-to-completion); member 4 is SIGKILLed while it receives.
 
         Expect: the sender reports members 2 and 3 done (their checksums match) and member 4
         expired; the files members 2 and 3 wrote are the original, byte for byte.
@@ -528,8 +528,10 @@ class TestSuiteGroup(TestSuite):
             out = tmp_path / f"out{i}"
             out.mkdir()
             outs.append(out)
+            # Member 3 drives its node from its own thread (run-to-completion).
             recvs.append(self._cp(port, i, [(1, ports[0])], ["recv", "--out", str(out)],
-                                  ["--fault-rx", f"loss=0.02,seed={200 + i}"]))
+                                  ["--fault-rx", f"loss=0.02,seed={200 + i}",
+                                   *(["--run-to-completion"] if i == 3 else [])]))
         peers = [(i, p) for i, p in enumerate(ports[1:], 2)]
         sender = self._cp(ports[0], 1, peers, ["send", str(src), "--members", "3", "--chunk", "4000"],
                           ["--group-expire-ms", "500", "--dead-after-ms", "1000"])
