@@ -13,6 +13,7 @@
 # out-of-memory inputs land in build-fuzz/fuzz-work/<target>/artifacts/ (emptied at each run);
 # replay one with build-fuzz/tests/fuzz/<target>_fuzz FILE.
 #
+# The targets run side by side, one a core (IMAGO_FUZZ_JOBS=N to change it).
 # IMAGO_FUZZ_SEED=N fixes libFuzzer's seed (the test command's smoke run uses 1, so it explores
 # the same way each time); unset, each run draws its own.
 #
@@ -34,7 +35,7 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   shift
 fi
 case ${1:-} in -h | --help)
-  sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 esac
@@ -59,35 +60,32 @@ export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 seed=${IMAGO_FUZZ_SEED:-0}  # 0: libFuzzer draws one
-passed=0
-failed=0
-for t in "${targets[@]}"; do
-  exe="$tree/tests/fuzz/${t}_fuzz"
-  seeds="$IMAGO_ROOT/tests/fuzz/corpus/$t"
+
+# fuzz_one TARGET: run one target, print what it found; exits 1 on a crash.
+fuzz_one() {
+  local t=$1
+  local exe="$tree/tests/fuzz/${t}_fuzz"
+  local seeds="$IMAGO_ROOT/tests/fuzz/corpus/$t"
   if [ ! -x "$exe" ] || [ ! -d "$seeds" ]; then
     echo "fuzz: $t: no such target (tests/fuzz/${t}_fuzz.cc and tests/fuzz/corpus/$t/)"
-    failed=$((failed + 1))
-    continue
+    return 1
   fi
-  work="$tree/fuzz-work/$t"
+  local work="$tree/fuzz-work/$t"
   rm -rf "$work/artifacts"
   mkdir -p "$work/corpus" "$work/artifacts" "$IMAGO_LOGS"
-  log="$IMAGO_LOGS/fuzz-$t.log"
-  say "fuzz: $t for ${secs} s (log: $log)"
+  local log="$IMAGO_LOGS/fuzz-$t.log"
   # New inputs go to the first corpus folder: the scratch one.
   "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -seed="$seed" \
     -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" </dev/null >"$log" 2>&1
-  rc=$?
+  local rc=$?
+  local execs rate crashes
   execs=$(grep -a -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -1)
   rate=$(grep -a -E '^stat::average_exec_per_sec:' "$log" | awk '{print $2}' | tail -1)
   crashes=$(find "$work/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   # Died without an artifact: a crash too, unless someone stopped it (SIGINT: libFuzzer says so).
   if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && ! grep -q 'libFuzzer: run interrupted' "$log"; then crashes=1; fi
   echo "fuzz: $t: ${execs:-0} executions (${rate:-0}/s), $crashes crashes"
-  if [ "$crashes" -eq 0 ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
+  if [ "$crashes" -ne 0 ]; then
     grep -E '==fuzz==|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | head -5 | sed 's/^/  /'
     find "$work/artifacts" -type f ! -name 'slow-unit-*' | head -3 | sed "s|^|  replay: $exe |"
   fi
@@ -98,6 +96,25 @@ for t in "${targets[@]}"; do
       echo "fuzz: $t: merge failed (log: $log)"
     echo "fuzz: $t: corpus now $(find "$seeds" -type f | wc -l) files, $(du -sh "$seeds" | cut -f1)"
   fi
+  [ "$crashes" -eq 0 ]
+}
+
+# The targets run side by side, one a core (IMAGO_FUZZ_JOBS to change it): each is one
+# single-threaded process, and one at a time left a core idle for the whole run.
+jobs_max=${IMAGO_FUZZ_JOBS:-$(nproc)}
+mkdir -p "$tree/fuzz-work"
+pids=()
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  say "fuzz: $t for ${secs} s (log: $IMAGO_LOGS/fuzz-$t.log)"
+  fuzz_one "$t" >"$tree/fuzz-work/$t.report" 2>&1 &
+  pids+=($!)
+done
+passed=0
+failed=0
+for i in "${!targets[@]}"; do
+  if wait "${pids[$i]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  cat "$tree/fuzz-work/${targets[$i]}.report"
 done
 
 echo "fuzz: $passed passed, $failed failed"
