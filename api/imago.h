@@ -620,8 +620,11 @@ enum imago_group_event_kind {
 /** Why a stream ended here (struct imago_group_event.reason, for IMAGO_GROUP_ENDED). */
 enum imago_group_end_reason {
 	IMAGO_GROUP_END_LEAVE = 1,   /**< this endpoint closed (the node left the group) */
-	IMAGO_GROUP_END_DROPPED = 2, /**< the source expired this node: its messages from position
-	                                  on are lost to this node (never skipped silently). It comes
+	IMAGO_GROUP_END_DROPPED = 2, /**< the source expired this node (this node held back its
+	                                  stream too long, or was off its core so long that the
+	                                  source's node declared it dead): its messages from position
+	                                  on are lost to this node (never skipped silently; when the
+	                                  source sent nothing more, nothing is lost). It comes
 	                                  after every message held here before it, so possibly long
 	                                  after the expiry. This node gets nothing more from that
 	                                  source until this endpoint is closed and the group opened

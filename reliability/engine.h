@@ -291,7 +291,9 @@ class Engine {
   void accept_hello(Peer& p, const Header& h, bool changed, uint64_t now);
   void challenge(Peer& p, const Header& h, uint64_t now);
   Seq new_isn();
-  void reset_session(Peer& p, bool notify, Seq isn);
+  /** A new session with @p p; its group streams to us end @p why (GONE: it died or
+   *  restarted; DROPPED: alive, it declared us dead, so it expired us from them). */
+  void reset_session(Peer& p, bool notify, Seq isn, GroupEvent::Why why = GroupEvent::kGone);
   void declare_dead(Peer& p);
   /** The keep-alive: ack_refresh_ns, but a third of dead_after_ns at most, so that an idle
    *  peer is never declared dead for want of it. */
@@ -429,7 +431,7 @@ class Engine {
   void group_deliver(GroupRx& r);
   void end_stream(GroupRx& r, GroupEvent::Why why, Seq end_at = 0, bool leave = false);
   void poll_ending(GroupRx& r, uint64_t now);
-  void group_peer_gone(Peer& p);
+  void group_peer_gone(Peer& p, GroupEvent::Why why);
   void group_poll(uint64_t now);
   void poll_source(GroupTx& t, uint64_t now);
   /** Since when member @p m of @p t has held the stream back (its expiry counts from it). */

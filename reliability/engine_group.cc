@@ -1068,11 +1068,17 @@ void Engine::group_poll(uint64_t now) {
   if (!wants_.empty()) group_deadline_ = std::min(group_deadline_, now + cfg_.rto_initial_ns);
 }
 
-void Engine::group_peer_gone(Peer& p) {
-  // Its streams end here, it leaves every view of ours, and it is asked again once back.
+void Engine::group_peer_gone(Peer& p, GroupEvent::Why why) {
+  // Its streams end here, it leaves every view of ours, and it is asked again once back;
+  // but a peer that dropped us (it declared us dead) is asked again only for what it had
+  // not admitted us to: a stream of it we had (kDone), ended here or by its EXPIRED before,
+  // is joined anew only by the application, as after an EXPIRED.
+  const auto it = index_.find(p.id);
+  for (GroupWant& w : wants_)
+    if (it != index_.end() && (why != GroupEvent::kDropped || w.asked[it->second] != kDone)) w.asked[it->second] = kAsk;
   for (uint32_t i = 0; i < cfg_.group_streams; ++i) {
     GroupRx& r = grx_[i];
-    if (r.state == GroupRx::State::kActive && r.src == p.id) end_stream(r, GroupEvent::kGone);
+    if (r.state == GroupRx::State::kActive && r.src == p.id) end_stream(r, why);
     if (r.state == GroupRx::State::kLeaving && r.src == p.id) r.state = GroupRx::State::kFree;
     if (r.state == GroupRx::State::kEnding && r.src == p.id) r.end_leave = false;  // no one to tell
   }
@@ -1084,9 +1090,6 @@ void Engine::group_peer_gone(Peer& p) {
         break;
       }
   }
-  const auto it = index_.find(p.id);
-  for (GroupWant& w : wants_)
-    if (it != index_.end()) w.asked[it->second] = kAsk;
   group_deadline_ = now_;
 }
 

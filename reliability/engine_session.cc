@@ -71,9 +71,10 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
       // The incarnation we declared dead is back, or (a new ISN on our established session,
       // addressed to us) it declared us dead and came back: either way a new session, both
       // ISNs new, counted and told as a restart (the unconfirmed were dropped at the death).
+      // In the second case it did not restart: it expired us from its group streams.
       if (dead || (p.s.state == PeerState::kEstablished && h.seq != p.s.peer_isn && h.dst_token == token_)) {
         p.c.resets++;
-        reset_session(p, true, new_isn());
+        reset_session(p, true, new_isn(), dead ? GroupEvent::kGone : GroupEvent::kDropped);
         learn_peer(p, h);
         break;
       }
@@ -173,7 +174,7 @@ Seq Engine::new_isn() {
   return cfg_.initial_seq ? *cfg_.initial_seq + isns_drawn_++ : static_cast<Seq>(rng_.next());
 }
 
-void Engine::reset_session(Peer& p, bool notify, Seq isn) {
+void Engine::reset_session(Peer& p, bool notify, Seq isn, GroupEvent::Why why) {
   const uint64_t discarded = p.tx.messages_held();
   p.c.discarded_msgs += discarded;
   p.s = Session{};
@@ -199,7 +200,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn) {
   p.hello_attempts = p.hello_echo = 0;
   p.last_heard = now_;  // a fresh session gets a full dead_after to complete
   if (notify) app_->on_peer_reset(p.id, discarded);
-  group_peer_gone(p);
+  group_peer_gone(p, why);
 }
 
 void Engine::declare_dead(Peer& p) {

@@ -193,6 +193,37 @@ TEST_F(GroupTest, AMemberExpiredWhileItsApplicationTakesNothingGetsWhatItHeldThe
   }
 }
 
+TEST_F(GroupTest, AMemberWhoseNodeTheSourceDeclaredDeadIsToldItWasDroppedAndIsNotJoinedAgain) {
+  tune = [](Config& c) { c.dead_after_ns = 200 * kMs; };
+  start(3);
+  send(50, 100);
+  run_for(5 * kMs);
+  // Do: node 3 is off its core (not polled, its frames held) until the source's node has
+  // declared it dead; more data meanwhile, then it runs again.
+  const uint64_t wake = now + 450 * kMs;
+  asleep = [&](NodeId id, uint64_t t) { return id == 3 && t < wake; };
+  send(50, 100, 50);
+  run_for(400 * kMs);
+  ASSERT_EQ(node(1).e->state(3), PeerState::kDead);
+  asleep = [](NodeId, uint64_t) { return false; };
+  settle();  // what waited for it first, as a node's loop reads its port before its timers
+  run_for(50 * kMs);
+  send(10, 100, 100);
+  run_for(50 * kMs);
+  // Expect: its stream ended DROPPED (the source expired it), not GONE (the source did not
+  // die or restart), after what it held; it is not joined again behind the application's
+  // back (a later STARTED), as after an EXPIRED; node 2 has everything.
+  expect_all(2, 110, 100);
+  ASSERT_EQ(node(3).count(GroupEvent::kEnded), 1u);
+  for (const GroupEvent& ev : node(3).events)
+    if (ev.kind == GroupEvent::kEnded) {
+      EXPECT_EQ(ev.why, GroupEvent::kDropped);
+    }
+  EXPECT_EQ(node(3).count(GroupEvent::kStarted), 1u);
+  EXPECT_LE(node(3).got.size(), 100u);
+  EXPECT_EQ(node(3).e->counters(1)->deaths, 0u);  // node 3 never found the source dead
+}
+
 TEST_F(GroupTest, AMemberAdmittedWhileMessagesWaitToGoOutHoldsNothingBack) {
   tune = [](Config& c) { c.coalesce_ns = 50 * kMs; };  // small messages wait for a full frame
   make(2);
