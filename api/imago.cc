@@ -443,7 +443,7 @@ int imago_engine_poll(imago_t* h) {
   Attachment* im = att_of(h);
   if (im == nullptr) return -EINVAL;
   if (!im->rt || !im->rt->inline_engines()) return -ENOTSUP;
-  return static_cast<int>(im->rt->poll_inline());
+  return im->rt->poll_inline();
 }
 
 namespace {

@@ -147,12 +147,16 @@ uint64_t imago_node_id(const imago_t *im, unsigned index);
  * Run-to-completion: poll every node of @p im once from the calling thread (receive frames,
  * deliver to endpoints' rx rings, take their tx rings, run timers, send). Only for an
  * embedded attachment started with `--run-to-completion`: it has no engine lcore, so nothing
- * moves unless the application calls this, often, from one thread (the one that sends and
- * receives; imago_close() polls by itself while it waits). For machines with few cores: the
- * application and its engines share one.
+ * moves unless the application calls this, often (from the thread that sends and receives;
+ * imago_wait() and imago_close() poll by themselves while they wait). For machines with few
+ * cores: the application and its engines share one. Several threads may call it (and wait
+ * in imago_wait() on their own endpoints): one at a time polls, and a call that finds
+ * another thread polling returns -EBUSY at once, having done nothing (that thread moves the
+ * nodes).
  * @return the work done, a count with no fixed unit (frames received and sent, messages
  *         and buffers moved; 0: nothing to do); -EINVAL @p im not live; -ENOTSUP the nodes
- *         have their engine lcore (the default, and every secondary). A node polled rarely
+ *         have their engine lcore (the default, and every secondary); -EBUSY another thread
+ *         of this process is polling them just now. A node polled rarely
  *         still loses nothing, but its peers resend what it did not acknowledge in time: a
  *         stream slows far more than the gaps alone would say. Buffers the application
  *         freed (imago_buf_free()) go back to their pool as the nodes are polled, some each

@@ -557,11 +557,16 @@ int Runtime::fill_slot(uint32_t i, const CtlMsg& req, int node_index) {
   return 0;
 }
 
-unsigned Runtime::poll_inline() {
+int Runtime::poll_inline() {
+  // Two threads of one process may each wait (imago_wait(), imago_close()) or poll: the
+  // engines are single-threaded, so the second leaves them to the first (acquire/release:
+  // each poll sees what the one before it did, whichever thread ran it).
+  if (polling_.exchange(true, std::memory_order_acquire)) return -EBUSY;
   const uint64_t now = rte_rdtsc();
   unsigned work = 0;
   for (auto& n : nodes_) work += n->poll(now);
-  return work;
+  polling_.store(false, std::memory_order_release);
+  return static_cast<int>(std::min<unsigned>(work, INT32_MAX));
 }
 
 // A member whose stream of a group ended (imago_close(), or its source's END) says LEAVE until

@@ -63,8 +63,10 @@ class Runtime {
   size_t node_count() const { return nodes_.size(); }
   /** @return true when the application drives the nodes (--run-to-completion). */
   bool inline_engines() const { return o_.run_to_completion; }
-  /** Run-to-completion: one poll of every node, on the application's thread. @return work done. */
-  unsigned poll_inline();
+  /** Run-to-completion: one poll of every node, on the application's thread. One thread at
+   *  a time: a call while another thread is inside returns -EBUSY at once (that one moves
+   *  the engines). @return work done, or -EBUSY. */
+  int poll_inline();
 
  private:
   int start_eal(const dp::ArgSplit& args, bool daemon);
@@ -114,6 +116,7 @@ class Runtime {
   static constexpr unsigned kMaxApps = 64;
   std::array<std::atomic<int32_t>, kMaxApps> apps_{};  ///< pids that attached (the rte_mp thread writes)
   std::atomic<bool> apps_overflow_{false};  ///< more attached at once than apps_ holds
+  std::atomic<bool> polling_{false};  ///< a thread is inside poll_inline()
 };
 
 }  // namespace imago::api
