@@ -150,6 +150,10 @@ bool confirmed(ApiRun& r, uint64_t now) {
 // A receiver alone cannot know that its last ACK arrived; like TCP's TIME_WAIT it lingers
 // until its node has heard no frame for 200 ms, or gives up after --idle-timeout-ms of silence.
 bool receiver_done(ApiRun& r, Kind k, uint64_t now) {
+  // Traffic begins with the sender's endpoint (or its first message), not with the first
+  // frame: a receiver started first hears the link's own frames (an IPv6 solicitation on a
+  // new veth, say) long before the sender comes.
+  if (!r.b.up && r.check.delivered == 0) return false;
   imago_node_stats n{};
   imago_node_stats_get(r.im, static_cast<unsigned>(r.b.node_index), &n);
   uint64_t frames = n.frames_received + n.frames_rejected - r.b.node_before.frames_received -
@@ -166,10 +170,14 @@ bool finished(ApiRun& r, Kind k, uint64_t now) {
   return receiver_done(r, k, now);
 }
 
-bool peer_died(const ApiRun& r) {
-  for (const ApiEnd* e : {&r.a, &r.b}) {
+// A death of the peer once it was up: one not started yet (its end started later than ours,
+// beyond --dead-after-ms) is declared dead by our node, which goes on probing: we wait for it.
+bool peer_died(ApiRun& r) {
+  for (ApiEnd* e : {&r.a, &r.b}) {
     imago_ep_stats s{};
-    if (e->ep && imago_stats(e->ep, &s) == 0 && s.peer_deaths > 0) return true;
+    if (!e->ep || imago_stats(e->ep, &s) != 0) continue;
+    if (!e->up && imago_peer_ready(e->ep) == 1) e->up = true, e->deaths_at_up = s.peer_deaths;
+    if (e->up && s.peer_deaths > e->deaths_at_up) return true;
   }
   return false;
 }

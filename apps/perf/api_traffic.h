@@ -28,6 +28,8 @@ struct ApiEnd {
   imago_ep_t* ep = nullptr;  ///< null when this process does not run this end
   int node_index = -1;
   imago_node_stats node_before{};
+  bool up = false;           ///< the peer's endpoint was ready once
+  uint64_t deaths_at_up = 0; ///< peer_deaths then: deaths before (a peer not yet started) end nothing
 };
 
 struct ApiRun {

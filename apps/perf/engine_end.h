@@ -37,6 +37,17 @@ struct NetEventLog final : rel::red::Listener {
   }
 };
 
+/** A mode's application (its engine's sink), as far as the peer's life goes: a death ends a
+ *  run only once the peer was up. One never heard yet (its end started later than this one,
+ *  beyond --dead-after-ms) is declared dead by the engine, which goes on probing, and the
+ *  run waits for it as the receiver started first must. */
+struct PeerLife : rel::AppSink {
+  bool up = false;    ///< the session came up at least once
+  bool dead = false;  ///< the peer died after that
+  void on_peer_up(rel::NodeId) override { up = true; }
+  void on_peer_dead(rel::NodeId, uint64_t) override { dead = dead || up; }
+};
+
 /** One reliable end of a mode: the node's engine (dp::NodeEngine) on one of this process's
  *  ports, and the one peer it talks to. */
 struct EngineEnd : dp::NodeEngine {

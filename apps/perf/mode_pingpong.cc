@@ -16,9 +16,9 @@ namespace imago::perf {
 namespace {
 
 // A's application: times each reply of the one outstanding ping.
-struct Pinger final : rel::AppSink {
+struct Pinger final : PeerLife {
   uint64_t sent = 0, replies = 0, bad = 0, ping_tsc = 0, first_tsc = 0, last_tsc = 0, tsc_hz = 1;
-  bool outstanding = false, dead = false;
+  bool outstanding = false;
   app::Histogram rtt_ns;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
@@ -36,14 +36,13 @@ struct Pinger final : rel::AppSink {
     outstanding = false;
     return true;
   }
-  void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
 // B's application: keeps the latest ping to send back from its own lcore task (the engine
 // is not re-entered from its own delivery callback).
-struct Echoer final : rel::AppSink {
+struct Echoer final : PeerLife {
   std::vector<uint8_t> pending;
-  bool has_pending = false, dead = false;
+  bool has_pending = false;
   uint64_t echoed = 0;
 
   bool deliver(rel::NodeId, std::span<const uint8_t> msg) override {
@@ -52,7 +51,6 @@ struct Echoer final : rel::AppSink {
     has_pending = true;
     return true;
   }
-  void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
 struct PingState {

@@ -28,10 +28,9 @@ enum class Variant { kStream, kRate, kEcho };
 
 // The receiving application: checks each message as it is delivered; in rate mode it times
 // the one-way delay, in echo mode it queues the message to go back.
-struct StreamReceiver final : rel::AppSink {
+struct StreamReceiver final : PeerLife {
   StreamCheck check;
   uint64_t tsc_hz = 1;
-  bool dead = false;
   Variant variant = Variant::kStream;
   app::Histogram delay_ns;
   EchoQueue* echo = nullptr;
@@ -63,7 +62,6 @@ struct StreamReceiver final : rel::AppSink {
     }
     return true;
   }
-  void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
 // Buffers for messages sent by reference (Engine::send_ref()): each is the engine's from its
@@ -78,8 +76,7 @@ struct RefBuffers {
 };
 
 // The sending side's application: learns deaths; in echo mode it times the returning messages.
-struct SenderEvents final : rel::AppSink {
-  bool dead = false;
+struct SenderEvents final : PeerLife {
   EchoTimer timer;
   RefBuffers refs;
 
@@ -89,7 +86,6 @@ struct SenderEvents final : rel::AppSink {
     timer.on_echo(msg, rte_rdtsc());
     return true;
   }
-  void on_peer_dead(rel::NodeId, uint64_t) override { dead = true; }
 };
 
 struct StreamState {

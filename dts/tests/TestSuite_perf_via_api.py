@@ -13,6 +13,7 @@ refused with exit status 2 and the reason.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -131,6 +132,35 @@ class TestSuitePerfViaApi(TestSuite):
         self.verify(t.retransmits > 0, "5 % receive loss and the sender never retransmitted")
         by_ref = t.raw["node_1"]["msgs_by_ref"]
         self.verify(by_ref > 0 if size > 1000 else by_ref == 0, f"{by_ref} of {msgs} messages sent by reference")
+
+    @pytest.mark.parametrize("via", [[], ["--via", "api"]], ids=["engine", "api"])
+    def test_a_receiver_started_long_before_its_sender_waits_for_it(self, topology: Topology, perf_binary,
+                                                                   via) -> None:
+        """
+        Steps:
+            Two namespaces joined by a veth; imago-perf --role rx with --dead-after-ms 300,
+            then, 1.5 s later (its node has declared the sender's dead, and heard the new
+            veth's own frames), --role tx: a stream of 20000 messages. Through the engine,
+            and through imago.h.
+        Verify:
+            The receiver waited: it got every message and ended done, not peer_dead (a
+            peer never up is not dead to the run), and so did the sender.
+        """
+        tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
+        common = [*via, "--mode", "stream", "--msgs", "20000", "--dead-after-ms", "300", "--duration", "30"]
+        rx = ImagoPerf(rx_if.node, perf_binary).start_args(
+            common + ["--role", "rx", "--iface", rx_if.name, "--peer", f"1@{tx_if.mac}"], name="early-rx")
+        rx.wait_ready(READY_S)
+        time.sleep(1.5)
+        tx = ImagoPerf(tx_if.node, perf_binary).start_args(
+            common + ["--role", "tx", "--iface", tx_if.name, "--peer", f"2@{rx_if.mac}"], name="late-tx")
+        t = tx.result(timeout=RUN_S)
+        r = rx.result(timeout=READY_S)
+        print("tx RESULT", json.dumps(t.raw))
+        print("rx RESULT", json.dumps(r.raw))
+        self.verify(r.raw["ended"] == "done" and not r.raw["peer_dead"], f"the receiver ended {r.raw['ended']}")
+        self.verify(r.msgs_delivered == 20000 and r.lost == 0, f"rx delivered {r.msgs_delivered} of 20000")
+        self.verify(t.raw["ended"] == "done", f"the sender ended {t.raw['ended']}")
 
     @pytest.mark.parametrize("args,reason", [
         (["--via", "api", "--mode", "raw"], "reliable modes"),
