@@ -389,7 +389,9 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
  * this endpoint). On success the buffer belongs to imago at once (a second send or a free of
  * it is -EINVAL, and the message is delivered); on -EAGAIN it is still yours. Do not write
  * to it after a successful send: the message may go out of the buffer itself (below), as
- * first sent or as repaired, so what a late write does to what is delivered is not defined. On a unicast
+ * first sent or as repaired, and on any link it is read when the engine takes it from the
+ * tx ring, some time after this call, so what a late write does to what is delivered is
+ * not defined (a late write is often seen at the receiver). On a unicast
  * endpoint whose node's link is net_memif or net_af_packet (without --auth-key), a message
  * larger than half a frame's payload goes out of this buffer itself, with no copy, on its
  * first sending and on every repair, and the buffer returns to the pool only once the peer
@@ -510,7 +512,9 @@ struct imago_ep_stats {
 	 * last ones the engine took from this endpoint before the event. Messages still in the
 	 * tx ring are not dropped: they go to the peer's next incarnation once its endpoint opens. */
 	uint64_t peer_resets;      /**< restarts of the peer node seen while open */
-	uint64_t peer_deaths;      /**< times the peer node was declared dead while open */
+	uint64_t peer_deaths;      /**< times the peer node was declared dead while open (a peer
+	                                never heard yet counts too: silent for dead_after since
+	                                this node started, it is declared dead and asked on) */
 	uint64_t msgs_unconfirmed; /**< messages dropped unconfirmed at those events, in total */
 	uint64_t last_unconfirmed_first; /**< the latest event that dropped messages of this
 	                                      endpoint: the first one dropped, counted as msgs_sent
