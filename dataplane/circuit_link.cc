@@ -257,6 +257,7 @@ unsigned CircuitLink::poll(uint64_t now) {
     if (send(p, ports_[p].hello)) ++cc_.hellos_sent, ++work;
   }
   sink_->poll(now);
+  if (routes_log_.due(now)) show_routes("changes held back since the last table");
   return work;
 }
 
@@ -280,7 +281,7 @@ void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now) {
     dead_[static_cast<size_t>(li)] = !up;
     compute_routes();
     ++cc_.route_changes;
-    if (say) show_routes(up ? "a link came back" : "a link went down");
+    if (routes_log_.changed(now, cc_.log_quiet)) show_routes(up ? "a link came back" : "a link went down");
   }
   if (!up) sink_->node().link_down(p, now);
 }

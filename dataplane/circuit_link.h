@@ -38,6 +38,7 @@
 #include "dataplane/encap.h"
 #include "dataplane/engine_link.h"
 #include "dataplane/fault.h"
+#include "dataplane/log_gate.h"
 #include "dataplane/tx_queue.h"
 #include "reliability/circuits/circuit_sink.h"
 #include "reliability/circuits/link_health.h"
@@ -63,21 +64,6 @@ struct CircuitSetup {
   /** A frame whose next link is full waits this long at most (its input link pushed back),
    *  then is dropped (the ends repair it). */
   uint64_t max_wait_ns = 2'000'000;
-};
-
-/** A line per change, but at most one per kGapNs: a flapping link (forged HELLOs, a loaded
- *  machine) must not flood the log. The changes not logged are counted, and the next line that
- *  is logged is preceded by how many. */
-struct LogGate {
-  static constexpr uint64_t kGapNs = 10'000'000'000;
-  uint64_t at = 0;     ///< its last line (0: none yet)
-  uint64_t quiet = 0;  ///< changes since, not logged
-  /** @return whether a line may go out at @p now; else counts it quiet (and in @p total). */
-  bool open(uint64_t now, uint64_t& total) {
-    if (at != 0 && now - at < kGapNs) return ++quiet, ++total, false;
-    at = now;
-    return true;
-  }
 };
 
 struct CircuitLinkCounters {
@@ -249,6 +235,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   std::vector<Port> ports_;
   std::unique_ptr<rel::circ::CircuitSink> sink_;
   FILE* show_routes_ = nullptr;
+  HeldLine routes_log_;  ///< --show-routes: a table per change, at most one per 10 s
   uint16_t burst_ = 32;
   TscClock clock_;
   uint64_t now_tsc_ = 0;

@@ -42,7 +42,9 @@ void add_fabric_rows(OptionTable<T>& t, FabricOptions T::*m) {
                "circuit, and a node without --peer only forwards (a router) [none]",
                [m](T& o, const std::string& v) { return (o.*m).spec = v, !v.empty(); },
                [m](const T& o) { return (o.*m).spec; }});
-  t.push_back({"show-routes", nullptr, "with --topology: print the routing table at start and when a link changes",
+  t.push_back({"show-routes", nullptr,
+               "with --topology: print the routing table at start and when a link changes (one per 10 s "
+               "at most: a change within them comes when they end)",
                [m](T& o, const std::string&) { return (o.*m).show_routes = true; }});
   t.push_back({"link-hello-us", "US", "with --topology: a HELLO on every link this often, 10..1000000",
                [m](T& o, const std::string& v) {
