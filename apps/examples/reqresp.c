@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		if (seq == o.count) break; /* the last one, "no more", has no answer */
 		for (int got = 0; rc >= 0 && !got && !ex_stop;) {
 			struct imago_msg m;
-			if (!srv) ex_poll(); /* serve() polls too */
+			if (!srv && !o.use_wait) ex_poll(); /* serve() and imago_wait() poll too */
 			if (srv && (rc = serve(srv, &served)) == -1) rc = 0;
 			if (rc >= 0 && o.use_wait && !srv) rc = imago_wait(cli, 100000);
 			if (rc >= 0 && (rc = imago_recv_burst(cli, &m, 1)) == 1) {
