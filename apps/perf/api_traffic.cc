@@ -147,6 +147,11 @@ bool confirmed(ApiRun& r, uint64_t now) {
   return imago_node_stats_get(r.im, static_cast<unsigned>(r.a.node_index), &n) == 0 && n.msgs_in_flight == 0;
 }
 
+// The receiving end has every message (and, echoing, has sent every one back).
+bool has_all(const ApiRun& r, Kind k) {
+  return (echoes(k) ? r.echoed : r.check.delivered) >= r.o.msgs && r.back.empty();
+}
+
 // A receiver alone cannot know that its last ACK arrived; like TCP's TIME_WAIT it lingers
 // until its node has heard no frame for 200 ms, or gives up after --idle-timeout-ms of silence.
 bool receiver_done(ApiRun& r, Kind k, uint64_t now) {
@@ -158,8 +163,7 @@ bool receiver_done(ApiRun& r, Kind k, uint64_t now) {
   imago_node_stats_get(r.im, static_cast<unsigned>(r.b.node_index), &n);
   uint64_t frames = n.frames_received + n.frames_rejected - r.b.node_before.frames_received -
                     r.b.node_before.frames_rejected;
-  bool all = (echoes(k) ? r.echoed : r.check.delivered) >= r.o.msgs && r.back.empty();
-  uint64_t idle = all ? r.tsc_hz / 5 : r.tsc_hz * r.o.idle_timeout_ms / 1000;
+  uint64_t idle = has_all(r, k) ? r.tsc_hz / 5 : r.tsc_hz * r.o.idle_timeout_ms / 1000;
   return r.frames.quiet(now, frames, idle);
 }
 
@@ -170,16 +174,24 @@ bool finished(ApiRun& r, Kind k, uint64_t now) {
   return receiver_done(r, k, now);
 }
 
+enum class Death { kNone, kDied, kLeftAfterAll };
+
 // A death of the peer once it was up: one not started yet (its end started later than ours,
 // beyond --dead-after-ms) is declared dead by our node, which goes on probing: we wait for it.
-bool peer_died(ApiRun& r) {
+// A receiver alone that has everything, none of its own messages lost with the peer, saw its
+// sender leave once all was confirmed (before its 200 ms linger was over): that is no death.
+Death peer_died(ApiRun& r, Kind k) {
   for (ApiEnd* e : {&r.a, &r.b}) {
     imago_ep_stats s{};
     if (!e->ep || imago_stats(e->ep, &s) != 0) continue;
-    if (!e->up && imago_peer_ready(e->ep) == 1) e->up = true, e->deaths_at_up = s.peer_deaths;
-    if (e->up && s.peer_deaths > e->deaths_at_up) return true;
+    if (!e->up && imago_peer_ready(e->ep) == 1) {
+      e->up = true, e->deaths_at_up = s.peer_deaths, e->unconfirmed_at_up = s.msgs_unconfirmed;
+    }
+    if (!e->up || s.peer_deaths == e->deaths_at_up) continue;
+    bool left = !r.a.ep && has_all(r, k) && s.msgs_unconfirmed == e->unconfirmed_at_up;
+    return left ? Death::kLeftAfterAll : Death::kDied;
   }
-  return false;
+  return Death::kNone;
 }
 
 void stats_line(ApiRun& r, uint64_t now) {
@@ -193,7 +205,11 @@ void stats_line(ApiRun& r, uint64_t now) {
 // Every millisecond: is the run over (done, dead, closed, --duration, a signal)?
 bool tick(ApiRun& r, Kind k, uint64_t now) {
   r.ended = dp::stop_requested() ? "signal" : r.closed ? "closed" : r.send_errors ? "send_error" : nullptr;
-  if (!r.ended && peer_died(r)) r.dead = true, r.ended = "peer_dead";
+  if (!r.ended) {
+    Death d = peer_died(r, k);
+    if (d == Death::kLeftAfterAll) r.ended = "done";
+    if (d == Death::kDied) r.dead = true, r.ended = "peer_dead";
+  }
   if (!r.ended && finished(r, k, now)) r.ended = "done";
   if (!r.ended && now >= r.deadline) r.timed_out = true, r.ended = "duration";
   if (!r.ended) stats_line(r, now);

@@ -30,6 +30,7 @@ struct ApiEnd {
   imago_node_stats node_before{};
   bool up = false;           ///< the peer's endpoint was ready once
   uint64_t deaths_at_up = 0; ///< peer_deaths then: deaths before (a peer not yet started) end nothing
+  uint64_t unconfirmed_at_up = 0;  ///< msgs_unconfirmed then: more at a death lost ours with it
 };
 
 struct ApiRun {

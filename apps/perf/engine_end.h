@@ -45,7 +45,18 @@ struct PeerLife : rel::AppSink {
   bool up = false;    ///< the session came up at least once
   bool dead = false;  ///< the peer died after that
   void on_peer_up(rel::NodeId) override { up = true; }
-  void on_peer_dead(rel::NodeId, uint64_t) override { dead = dead || up; }
+  uint64_t discarded = 0;  ///< our messages lost unconfirmed with the peer at its deaths
+  void on_peer_dead(rel::NodeId, uint64_t n) override {
+    if (up) dead = true, discarded += n;
+  }
+  /// The peer died once this end, alone in its process, had everything (@p alone_with_all)
+  /// and none of its own messages went with it: it left when all was confirmed, before this
+  /// end's 200 ms linger was over. The run is done, not dead: true, and the death forgotten.
+  bool left_after_all(bool alone_with_all) {
+    if (!dead || !alone_with_all || discarded != 0) return false;
+    dead = false;
+    return true;
+  }
 };
 
 /** One reliable end of a mode: the node's engine (dp::NodeEngine) on one of this process's

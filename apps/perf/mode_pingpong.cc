@@ -109,6 +109,7 @@ int pp_setup(Context& ctx) {
 
 bool pp_finished(Context& ctx, uint64_t now) {
   PingState& st = state(ctx);
+  if (st.echoer.left_after_all(!st.a.node && st.echoer.echoed >= st.total)) return true;
   if (st.pinger.dead || st.echoer.dead) return true;
   if (st.a.node) return st.pinger.replies >= st.total && st.a.engine->unconfirmed_messages(st.a.peer) == 0;
   // An echoer alone lingers after the last echo until the pinger falls silent (its last

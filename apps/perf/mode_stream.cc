@@ -231,6 +231,8 @@ int echo_setup(Context& ctx) { return setup_variant(ctx, Variant::kEcho); }
 
 bool stream_finished(Context& ctx, uint64_t now) {
   StreamState& st = state(ctx);
+  bool all = st.rx_app.check.delivered >= st.total && (st.variant != Variant::kEcho || st.echoed >= st.total);
+  if (st.rx_app.left_after_all(!st.tx.node && all)) return true;
   if (st.tx_events.dead || st.rx_app.dead || st.send_errors) return true;
   bool tx_done = !st.tx.node ||
                  (st.sent == st.total && st.tx.engine->unconfirmed_messages(st.tx.peer) == 0 &&
@@ -240,7 +242,6 @@ bool stream_finished(Context& ctx, uint64_t now) {
   // TIME_WAIT it lingers until the sender has been quiet a while (no retransmission came).
   uint64_t frames = st.rx.link.counters().frames_in + st.rx.link_b.counters().frames_in;
   uint64_t linger = ctx.tsc_hz / 5, idle = ctx.tsc_hz * ctx.opt.idle_timeout_ms / 1000;
-  bool all = st.rx_app.check.delivered >= st.total && (st.variant != Variant::kEcho || st.echoed >= st.total);
   return st.rx_frames.quiet(now, frames, all ? linger : idle);
 }
 

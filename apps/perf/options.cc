@@ -255,9 +255,10 @@ void print_usage(const char* prog) {
       "--attach they are imagod's. Options the library does not have (tx faults, --ring-size,\n"
       "--nb-desc, --lcores, --auth-key, -i) are refused (exit 2). A sender alone finishes once its\n"
       "node has nothing in flight (imago_node_stats_get()); a receiver alone lingers 200 ms after\n"
-      "the last frame. Echo keeps at most 1024 messages unanswered (both ends of a pair share the\n"
-      "node's buffer pools). RESULT adds via, attach, ended (done, duration, signal, closed,\n"
-      "peer_dead, send_error), node_<id> (the engines' counters during the run), ep_A, ep_B.\n"
+      "the last frame (done too if the sender is declared dead once all came). Echo keeps at\n"
+      "most 1024 messages unanswered (both ends of a pair share the node's buffer pools).\n"
+      "RESULT adds via, attach, ended (done, duration, signal, closed, peer_dead, send_error),\n"
+      "node_<id> (the engines' counters during the run), ep_A, ep_B.\n"
       "--run-to-completion (embedded) gives the library no engine lcore: this thread polls the\n"
       "nodes too (imago_engine_poll()), everything on lcore 0.\n\n"
       "Options (default in brackets):\n",

@@ -133,21 +133,25 @@ class TestSuitePerfViaApi(TestSuite):
         by_ref = t.raw["node_1"]["msgs_by_ref"]
         self.verify(by_ref > 0 if size > 1000 else by_ref == 0, f"{by_ref} of {msgs} messages sent by reference")
 
+    @pytest.mark.parametrize("dead_after", ["300", "100"])
     @pytest.mark.parametrize("via", [[], ["--via", "api"]], ids=["engine", "api"])
     def test_a_receiver_started_long_before_its_sender_waits_for_it(self, topology: Topology, perf_binary,
-                                                                   via) -> None:
+                                                                   via, dead_after) -> None:
         """
         Steps:
-            Two namespaces joined by a veth; imago-perf --role rx with --dead-after-ms 300,
-            then, 1.5 s later (its node has declared the sender's dead, and heard the new
-            veth's own frames), --role tx: a stream of 20000 messages. Through the engine,
-            and through imago.h.
+            Two namespaces joined by a veth; imago-perf --role rx with --dead-after-ms 300
+            (or 100: shorter than the 200 ms a receiver lingers, so the sender, gone once all
+            is confirmed, is declared dead before the receiver's linger ends), then, 1.5 s
+            later (its node has declared the sender's dead, and heard the new veth's own
+            frames), --role tx: a stream of 20000 messages. Through the engine, and through
+            imago.h.
         Verify:
             The receiver waited: it got every message and ended done, not peer_dead (a
-            peer never up is not dead to the run), and so did the sender.
+            peer never up is not dead to the run, nor is a sender that left once all
+            arrived), and so did the sender.
         """
         tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
-        common = [*via, "--mode", "stream", "--msgs", "20000", "--dead-after-ms", "300", "--duration", "30"]
+        common = [*via, "--mode", "stream", "--msgs", "20000", "--dead-after-ms", dead_after, "--duration", "30"]
         rx = ImagoPerf(rx_if.node, perf_binary).start_args(
             common + ["--role", "rx", "--iface", rx_if.name, "--peer", f"1@{tx_if.mac}"], name="early-rx")
         rx.wait_ready(READY_S)
