@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -699,6 +700,15 @@ void print_node_counters(FILE* f, const dp::NodeSnapshot& snap, const Node& n) {
 }
 
 }  // namespace
+
+void Runtime::watch_wiring(FILE* f) {
+  thread_local dp::NodeSnapshot snap;
+  wiring_.resize(nodes_.size());
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (shm_->boards[i].read(&snap) && snap.published_tsc != 0)
+      wiring_[i].check(snap, static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), f);
+}
 
 void Runtime::print_stats(FILE* f) {
   // From the boards the engine lcore publishes: the engines run on while this prints.

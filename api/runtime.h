@@ -19,6 +19,7 @@
 #include "api/ctl_answers.h"
 #include "api/node.h"
 #include "api/options.h"
+#include "api/wiring_watch.h"
 #include "dataplane/eal_args.h"
 #include "dataplane/fault.h"
 #include "dataplane/lcore.h"
@@ -58,6 +59,9 @@ class Runtime {
   unsigned housekeeping();
   /** Print one line per node and per open endpoint. */
   void print_stats(FILE* f);
+  /** Control path, about once a second: a line to @p f for each node whose counters say it
+   *  is miswired (api/wiring_watch.h). */
+  void watch_wiring(FILE* f);
 
   ShmRoot* shm() const { return shm_; }
   size_t node_count() const { return nodes_.size(); }
@@ -108,6 +112,7 @@ class Runtime {
   bool has_ring_ = false;
   bool iface_vdevs_ = false;  ///< --iface / --iface-b made their vdevs (default EAL args)
   std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<WiringWatch> wiring_;  ///< per node
   std::unique_ptr<dp::LcoreRunner> runner_;
   bool engines_running_ = false;
   std::mutex ctl_;  // the control path: rte_mp thread, housekeeping and the application

@@ -32,7 +32,10 @@ void usage(const char* prog) {
       "/imago/endpoint,SLOT, /imago/pools and /imago/routes,ID (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
       "PREFIX for a live table); dpdk-dumpcap --file-prefix=PREFIX -i PORT captures its frames\n"
       "(tshark decodes them with imago.lua, which meson install puts in Wireshark's global Lua\n"
-      "plugin folder). SIGINT or SIGTERM stops it cleanly.\n\n"
+      "plugin folder). SIGINT or SIGTERM stops it cleanly. A node dropping frames only\n"
+      "miswiring (or forgery) explains gets a line 'imago: node N dropped M frames ...' naming\n"
+      "the counter and the likely cause (networks crossed, a peer without --redundancy), at most\n"
+      "one per kind every 10 s.\n\n"
       "Options [default]:\n",
       prog, prog, prog, prog);
   imago::api::print_runtime_options(stdout);
@@ -43,9 +46,13 @@ void serve(imago::api::Runtime& rt, const imago::api::RuntimeOptions& o) {
   const uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc();
   const auto period = static_cast<uint64_t>(o.stats_period_s * static_cast<double>(hz));
   const uint64_t end = o.duration_s > 0 ? start + static_cast<uint64_t>(o.duration_s * static_cast<double>(hz)) : UINT64_MAX;
-  uint64_t next_stats = start + period;
+  uint64_t next_stats = start + period, next_watch = start;
   while (!imago::dp::stop_requested() && rte_rdtsc() < end) {
     rt.housekeeping();
+    if (rte_rdtsc() >= next_watch) {
+      next_watch += hz;
+      rt.watch_wiring(stdout);
+    }
     if (period && rte_rdtsc() >= next_stats) {
       next_stats += period;
       rt.print_stats(stdout);

@@ -27,6 +27,7 @@ import pytest
 
 from framework import host
 from framework.apps import ImagoPerf, PerfRun, Result
+from framework.imago_apps import ImagodRun
 from framework.testsuite import TestSuite, require
 from framework.topology import Bridge, Interface, Topology
 
@@ -216,3 +217,49 @@ class TestSuiteRedundancy(TestSuite):
         self.verify(self._net(tx, "A", "net_a")["state_name"] == "down", f"tx: net_a {self._net(tx, 'A', 'net_a')}")
         back = [e for e in self._events_after(tx, "A", self.pull_done_us) if e["net"] == "b" and e["state"] == "up"]
         self.verify(back, f"tx never saw network B up again: {tx.raw['engine_A']['net_events']}")
+
+    # ------------------------------------------------------------ miswiring, said in a line
+    def _imagod(self, topology: Topology, port: Interface, node_id: int, opts: list[str]) -> ImagodRun:
+        prefix = f"{topology.prefix}-wire{node_id}"
+        d = ImagodRun.start(port.node, prefix, nodes=["--no-huge", "--node-id", str(node_id), "--duration", "4",
+                                                      *opts], stats_period_s=0, name=f"imagod{node_id}")
+        self.request.addfinalizer(d.cleanup)
+        return d
+
+    @pytest.mark.parametrize("wiring", ["crossed", "one-network-peer"])
+    def test_imagod_says_when_the_networks_are_miswired(self, topology: Topology, request, wiring: str) -> None:
+        """
+        Steps:
+            Two imagods --no-huge, nodes 1 and 2 joined by two veth pairs (networks A and B),
+            both --redundancy duplicate. crossed: node 2's --iface is on network B's cable and
+            its --iface-b on A's. one-network-peer: node 2 runs on network A alone, without
+            --redundancy. Each runs 4 s.
+        Verify:
+            Each node that drops the other's frames says why in one line: crossed, node 2
+            "dropped N frames in a peer's name ... (link_spoofed): networks A and B crossed";
+            one-network-peer, node 1 "... without a valid two-network shim (net_bad_shim)" and
+            node 2 "... of an unknown wire version (reject_bad_version)". Nothing of the kind
+            where the wiring is right (node 1, crossed); both stop cleanly.
+        """
+        self.request = request
+        n1, n2 = topology.add_node("w1"), topology.add_node("w2")
+        a1, a2 = topology.add_veth(n1, n2)
+        b1, b2 = topology.add_veth(n1, n2)
+        mode = ["--redundancy", "duplicate"]
+        d1 = self._imagod(topology, a1, 1, ["--iface", a1.name, "--iface-b", b1.name, *mode,
+                                            "--peer", f"2@{a2.mac}", "--peer-b", f"2@{b2.mac}"])
+        if wiring == "crossed":
+            d2 = self._imagod(topology, b2, 2, ["--iface", b2.name, "--iface-b", a2.name, *mode,
+                                                "--peer", f"1@{a1.mac}", "--peer-b", f"1@{b1.mac}"])
+        else:
+            d2 = self._imagod(topology, a2, 2, ["--iface", a2.name, "--peer", f"1@{a1.mac}"])
+        for d in (d1, d2):
+            self.verify(d.proc.wait(30) == 0 and d.stopped_cleanly(), f"imagod: {d.proc.tail()}")
+        said = {n: [ln for ln in d.lines() if ln.startswith(f"imago: node {n} dropped")] for n, d in ((1, d1), (2, d2))}
+        print(json.dumps(said, indent=1))
+        want = {1: [], 2: ["(link_spoofed): networks A and B crossed"]} if wiring == "crossed" else \
+               {1: ["(net_bad_shim)"], 2: ["(reject_bad_version)"]}
+        for n, keys in want.items():
+            self.verify(len(said[n]) == len(keys), f"node {n} said {said[n]}, wanted a line for each of {keys}")
+            for key in keys:
+                self.verify(any(key in ln for ln in said[n]), f"node {n} never said {key}: {said[n]}")
