@@ -176,8 +176,9 @@ bool finished(ApiRun& r, Kind k, uint64_t now) {
 
 enum class Death { kNone, kDied, kLeftAfterAll };
 
-// A death of the peer once it was up: one not started yet (its end started later than ours,
-// beyond --dead-after-ms) is declared dead by our node, which goes on probing: we wait for it.
+// A death of the peer once it was up, or one that dropped messages of ours: one not started
+// yet (its end started later than ours, beyond --dead-after-ms) is declared dead by our node,
+// which goes on probing: with nothing of ours lost, we wait for it.
 // A receiver alone that has everything, none of its own messages lost with the peer, saw its
 // sender leave once all was confirmed (before its 200 ms linger was over): that is no death.
 Death peer_died(ApiRun& r, Kind k) {
@@ -187,6 +188,7 @@ Death peer_died(ApiRun& r, Kind k) {
     if (!e->up && imago_peer_ready(e->ep) == 1) {
       e->up = true, e->deaths_at_up = s.peer_deaths, e->unconfirmed_at_up = s.msgs_unconfirmed;
     }
+    if (!e->up && s.msgs_unconfirmed != 0) return Death::kDied;  // a death before up lost ours
     if (!e->up || s.peer_deaths == e->deaths_at_up) continue;
     bool left = !r.a.ep && has_all(r, k) && s.msgs_unconfirmed == e->unconfirmed_at_up;
     return left ? Death::kLeftAfterAll : Death::kDied;

@@ -38,16 +38,17 @@ struct NetEventLog final : rel::red::Listener {
 };
 
 /** A mode's application (its engine's sink), as far as the peer's life goes: a death ends a
- *  run only once the peer was up. One never heard yet (its end started later than this one,
- *  beyond --dead-after-ms) is declared dead by the engine, which goes on probing, and the
- *  run waits for it as the receiver started first must. */
+ *  run once the peer was up, or when it dropped messages of ours unconfirmed. One never heard
+ *  yet (its end started later than this one, beyond --dead-after-ms) is declared dead by the
+ *  engine, which goes on probing, and a run with nothing lost waits for it, as the receiver
+ *  started first must; a sender whose messages went with it cannot (they are lost). */
 struct PeerLife : rel::AppSink {
   bool up = false;    ///< the session came up at least once
   bool dead = false;  ///< the peer died after that
   void on_peer_up(rel::NodeId) override { up = true; }
   uint64_t discarded = 0;  ///< our messages lost unconfirmed with the peer at its deaths
   void on_peer_dead(rel::NodeId, uint64_t n) override {
-    if (up) dead = true, discarded += n;
+    if (up || n != 0) dead = true, discarded += n;
   }
   /// The peer died once this end, alone in its process, had everything (@p alone_with_all)
   /// and none of its own messages went with it: it left when all was confirmed, before this

@@ -140,6 +140,7 @@ void pp_report(Context& ctx, app::Json& r) {
   const rel::PeerCounters* ca = st.a.engine ? st.a.engine->counters(st.a.peer) : nullptr;
   const rel::PeerCounters* cb = st.b.engine ? st.b.engine->counters(st.b.peer) : nullptr;
   uint64_t delivered = st.a.node ? p.replies : st.echoer.echoed;
+  ctx.peer_dead = p.dead || st.echoer.dead;
   r.num("msgs_sent", st.a.node ? p.sent : st.echoer.echoed).num("msgs_delivered", delivered)
       .num("bytes_delivered", delivered * ctx.opt.size).num("duration_s", secs)
       .num("msgs_per_s", secs > 0 ? delivered / secs : 0.0)

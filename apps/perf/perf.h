@@ -77,6 +77,7 @@ struct Context {
   uint64_t tsc_hz = 0;
   void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown
   bool keep_main_free = false; ///< interactive: the main lcore runs the prompt, never a poller
+  bool peer_dead = false;      ///< the mode's report found the peer dead (RESULT's ended)
   dp::TelemetrySources tel;    ///< what /imago/... telemetry reads: the run's engine boards, the lcores
 };
 

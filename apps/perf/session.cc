@@ -143,7 +143,7 @@ void session_report(Session& s, app::Json& result) {
   result.boolean("timed_out", s.timed_out);
   // How the run ended, as --via api says it: a run cut short reports what it did, and its
   // `lost` counts what had not arrived yet.
-  result.str("ended", s.timed_out ? "duration" : dp::stop_requested() ? "signal" : "done");
+  result.str("ended", s.timed_out ? "duration" : dp::stop_requested() ? "signal" : s.ctx.peer_dead ? "peer_dead" : "done");
   teardown_run(s);
 }
 

@@ -166,6 +166,33 @@ class TestSuitePerfViaApi(TestSuite):
         self.verify(r.msgs_delivered == 20000 and r.lost == 0, f"rx delivered {r.msgs_delivered} of 20000")
         self.verify(t.raw["ended"] == "done", f"the sender ended {t.raw['ended']}")
 
+    @pytest.mark.parametrize("via", [[], ["--via", "api"]], ids=["engine", "api"])
+    def test_a_sender_whose_receiver_never_comes_does_not_end_done(self, topology: Topology, perf_binary,
+                                                                   via) -> None:
+        """
+        Steps:
+            Two namespaces joined by a veth; imago-perf --role tx alone (no receiver ever),
+            --dead-after-ms 300, --duration 3: a stream of 20000 messages. Through the engine,
+            and through imago.h.
+        Verify:
+            Its node declares the absent receiver dead. Through the engine the sender had
+            queued its messages, which went with the death: the run ends peer_dead, counting
+            them discarded (a sender started first cannot wait: it would end done with
+            everything lost). Through imago.h the sender waits for the receiver's endpoint
+            before it sends: nothing is lost, and the run ends at --duration.
+        """
+        tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
+        tx = ImagoPerf(tx_if.node, perf_binary).start_args(
+            [*via, "--mode", "stream", "--msgs", "20000", "--dead-after-ms", "300", "--duration", "3",
+             "--role", "tx", "--iface", tx_if.name, "--peer", f"2@{rx_if.mac}"], name="lone-tx")
+        t = tx.result(timeout=RUN_S)
+        print("tx RESULT", json.dumps(t.raw))
+        if via:
+            self.verify(t.raw["ended"] == "duration" and t.msgs_delivered == 0, f"the sender ended {t.raw['ended']}")
+        else:
+            self.verify(t.raw["ended"] == "peer_dead" and t.raw["peer_dead"], f"the sender ended {t.raw['ended']}")
+            self.verify(t.raw["engine_A"]["discarded_msgs"] > 0, f"nothing discarded: {t.raw['engine_A']}")
+
     @pytest.mark.parametrize("args,reason", [
         (["--via", "api", "--mode", "raw"], "reliable modes"),
         (["--via", "api", "--mode", "stream", "--loss", "0.1"], "--loss has no meaning with --via api"),
