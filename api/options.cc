@@ -131,6 +131,29 @@ int check_fabric_options(RuntimeOptions& o, std::string* err) {
 
 }  // namespace
 
+namespace {
+
+// A peer in our own name, or two peers at one address (frames from it would be taken for
+// either): refused. Over UDP peers are told apart by IP (two behind one router share a MAC).
+int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
+  const dp::MacAddr none{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+  for (size_t i = 0; i < o.peers.size(); ++i) {
+    const PeerAddr& p = o.peers[i];
+    if (p.id == o.node_id)
+      return *err = "--peer " + std::to_string(p.id) + " is this node's own id (--node-id)", -EINVAL;
+    for (size_t j = 0; j < i; ++j) {
+      const PeerAddr& q = o.peers[j];
+      const bool same = p.ip != 0 ? p.ip == q.ip : q.ip == 0 && p.mac != none && p.mac == q.mac;
+      if (same)
+        return *err = "--peer " + std::to_string(p.id) + " and --peer " + std::to_string(q.id) +
+                      " have the same address (frames from it would be either's)", -EINVAL;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
   if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
   const bool b_opts = !o.iface_b.empty() || !o.peers_b.empty() || o.src_ip_b != 0;
@@ -158,6 +181,7 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
   if (o.pair && (o.node_id_given || !o.peers.empty() || !o.iface.empty()))
     return *err = "--pair excludes --node-id, --peer and --iface (it runs nodes 1 and 2 over its own net_ring pair)",
            -EINVAL;
+  if (int rc = check_peer_addresses(o, err); rc < 0) return rc;
   if (int rc = check_fabric_options(o, err); rc < 0) return rc;
   if (int rc = check_send_window(o, err); rc < 0) return rc;
   return dp::check_protocol(o.protocol, err);

@@ -79,6 +79,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "imagod: %s\n", err.c_str());
     return 2;
   }
+  if (o.run_to_completion) {  // the library's option: an application that polls its own nodes
+    std::fprintf(stderr, "imagod: --run-to-completion is for an application with the library embedded: "
+                         "imagod's nodes run on its engine lcore\n");
+    return 2;
+  }
   dp::install_stop_signals();
   api::Runtime rt;
   int rc = rt.start(o, args, true);

@@ -73,8 +73,10 @@ int main(int argc, char** argv) {
   }
   s.interactive = s.ctx.opt.interactive;
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
-  if (dp::eal_start(args.prog, eal) < 0) return 1;
+  // Before EAL: a signal while it starts (a few hundred ms) stops the run once it begins,
+  // which then reports and cleans up, instead of killing the process half set up.
   dp::install_stop_signals();
+  if (dp::eal_start(args.prog, eal) < 0) return 1;
   // Our unique prefix, or one only a primary holds: leave nothing behind.
   if (!args.explicit_eal || rte_eal_process_type() == RTE_PROC_PRIMARY) dp::eal_own_runtime_dir();
   if (s.interactive && rte_lcore_count() < 2) {

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "apps/perf/options.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <string>
 
+#include "apps/perf/raw_traffic.h"
 #include "dataplane/auth.h"
 #include "dataplane/option_table.h"
 
@@ -194,6 +199,37 @@ const dp::OptionTable<Options>& table() {
 
 }  // namespace
 
+namespace {
+
+// A file an option names is written at the end of the run: one that cannot be is said now.
+bool writable(const std::string& path) {
+  const bool existed = access(path.c_str(), F_OK) == 0;
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) return false;
+  std::fclose(f);
+  if (!existed) std::remove(path.c_str());
+  return true;
+}
+
+// What a mode needs, and the options only some modes use: refused as a bad line (exit 2).
+int check_mode_options(const Options& opt, std::string& err) {
+  const std::string& m = opt.mode;
+  if (m == "rate" && opt.rate_pps == 0) err = "rate mode needs --rate PPS (messages per second)";
+  if ((m == "rate" || m == "echo") && opt.size < kRawStampedSize)
+    err = m + " mode needs --size " + std::to_string(kRawStampedSize) + " or more (room for a timestamp)";
+  const bool histogram = m == "pingpong" || m == "raw-pingpong" || m == "echo" || m == "rate";
+  if (!opt.hist_csv.empty() && !histogram)
+    err = "--hist-csv: mode " + m + " has no histogram (pingpong, raw-pingpong, echo, rate)";
+  else if (!opt.hist_csv.empty() && !writable(opt.hist_csv))
+    err = "--hist-csv " + opt.hist_csv + ": cannot write it: " + std::strerror(errno);
+  if (!opt.arrivals_csv.empty() && m != "rate") err = "--arrivals: rate mode only";
+  else if (!opt.arrivals_csv.empty() && !writable(opt.arrivals_csv))
+    err = "--arrivals " + opt.arrivals_csv + ": cannot write it: " + std::strerror(errno);
+  return err.empty() ? 0 : -EINVAL;
+}
+
+}  // namespace
+
 int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err) {
   std::vector<std::string> rest;
   for (const std::string& a : args) {
@@ -228,6 +264,7 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     err = "--run-to-completion is a way to drive the library: give --via api too";
     return -EINVAL;
   }
+  if (int rc = check_mode_options(opt, err); rc < 0) return rc;
   if (opt.peer_id && (opt.pair || opt.peer_id != (opt.role == "tx" ? 2u : 1u))) {
     err = "--peer: imago-perf's nodes are 1 (--role tx) and 2 (--role rx); the peer of " +
           (opt.pair ? std::string("--pair is in this process") : "--role " + opt.role + " is " +

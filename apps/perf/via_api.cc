@@ -206,12 +206,12 @@ void report(ApiRun& r, app::Json& res) {
 int run_via_api(const Options& o, const dp::ArgSplit& args) {
   ApiRun r;
   r.o = o;
+  dp::install_stop_signals();  // before attaching: a signal then ends the run cleanly
   if (int rc = attach(o, args, &r.im); rc < 0) {
     std::fprintf(stderr, "imago-perf: cannot attach (%s): %s\n", o.attach.empty() ? "embedded" : o.attach.c_str(),
                  strerror(-rc));
     return 1;
   }
-  dp::install_stop_signals();
   int rc = open_ends(r);
   if (rc == 0) rc = traffic_run(r);
   app::Json res;
