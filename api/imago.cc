@@ -93,21 +93,25 @@ struct Endpoint {
 // buffer caches unlocked): a call that finds another thread inside is refused (-EBUSY,
 // counted in calls_busy) instead of racing it, which lost and corrupted messages and left
 // buffers out of imagod's pools for good. One uncontended exchange per call.
+// imago_close() takes the flag too (waiting for the call inside to end) and keeps it: calls
+// after it are refused, and one that found the endpoint before the close and its entry
+// opened anew since sees its handle retired (-EINVAL).
 class InCall {
  public:
-  explicit InCall(Endpoint* ep) : ep_(ep), in_(!ep->busy.v.exchange(true, std::memory_order_acquire)) {
-    if (!in_) ep->slot->calls_busy.add();
-  }
+  InCall(Endpoint* ep, const imago_ep_t* h);
   ~InCall() {
     if (in_) ep_->busy.v.store(false, std::memory_order_release);
   }
   InCall(const InCall&) = delete;
   InCall& operator=(const InCall&) = delete;
-  bool refused() const { return !in_; }
+  /** @return 0 to go on, -EBUSY (another thread inside, or the endpoint closing), -EINVAL
+   *  (the handle was closed meanwhile). */
+  int error() const { return !in_ ? -EBUSY : stale_ ? -EINVAL : 0; }
 
  private:
   Endpoint* ep_;
   bool in_;
+  bool stale_ = false;
 };
 
 HandleTable<Attachment, 1> g_atts;  // one attachment per process
@@ -116,6 +120,24 @@ std::mutex g_ctl;  // attach, detach, open and close: the handle tables' control
 
 Attachment* att_of(const imago_t* h) { return g_atts.get(reinterpret_cast<uintptr_t>(h)); }
 Endpoint* ep_of(const imago_ep_t* h) { return g_eps.get(reinterpret_cast<uintptr_t>(h)); }
+
+InCall::InCall(Endpoint* ep, const imago_ep_t* h) : ep_(ep), in_(!ep->busy.v.exchange(true, std::memory_order_acquire)) {
+  if (!in_) ep->slot->calls_busy.add();
+  stale_ = in_ && ep_of(h) != ep;
+}
+
+// imago_close(): wait (the data-path calls are short; up to a second) for a call another
+// thread is inside on @p ep, then hold its flag for good: no call on it runs during or after
+// the close (they freed its caches under a zero-copy loop: buffers lost for good). @return
+// false when the other thread did not come out.
+bool claim_for_close(Endpoint* ep) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (ep->busy.v.exchange(true, std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+  return true;
+}
 
 // @return true when this process already knows its imagod is gone or stopping: two loads of
 // lines nobody writes while it runs, cheap enough for every send.
@@ -162,7 +184,9 @@ bool is_open(const Endpoint* ep) { return ep->slot->state.load(std::memory_order
 
 constexpr uint32_t kKnownFlags = IMAGO_FASTPATH | IMAGO_ACK_REQ;
 
-TierSide side(Endpoint* ep) { return {ep->att->shm, ep->slot, &ep->slot->app_caches, ep->arena.get()}; }
+TierSide side(Endpoint* ep) {
+  return {ep->att->shm, ep->slot, &ep->slot->app_caches, ep->arena.get(), ep->ord == nullptr};
+}
 
 // A buffer that is not the application's to send or free: refused and counted.
 int bad_buffer(Endpoint* ep) {
@@ -405,6 +429,10 @@ int imago_attach_secondary(const char* file_prefix, imago_t** out) {
   return 0;
 }
 
+namespace {
+int close_endpoint(imago_ep_t* h, bool force);
+}  // namespace
+
 int imago_detach(imago_t* h) {
   std::vector<imago_ep_t*> open;
   {
@@ -415,7 +443,7 @@ int imago_detach(imago_t* h) {
       if (g_eps.get(e)->att == im) open.push_back(reinterpret_cast<imago_ep_t*>(e));
     });
   }
-  for (imago_ep_t* e : open) imago_close(e);
+  for (imago_ep_t* e : open) close_endpoint(e, true);
   std::lock_guard<std::mutex> lock(g_ctl);
   Attachment* im = att_of(h);
   if (im == nullptr) return -EINVAL;  // another thread detached meanwhile
@@ -576,10 +604,14 @@ uint32_t imago_ep_group(const imago_ep_t* h) {
   return ep ? ep->slot->group : 0;
 }
 
-int imago_close(imago_ep_t* h) {
+namespace {
+
+// imago_close(); @p force (the detach): close even if another thread stays inside a call.
+int close_endpoint(imago_ep_t* h, bool force) {
   std::lock_guard<std::mutex> lock(g_ctl);
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
+  if (!claim_for_close(ep) && !force) return -EBUSY;
   if (ep->ord && is_open(ep)) ep->ord->order.clear();  // give back what the ordering held
   pool_caches_free(ep->slot->app_caches);  // before the slot can pass to anyone else
   CtlMsg m{};
@@ -591,6 +623,10 @@ int imago_close(imago_ep_t* h) {
   return rc == -ETIMEDOUT ? rc : 0;
 }
 
+}  // namespace
+
+int imago_close(imago_ep_t* h) { return close_endpoint(h, false); }
+
 int imago_send(imago_ep_t* ep, const void* data, uint32_t len, uint32_t flags) {
   imago_iov one{data, len};
   int rc = imago_send_burst(ep, &one, 1, flags);
@@ -600,8 +636,8 @@ int imago_send(imago_ep_t* ep, const void* data, uint32_t len, uint32_t flags) {
 int imago_send_burst(imago_ep_t* h, const struct imago_iov* msgs, unsigned n, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0) || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
-  const InCall in(ep);
-  if (in.refused()) return -EBUSY;
+  const InCall in(ep, h);
+  if (int rc = in.error()) return rc;
   if (!is_open(ep) || known_lost(ep->att)) return -ENOTCONN;  // never taken, once told it is gone
   if (n == 0) return 0;
   if (ep->ord) return ordered_send(ep, msgs, n, flags);
@@ -644,8 +680,9 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || buf == nullptr || ep->recv_only) return -EINVAL;
   if (ep->ord) return -ENOTSUP;  // the ordering header goes in front: imago_send() copies
-  const InCall in(ep);
-  if (in.refused()) return -EBUSY;
+  const InCall in(ep, h);
+  if (int rc = in.error()) return rc;
+  if (known_lost(ep->att)) return -ENOTCONN;  // as the sends say, once told imagod is gone
   if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
   int err;
   void* b = alloc_send_buffer(side(ep), len, &err);
@@ -662,8 +699,8 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (flags & ~kKnownFlags) || ep->recv_only) return -EINVAL;
   if (ep->ord) return -ENOTSUP;
-  const InCall in(ep);
-  if (in.refused()) return -EBUSY;
+  const InCall in(ep, h);
+  if (int rc = in.error()) return rc;
   if (known_lost(ep->att)) return -ENOTCONN;
   const TierSide t = side(ep);
   imago_msg d;
@@ -679,16 +716,16 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
 int imago_buf_free(imago_ep_t* h, void* buf) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr) return -EINVAL;
-  const InCall in(ep);
-  if (in.refused()) return -EBUSY;
+  const InCall in(ep, h);
+  if (int rc = in.error()) return rc;
   return free_send_buffer(side(ep), buf) == 0 ? 0 : bad_buffer(ep);
 }
 
 int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
-  const InCall in(ep);
-  if (in.refused()) return -EBUSY;
+  const InCall in(ep, h);
+  if (int rc = in.error()) return rc;
   if (!is_open(ep)) return -ENOTCONN;
   if (ep->ord) {
     const int r = ep->ord->order.receive(msgs, n, [ep](imago_msg* in, unsigned k) { return handoff_get(ep->rx, in, k); });
@@ -701,8 +738,8 @@ int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
 int imago_release(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {
   Endpoint* ep = ep_of(h);
   if (ep == nullptr || (msgs == nullptr && n > 0)) return -EINVAL;
-  const InCall in(ep);
-  if (in.refused()) return -EBUSY;
+  const InCall in(ep, h);
+  if (int rc = in.error()) return rc;
   const unsigned refused = release_received(side(ep), msgs, n);
   if (refused > 0) ep->slot->release_invalid.add(refused);
   return static_cast<int>(refused);
@@ -735,8 +772,8 @@ int imago_wait(imago_ep_t* h, int64_t timeout_us) {
       // Quiet: an ordered endpoint tells its sources how far it is (no receive call will,
       // and a source may wait for that to send on or to close).
       if (spins == 2000 && ep->ord) {
-        const InCall in(ep);
-        if (!in.refused()) ep->ord->order.idle();
+        const InCall in(ep, h);
+        if (in.error() == 0) ep->ord->order.idle();
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }

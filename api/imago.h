@@ -333,10 +333,14 @@ int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_
  * messages delivered into its rx ring and not yet received: the peer's engine had them
  * confirmed, so its sender is not told (drain with imago_recv_burst() until it returns 0
  * before closing to keep them; the close races with what still arrives meanwhile, which the
- * node drops and counts as no_endpoint). @p ep is invalid afterwards, whatever is returned.
+ * node drops and counts as no_endpoint). A data-path call another thread is inside on @p ep
+ * (see "Threads" above) ends first: the close waits for it (they do not block), and every
+ * call on @p ep from then on is refused (-EBUSY while the close runs, -EINVAL after).
+ * @p ep is invalid afterwards, whatever is returned but -EBUSY.
  * @return 0; -EINVAL @p ep is not a live endpoint (NULL, closed already); -ETIMEDOUT the
  * engine did not confirm within a second, or (secondary) imagod did not answer within 5 s:
- * the endpoint is closed all the same, later (at the latest when this process exits).
+ * the endpoint is closed all the same, later (at the latest when this process exits);
+ * -EBUSY another thread stayed inside a call on @p ep for a second (nothing closed).
  */
 int imago_close(imago_ep_t *ep);
 
@@ -439,9 +443,13 @@ int imago_recv_burst(imago_ep_t *ep, struct imago_msg *msgs, unsigned n);
  * releasing the same array twice frees nothing the second time, and is not refused: an
  * IMAGO_TIER_INLINE descriptor holds nothing to give back, whatever its bytes, and is never
  * refused nor counted. A descriptor of another tier that is stale (a copy kept from before a
- * release), forged, or received on another endpoint frees nothing and is left unchanged (one received on another endpoint stays readable and
- * is still to be released there): every loan carries a generation, so such a descriptor can
- * never free a buffer the application still holds through another descriptor.
+ * release), forged (its loan, owner or data pointer not as received; for IMAGO_TIER_MBUF,
+ * and on an ordered group's endpoint, the data must lie inside the owner's buffer), or
+ * received on another endpoint frees
+ * nothing and is left unchanged (one received on another endpoint stays readable and is
+ * still to be released there): every loan carries a generation, so such a descriptor can
+ * never free a buffer the application still holds through another descriptor. An exact
+ * copy of a held descriptor is that hold: whichever is released first gives it back.
  * @return how many descriptors were refused (0 when all were valid; also counted in the
  *         statistics' release_invalid); -EINVAL @p ep not live, or NULL @p msgs with n > 0;
  *         -EBUSY another thread is inside a call on @p ep (see "Threads" above) (nothing released).

@@ -208,6 +208,23 @@ int free_send_buffer(const TierSide& t, void* buf) {
   return 0;
 }
 
+namespace {
+
+// Received descriptor @p m is as it was given: its loan holds @p expect (validated first: only
+// then is the buffer read), and its data is that buffer's (where a pool buffer's bytes begin,
+// or inside the buffer, or the mbuf). A copy with its pointer moved would otherwise free
+// what the genuine one holds.
+bool lent_as_described(const TierSide& t, const imago_msg& m, void* expect) {
+  if (t.slot->rx_loans.peek(m.u.ext.loan) != expect) return false;
+  const auto* data = static_cast<const uint8_t*>(m.u.ext.data);
+  if (m.tier == IMAGO_TIER_MBUF) return inside(static_cast<const rte_mbuf*>(m.u.ext.owner), data, m.len);
+  const auto* first = static_cast<const uint8_t*>(expect) + kHeadroom;
+  if (t.exact_data) return data == first;
+  return data >= first && data + m.len <= first + (rte_mempool_from_obj(expect)->elt_size - kHeadroom);
+}
+
+}  // namespace
+
 unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n) {
   unsigned refused = 0;
   for (unsigned i = 0; i < n; ++i) {
@@ -218,10 +235,11 @@ unsigned release_received(const TierSide& t, imago_msg* msgs, unsigned n) {
     // give back to its own (and its bytes still readable).
     bool ok;
     if (m.tier == IMAGO_TIER_COPY) {  // in the application's own receive area
-      ok = t.arena != nullptr && t.arena->give(m.u.ext.loan, m.u.ext.data);
+      ok = t.arena != nullptr && m.u.ext.owner == t.arena->base() && t.arena->give(m.u.ext.loan, m.u.ext.data);
     } else {
       void* expect = m.tier == IMAGO_TIER_MBUF ? tag_mbuf(static_cast<rte_mbuf*>(m.u.ext.owner)) : m.u.ext.owner;
-      ok = m.tier <= IMAGO_TIER_MBUF && expect != nullptr && give_back(t, 0, m.u.ext.loan, expect);
+      ok = m.tier <= IMAGO_TIER_MBUF && expect != nullptr && lent_as_described(t, m, expect) &&
+           give_back(t, 0, m.u.ext.loan, expect);
     }
     if (ok)
       m.tier = IMAGO_TIER_INLINE;

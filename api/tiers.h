@@ -37,6 +37,9 @@ struct TierSide {
   EndpointSlot* slot;
   const PoolCaches* caches;  ///< the calling thread's (an application's, an engine lcore's)
   RxArena* arena = nullptr;  ///< the application's receive area (IMAGO_TIER_COPY), if any
+  /** Received pool buffers' data is where it was given (else anywhere in the buffer: an
+   *  ordered group's messages start past their ordering header, and its drops do not). */
+  bool exact_data = true;
 };
 
 /** The tier of a ring descriptor whose message goes on, inline, in the ring slots right

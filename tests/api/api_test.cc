@@ -574,20 +574,22 @@ TEST(RingInline, ReceivedCopiesAreReleasedOnceAndForgeriesRefused) {
   // Do: receive a 200-byte message: copied into the endpoint's receive area.
   imago_msg m = receive_one(p, 200, 1);
   ASSERT_EQ(m.tier, IMAGO_TIER_COPY);
-  imago_msg forged[4];
+  imago_msg forged[6];
   for (imago_msg& f : forged) f = m;
   forged[0].u.ext.loan += 1u << 16;                              // another generation
   forged[1].u.ext.loan ^= 1;                                     // another chunk
   forged[2].u.ext.data = static_cast<uint8_t*>(m.u.ext.data) + 64;  // inside it
   forged[3].u.ext.loan = UINT32_MAX;
+  forged[4].u.ext.owner = static_cast<uint8_t*>(m.u.ext.owner) + 64;  // an outside tester's: accepted before
+  forged[5].u.ext.owner = nullptr;
   // Expect: each forgery refused, and the message still intact and releasable once.
-  EXPECT_EQ(imago_release(p.b, forged, 4), 4);
+  EXPECT_EQ(imago_release(p.b, forged, 6), 6);
   EXPECT_TRUE(intact(1, 200, m));
   imago_msg stale = m;
   EXPECT_EQ(imago_release(p.b, &m, 1), 0);
   EXPECT_EQ(m.tier, IMAGO_TIER_INLINE);
   EXPECT_EQ(imago_release(p.b, &stale, 1), 1) << "a stale copy gives nothing back";
-  EXPECT_EQ(stats_of(p.b).release_invalid, 5u);
+  EXPECT_EQ(stats_of(p.b).release_invalid, 7u);
   // On the other endpoint it is foreign, and left as it was: still readable, and still to be
   // released on its own endpoint.
   imago_msg other = receive_one(p, 150, 2);
@@ -1137,7 +1139,9 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   ASSERT_EQ(framed.tier, IMAGO_TIER_MBUF);
   auto* mb = static_cast<rte_mbuf*>(framed.u.ext.owner);
   EXPECT_GE(rte_mbuf_refcnt_read(mb), 1);
-  imago_msg stale_frame = framed;
+  imago_msg stale_frame = framed, astray = framed;
+  astray.u.ext.data = &mb;  // outside the frame: refused
+  EXPECT_EQ(imago_release(p.b, &astray, 1), 1);
   imago_release(p.b, &framed, 1);
   EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
   imago_release(p.b, &stale_frame, 1);
@@ -1146,7 +1150,8 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   imago_msg held = receive_one(p, 450, 3);
   ASSERT_EQ(held.tier, IMAGO_TIER_POOL);
   const PoolUse holding = quiet_use();
-  imago_msg forged[6];
+  imago_msg forged[8];
+  uint8_t elsewhere_bytes[64];
   for (imago_msg& f : forged) f = held;
   forged[0].u.ext.owner = static_cast<uint8_t*>(held.u.ext.owner) + 64;
   forged[1].u.ext.loan = UINT32_MAX;
@@ -1154,8 +1159,10 @@ TEST(Release, StaleAndForgedDescriptorsFreeNothing) {
   forged[3].tier = IMAGO_TIER_MBUF;
   forged[4].u.ext.owner = nullptr;
   forged[5].u.ext.loan = held.u.ext.loan + imago::api::LoanTable::kSlots;
+  forged[6].u.ext.data = static_cast<uint8_t*>(held.u.ext.data) + 64;  // an outside tester's: both
+  forged[7].u.ext.data = elsewhere_bytes;                               // were accepted before
   for (imago_msg& f : forged) {
-    imago_release(p.b, &f, 1);
+    EXPECT_EQ(imago_release(p.b, &f, 1), 1) << "forgery " << &f - forged;
     // Frames in flight come and go; a forgery that freed the real buffer never settles back.
     EXPECT_TRUE(settles_to(holding)) << "forgery " << &f - forged << ": " << show(pool_use());
   }
@@ -1443,4 +1450,38 @@ int main(int argc, char** argv) {
   g_att = nullptr;
   att.reset();  // imago_detach: engines, ports and EAL stop
   return rc;
+}
+
+// An outside tester's race, outside the one-thread-per-endpoint contract: one thread loops
+// imago_buf_alloc() / imago_send_zc() / imago_buf_free() while another closes the endpoint
+// and opens it again. The close freed the endpoint's buffer caches under the loop: pool
+// buffers lost for good (imagod's frames_in_use stayed up), -ENOSPC with one loan held, a
+// "process died putting a buffer" line. The close now waits for the call inside and refuses
+// every later one, so every buffer comes back.
+TEST(Close, AnotherThreadsZeroCopyLoopLosesNoBuffers) {
+  const PoolUse base = quiet_use();
+  for (int round = 0; round < 40; ++round) {
+    Pair p(0, 0, false);
+    std::atomic<bool> closed{false};
+    std::atomic<int> odd{0};
+    std::thread loop([&] {
+      for (int i = 0; i < 200000 && !closed.load(); ++i) {
+        void* buf = nullptr;
+        const int rc = imago_buf_alloc(p.a, 1000, &buf);
+        if (rc == 0) {
+          std::memset(buf, i & 0xff, 1000);
+          if (imago_send_zc(p.a, buf, 1000, 0) != 0) imago_buf_free(p.a, buf);
+        } else if (rc != -EINVAL && rc != -EBUSY && rc != -EAGAIN && rc != -ENOBUFS) {
+          odd.fetch_add(1);  // -ENOSPC with one loan held, before
+        }
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(200 + 50 * round));
+    EXPECT_EQ(imago_close(p.a), 0);
+    p.a = nullptr;
+    closed.store(true);
+    loop.join();
+    EXPECT_EQ(odd.load(), 0) << "round " << round;
+  }
+  EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
 }

@@ -79,7 +79,7 @@ struct Rig {
 imago_msg received(void* o, uint32_t id) {
   imago_msg m{};
   m.tier = IMAGO_TIER_POOL, m.len = 1;
-  m.u.ext = {o, o, id};
+  m.u.ext = {static_cast<uint8_t*>(o) + kHeadroom, o, id};  // where its bytes are
   return m;
 }
 
