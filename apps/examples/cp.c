@@ -8,7 +8,9 @@
  */
 #include "example.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char help[] =
 	"Usage: %s send FILE | recv [options] [-- imagod options of an embedded node]\n"
@@ -63,7 +65,9 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 			break;
 		}
 		if (!strcmp(a, "--help")) return printf(help, argv[0]), 1;
-		if (!strcmp(a, "send") && v && v[0] != '-') o->file = v, ++i;
+		if (!strcmp(a, "send") && (v == NULL || !strcmp(v, "--")))
+			return fprintf(stderr, "%s: send needs a FILE\n", argv[0]), 2;
+		if (!strcmp(a, "send")) o->file = v, ++i;
 		else if (!strcmp(a, "recv")) o->file = NULL, o->out = o->out ? o->out : ".";
 		else if (a[0] == '-' && v == NULL) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
 		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, ++i;
@@ -129,7 +133,7 @@ struct sender {
 };
 
 /* Events of our stream (joins, expiries), and the members' DONE on their endpoints. */
-static void sender_poll(struct sender *s, uint64_t sum)
+static void sender_poll(struct sender *s, uint64_t sum, uint64_t size)
 {
 	struct imago_msg d[16];
 	ex_poll();
@@ -152,8 +156,9 @@ static void sender_poll(struct sender *s, uint64_t sum)
 		struct cp_ctl c = {0};
 		memcpy(&c, imago_msg_data(&d[0]), d[0].len < sizeof c ? d[0].len : sizeof c);
 		if (c.type == kDone && s->m[j].state == 0) {
-			s->m[j].state = c.sum == sum ? 1 : 2;
-			printf("member %llu done: %s\n", (unsigned long long)s->m[j].id, c.sum == sum ? "checksum ok" : "CHECKSUM MISMATCH");
+			const int ok = c.sum == sum && c.size == size;
+			s->m[j].state = ok ? 1 : 2;
+			printf("member %llu done: %s\n", (unsigned long long)s->m[j].id, ok ? "checksum ok" : "CHECKSUM MISMATCH");
 		} else if (c.type == kFailed && s->m[j].state == 0) {
 			c.name[kNameMax] = 0;
 			s->m[j].state = 4;
@@ -164,47 +169,71 @@ static void sender_poll(struct sender *s, uint64_t sum)
 	fflush(stdout);
 }
 
+/* The file read (@p read bytes through @p f) is not the one that was opened (@p at_open):
+ * it shrank, grew or was written meanwhile. */
+static int changed(FILE *f, const struct stat *at_open, uint64_t read)
+{
+	struct stat now;
+	return fstat(fileno(f), &now) != 0 || (uint64_t)at_open->st_size != read || now.st_size != at_open->st_size ||
+	       now.st_mtim.tv_sec != at_open->st_mtim.tv_sec || now.st_mtim.tv_nsec != at_open->st_mtim.tv_nsec;
+}
+
 static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 {
 	struct stat st;
+	const char *base = strrchr(o->file, '/');
+	base = base ? base + 1 : o->file;
+	if (strlen(base) > kNameMax)  /* cut, two names would meet at the receivers */
+		return fprintf(stderr, "imago-cp: %s: a name of more than %d bytes\n", o->file, kNameMax), -ENAMETOOLONG;
 	if (stat(o->file, &st) == 0 && !S_ISREG(st.st_mode))
 		return fprintf(stderr, "imago-cp: %s: not a regular file\n", o->file), -EINVAL;
 	FILE *f = fopen(o->file, "rb");
 	if (f == NULL) return fprintf(stderr, "imago-cp: %s: %s\n", o->file, strerror(errno)), -errno;
+	fstat(fileno(f), &st);
 	struct sender s = {.im = im, .node = node};
 	struct imago_group_opts go = {.local_node = node, .flags = IMAGO_GROUP_SEND};
 	int rc = imago_group_open(im, o->group, &go, &s.g);
 	if (rc < 0) return fclose(f), fprintf(stderr, "imago-cp: group %u: %s\n", o->group, strerror(-rc)), rc;
 	printf("READY group %u node %llu send %s\n", o->group, (unsigned long long)node, o->file), fflush(stdout);
 	uint64_t until = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
-	while (s.n < o->members && !ex_stop && ex_now_ns() < until) sender_poll(&s, 0);
+	while (s.n < o->members && !ex_stop && ex_now_ns() < until) sender_poll(&s, 0, 0);
 	uint8_t *buf = malloc(o->chunk + 1);
 	struct cp_ctl c = {.type = kBof};
-	const char *base = strrchr(o->file, '/');
-	snprintf(c.name, sizeof c.name, "%s", base ? base + 1 : o->file);
+	snprintf(c.name, sizeof c.name, "%s", base);
 	uint64_t sum = 14695981039346656037ull, t0 = ex_now_ns();
+	if (s.n < o->members)
+		fprintf(stderr, "imago-cp: %u of %u members joined within --timeout\n", s.n, o->members);
 	rc = s.n < o->members ? -ETIMEDOUT : send_one(s.g, &c, sizeof c, o->timeout_s);
 	size_t got;
 	buf[0] = kData;
-	while (rc == 0 && (got = fread(buf + 1, 1, o->chunk, f)) > 0) {
+	while (rc == 0 && !ex_stop && (got = fread(buf + 1, 1, o->chunk, f)) > 0) {
 		sum = fnv64(sum, buf + 1, got), c.size += got;
 		rc = send_one(s.g, buf, (uint32_t)got + 1, o->timeout_s);
-		sender_poll(&s, 0);
+		sender_poll(&s, 0, 0);
 	}
+	if (rc == 0 && ex_stop) rc = -EINTR;
 	c.type = kEof, c.sum = sum;
+	const uint64_t sent = c.size;
+	const int stale = rc == 0 && changed(f, &st, c.size);
+	if (stale) {  /* what was read is no one version of the file: no member may keep it */
+		fprintf(stderr, "imago-cp: %s changed while it was sent\n", o->file);
+		c.size = UINT64_MAX;
+	}
 	if (rc == 0) rc = send_one(s.g, &c, sizeof c, o->timeout_s);
 	/* Until every member said done or was expired. */
 	unsigned open = s.n;
 	until = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
 	while (rc == 0 && open > 0 && !ex_stop && ex_now_ns() < until) {
-		sender_poll(&s, sum);
+		sender_poll(&s, sum, c.size);
 		open = 0;
 		for (unsigned j = 0; j < s.n; ++j) open += s.m[j].state == 0;
 	}
 	double secs = (double)(ex_now_ns() - t0) / 1e9;
 	unsigned ok = 0, bad = 0, expired = 0;
 	printf("RESULT {\"mode\":\"cp\",\"role\":\"send\",\"bytes\":%llu,\"seconds\":%.3f,\"mib_per_s\":%.2f,\"members\":[",
-	       (unsigned long long)c.size, secs, (double)c.size / 1048576.0 / secs);
+	       (unsigned long long)sent, secs, (double)sent / 1048576.0 / secs);
+	for (unsigned j = 0; j < s.n; ++j)
+		if (s.m[j].state == 0) printf("member %llu unfinished\n", (unsigned long long)s.m[j].id);
 	for (unsigned j = 0; j < s.n; ++j) {
 		static const char *const st[] = {"unfinished", "done", "mismatch", "expired", "failed"};
 		printf("%s{\"node\":%llu,\"state\":\"%s\"}", j ? "," : "", (unsigned long long)s.m[j].id, st[s.m[j].state]);
@@ -212,10 +241,34 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 	}
 	printf("],\"done\":%u,\"expired\":%u,\"failed\":%u}\n", ok, expired, bad);
 	free(buf), fclose(f);
-	return rc < 0 ? rc : bad ? -EIO : 0;
+	return rc < 0 ? rc : stale ? -ESTALE : bad ? -EIO : 0;
 }
 
 /* ---- a receiver ---- */
+
+/* The file is written under a name of its own in @p dir (into @p part), and takes its name
+ * only once whole and checked: a receiver whose --out holds the sender's file (one machine)
+ * does not truncate it under the sender, a link at the name is replaced, not followed, and a
+ * transfer that fails leaves nothing under the name. */
+static FILE *open_part(const char *dir, const char *name, uint64_t node, char *part, size_t cap)
+{
+	snprintf(part, cap, "%s/.%s.imago-cp-%llu", dir, name, (unsigned long long)node);
+	unlink(part); /* a crashed run's */
+	int fd = open(part, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	return fd < 0 ? NULL : fdopen(fd, "wb");
+}
+
+/* Close the part written (@p f, none: nothing written) and give it its @p path when @p fate
+ * is done, else remove it. @return the fate. */
+static const char *finish_part(FILE *f, const char *part, const char *path, const char *fate)
+{
+	if (f == NULL) return fate;
+	const int done = !strcmp(fate, "done");
+	if (fclose(f) != 0 && done) fate = "cannot write";
+	if (!strcmp(fate, "done") && rename(part, path) != 0) fate = "cannot write";
+	if (strcmp(fate, "done")) unlink(part);
+	return fate;
+}
 
 static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 {
@@ -225,7 +278,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	if (rc < 0) return fprintf(stderr, "imago-cp: group %u: %s\n", o->group, strerror(-rc)), rc;
 	printf("READY group %u node %llu recv into %s\n", o->group, (unsigned long long)node, o->out), fflush(stdout);
 	FILE *f = NULL;
-	char path[4096] = "";
+	char path[4096] = "", part[4096] = "";
 	uint64_t size = 0, sum = 14695981039346656037ull, last = ex_now_ns(), src = 0;
 	struct cp_ctl eof = {0};
 	const char *fate = NULL;
@@ -251,7 +304,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 				c.name[kNameMax] = 0;
 				if (strchr(c.name, '/') != NULL || c.name[0] == '.' || c.name[0] == 0) { fate = "bad name"; break; }
 				snprintf(path, sizeof path, "%s/%s", o->out, c.name);
-				if ((f = fopen(path, "wb")) == NULL) { fate = "cannot write"; break; }
+				if ((f = open_part(o->out, c.name, node, part, sizeof part)) == NULL) { fate = "cannot write"; break; }
 			} else if (p[0] == kData && f != NULL) {
 				if (fwrite(p + 1, 1, d[i].len - 1, f) != d[i].len - 1) { fate = "cannot write"; break; }
 				size += d[i].len - 1, sum = fnv64(sum, p + 1, d[i].len - 1);
@@ -262,13 +315,14 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 		}
 		if (k > 0) imago_release(g, d, (unsigned)k);
 	}
-	if (f != NULL && fclose(f) != 0 && !strcmp(fate ? fate : "", "done")) fate = "cannot write";
 	if (fate == NULL) fate = ex_stop ? "stopped" : "timed out";
+	fate = finish_part(f, part, path, fate);
 	/* The sender hears what became of its file here: our checksum, or why we have none. */
 	struct cp_ctl done = {.type = kDone, .size = size, .sum = sum};
 	const int judged = !strcmp(fate, "done") || !strcmp(fate, "mismatch");
 	if (!judged) done.type = kFailed, snprintf(done.name, sizeof done.name, "%s%s%s", fate, path[0] ? ": " : "", path);
-	const int tell = back != NULL && (judged || !strcmp(fate, "cannot write") || !strcmp(fate, "bad name"));
+	const int tell = back != NULL && (judged || !strcmp(fate, "cannot write") || !strcmp(fate, "bad name") ||
+	                                  !strcmp(fate, "stopped"));
 	if (tell) rc = send_one(back, &done, sizeof done, o->timeout_s);
 	/* The DONE must reach the sender before we detach: wait until the engine took it and the
 	 * sender's node confirmed everything (nothing to wait for when we told nothing: the

@@ -112,8 +112,9 @@ static inline int ex_uint(const char *prog, const char *opt, const char *v, uint
 {
 	char *end = NULL;
 	errno = 0;
-	unsigned long long x = v[0] == '-' ? 0 : strtoull(v, &end, 0);
-	if (v[0] == '-' || end == v || *end != 0 || errno != 0 || x < lo || x > hi) {
+	const int digit = v[0] >= '0' && v[0] <= '9'; /* decimal only: no sign, space or 0x */
+	unsigned long long x = digit ? strtoull(v, &end, 10) : 0;
+	if (!digit || end == v || *end != 0 || errno != 0 || x < lo || x > hi) {
 		fprintf(stderr, "%s: %s takes a whole number from %llu to %llu, not '%s'\n", prog, opt,
 			(unsigned long long)lo, (unsigned long long)hi, v);
 		return -1;
@@ -136,7 +137,7 @@ static inline int ex_real(const char *prog, const char *opt, const char *v, doub
 {
 	char *end = NULL;
 	double x = strtod(v, &end);
-	if (end == v || *end != 0 || !(x >= lo && x <= hi)) {
+	if (end == v || *end != 0 || v[0] == ' ' || v[0] == '\t' || !(x >= lo && x <= hi)) {
 		fprintf(stderr, "%s: %s takes a number from %g to %g, not '%s'\n", prog, opt, lo, hi, v);
 		return -1;
 	}

@@ -580,6 +580,7 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 		if (progress != seen) seen = progress, last = now;
 		else if (o->timeout_s > 0 && (double)(now - last) > o->timeout_s * 1e9) rc = -ETIMEDOUT;
 	}
+	if (do_pub && p->t0 != 0 && p->t1 == 0) p->t1 = ex_now_ns(); /* stopped: the time it sent for */
 	return rc < 0 ? rc : 0;
 }
 

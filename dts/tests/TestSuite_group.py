@@ -581,6 +581,51 @@ class TestSuiteGroup(TestSuite):
         self.verify(res["file"] == str(out / src.name), f"file named {res['file']!r}")
         self.verify(took < 10, f"the member took {took:.1f} s to see its source gone")
 
+    def _cp_to_two(self, ports: list[Interface], src: Path, outs: tuple[Path, Path]):
+        """imago-cp: members 2 and 3 receive into @p outs, node 1 sends @p src to both.
+        @return the receivers, the sender's exit code, its RESULT and each member's state
+        (the sender: self._last_sender)."""
+        recvs = [self._cp(port, i, [(1, ports[0])], ["recv", "--out", str(out)])
+                 for i, port, out in ((2, ports[1], outs[0]), (3, ports[2], outs[1]))]
+        sender = self._cp(ports[0], 1, [(2, ports[1]), (3, ports[2])],
+                          ["send", str(src), "--members", "2", "--chunk", "8000"])
+        self._last_sender = sender
+        rc = sender.wait(RUN_LIMIT_S)
+        res = _result(sender)
+        print("sender RESULT", json.dumps(res))
+        return recvs, rc, res, {m["node"]: m["state"] for m in res["members"]}
+
+    def test_a_member_writing_where_the_file_is_read_leaves_it_whole(self, topology: Topology,
+                                                                     tmp_path: Path) -> None:
+        """imago-cp sends a 10 MB file to 2 members on this machine: member 2 writes into the
+        very directory the sender reads the file from, member 3 into its own, where a symlink
+        by the file's name points at a bystander file (an outside tester: member 2 truncated
+        the source under the sender, which then sent 16 KiB of it and everyone said done).
+
+        Expect: both members done, checksums matching; the source is whole and unchanged,
+        member 3's file is the original in place of the link, the bystander untouched; no
+        part file is left in either directory.
+        """
+        ports = self._bridge(topology, 2)
+        src = tmp_path / "payload.bin"
+        original = bytes((i * 2654435761 >> 7) & 0xFF for i in range(10_000_000))
+        src.write_bytes(original)
+        other, bystander = tmp_path / "out3", tmp_path / "bystander"
+        other.mkdir()
+        bystander.write_bytes(b"not yours")
+        (other / src.name).symlink_to(bystander)
+        recvs, rc, res, states = self._cp_to_two(ports, src, (tmp_path, other))
+        self.verify(rc == 0 and states == {2: "done", 3: "done"}, f"sender exited {rc}, members: {states}")
+        self.verify(res["bytes"] == len(original), f"the sender sent {res['bytes']} of {len(original)} bytes")
+        for r in recvs:
+            self.verify(r.wait(RUN_LIMIT_S) == 0, f"{r.name}; last lines:\n{r.tail()}")
+        self.verify(src.read_bytes() == original, "the source file changed")
+        self.verify(not (other / src.name).is_symlink() and (other / src.name).read_bytes() == original,
+                    "member 3's file is not the original in place of the link")
+        self.verify(bystander.read_bytes() == b"not yours", "the file the link named was written")
+        left = [p.name for d in (tmp_path, other) for p in d.iterdir() if ".imago-cp-" in p.name]
+        self.verify(not left, f"part files left: {left}")
+
     def test_a_member_that_cannot_write_the_file_tells_the_sender(self, topology: Topology, tmp_path: Path) -> None:
         """imago-cp sends a 2 MB file to 2 members; member 3 writes into a 512 KiB tmpfs (its
         disk fills up).
@@ -595,14 +640,8 @@ class TestSuiteGroup(TestSuite):
         good.mkdir(), full.mkdir()
         host.run_cmd(["mount", "-t", "tmpfs", "-o", "size=512k", "imago-dts-full", str(full)])
         try:
-            recvs = [self._cp(port, i, [(1, ports[0])], ["recv", "--out", str(out)])
-                     for i, port, out in ((2, ports[1], good), (3, ports[2], full))]
-            sender = self._cp(ports[0], 1, [(2, ports[1]), (3, ports[2])],
-                              ["send", str(src), "--members", "2", "--chunk", "8000"])
-            rc = sender.wait(RUN_LIMIT_S)
-            res = _result(sender)
-            print("sender RESULT", json.dumps(res))
-            states = {m["node"]: m["state"] for m in res["members"]}
+            recvs, rc, res, states = self._cp_to_two(ports, src, (good, full))
+            sender = self._last_sender
             self.verify(states == {2: "done", 3: "failed"} and res["failed"] == 1, f"members: {states}")
             self.verify(rc == 1, f"the sender exited {rc} with a member failed")
             self.verify(any("member 3 failed: cannot write" in l for l in sender.lines("stdout")),
