@@ -2,6 +2,7 @@
 #include "api/options.h"
 
 #include <bit>
+#include <cctype>
 #include <cerrno>
 
 #include "dataplane/option_table.h"
@@ -10,6 +11,16 @@
 namespace imago::api {
 
 namespace {
+
+// An EAL file prefix that fits the runtime directory's socket paths (108 bytes with
+// /var/run/dpdk/ and a process's mp_socket_PID_... behind it; EAL found out only after it
+// took a hugepage) and names one directory.
+bool prefix_ok(const std::string& v) {
+  if (v.empty() || v.size() > 48) return false;
+  for (char c : v)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  return v != "." && v != "..";
+}
 
 // Beyond this DPDK's pool sizes overflow (and no machine has the memory).
 constexpr uint32_t kPoolBuffersMax = 1u << 24;
@@ -78,8 +89,8 @@ dp::OptionTable<RuntimeOptions> make_table() {
        }},
       {"seed", "N", "seed of the injected faults (each port adds its id) [1]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.fault_rx.seed); }},
-      {"file-prefix", "NAME", "imagod: EAL prefix applications attach with (ignored with --no-huge, which shares nothing: imago-PID) [imago]",
-       [](RuntimeOptions& o, const std::string& v) { o.file_prefix = v; return !v.empty(); }},
+      {"file-prefix", "NAME", "imagod: EAL prefix applications attach with, 1 to 48 of A-Z a-z 0-9 . _ - (ignored with --no-huge, which shares nothing: imago-PID) [imago]",
+       [](RuntimeOptions& o, const std::string& v) { return prefix_ok(v) && (o.file_prefix = v, true); }},
       {"no-huge", nullptr, "imagod: no hugepages: the nodes run, but no application can attach (secondaries need hugepages)",
        [](RuntimeOptions& o, const std::string&) { return o.no_huge = true; }},
       {"stats-period", "SECONDS", "imagod: print counters this often, 0 never, at most 315360000 (10 years) [10]",

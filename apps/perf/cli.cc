@@ -71,6 +71,7 @@ void perf_cli_start(void) {
 void perf_cli_stop(void) {
   using namespace imago::perf;
   if (!g_session->prepared) return;
+  g_session->stopped = running();  // RESULT's ended: stopped, not done
   session_halt(*g_session);
   imago::app::Json result;
   session_report(*g_session, result);

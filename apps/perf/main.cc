@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     return perf::run_via_api(s.ctx.opt, args);
   }
   s.interactive = s.ctx.opt.interactive;
+  s.ctx.explicit_eal = args.explicit_eal;
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
   // Before EAL: a signal while it starts (a few hundred ms) stops the run once it begins,
   // which then reports and cleans up, instead of killing the process half set up.

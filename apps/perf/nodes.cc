@@ -68,14 +68,19 @@ int open_topology(Context& ctx, Topology& topo) {
     }
     return apply_faults(ctx);
   }
+  NodePort& n = o.role == "tx" ? topo.a : topo.b;
+  uint16_t port_id = 0;
+  const std::string name_a = std::string("net_") + dp::iface_pmd_name(o.pmd) + "0";
+  if (!o.iface.empty() && !ctx.explicit_eal && rte_eth_dev_get_port_by_name(name_a.c_str(), &port_id) != 0) {
+    std::fprintf(stderr, "imago-perf: --iface %s: %s could not open it (see the lines above: no such interface, "
+                 "or no permission?)\n", o.iface.c_str(), name_a.c_str());
+    return -ENODEV;
+  }
   if (rte_eth_dev_count_avail() == 0) {
     std::fprintf(stderr, "imago-perf: --role %s needs a port: give --iface NAME, --vdev DEV, or "
                  "EAL args with a --vdev before --\n", o.role.c_str());
     return -ENODEV;
   }
-  NodePort& n = o.role == "tx" ? topo.a : topo.b;
-  uint16_t port_id = 0;
-  const std::string name_a = std::string("net_") + dp::iface_pmd_name(o.pmd) + "0";
   if (o.iface.empty() || rte_eth_dev_get_port_by_name(name_a.c_str(), &port_id) != 0)
     RTE_ETH_FOREACH_DEV(port_id) break;  // the first available port
   if (int rc = open_node(ctx, n, port_id); rc < 0) return rc;

@@ -47,7 +47,7 @@ dp::OptionTable<Options> make_table() {
        [](const Options& o) { return o.mode; }},
       {"pair", nullptr, "two nodes in this process over a net_ring link (the embedded default)",
        [](Options& o, const std::string&) { return o.pair = true; },
-       [](const Options& o) { return o.pair ? "on" : "off"; }},
+       [](const Options& o) { return o.pair || o.role.empty() ? "on without --role" : "off"; }},
       {"role", "tx|rx", "one node in this process on port 0: the sender or the receiver",
        [](Options& o, const std::string& v) { return (v == "tx" || v == "rx") && (o.role = v, true); },
        [](const Options& o) { return o.role.empty() ? "-" : o.role; }},

@@ -98,6 +98,9 @@ int session_prepare(Session& s) {
   if (int rc = apply_faults(s.ctx); rc < 0) return rc;
   if (int rc = s.mode->setup(s.ctx); rc < 0) return rc;
   s.prepared = true;
+  s.stopped = false;
+  // A run's RESULT counts its own frames: an interactive session's ports ran before.
+  for (NodePort* n : s.ctx.nodes) rte_eth_stats_reset(n->port.id());
   // The control lcore: main in batch mode; in interactive mode the main lcore runs the
   // prompt, so completion checks ride on the first polling lcore.
   unsigned ctl = s.interactive ? s.ctx.runner.used_lcores().front() : rte_get_main_lcore();
@@ -143,7 +146,11 @@ void session_report(Session& s, app::Json& result) {
   result.boolean("timed_out", s.timed_out);
   // How the run ended, as --via api says it: a run cut short reports what it did, and its
   // `lost` counts what had not arrived yet.
-  result.str("ended", s.timed_out ? "duration" : dp::stop_requested() ? "signal" : s.ctx.peer_dead ? "peer_dead" : "done");
+  result.str("ended", s.timed_out             ? "duration"
+                      : dp::stop_requested()  ? "signal"
+                      : s.stopped             ? "stopped"
+                      : s.ctx.peer_dead       ? "peer_dead"
+                                              : "done");
   teardown_run(s);
 }
 

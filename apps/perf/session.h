@@ -19,6 +19,7 @@ struct Session {
   bool prepared = false;       ///< a run's mode state exists (reported or not)
   uint64_t deadline_tsc = 0;
   bool timed_out = false;
+  bool stopped = false;        ///< interactive: `stop` ended the run before it finished
 };
 
 /** Bring the nodes up. @return 0 or a negative errno after printing why. */
