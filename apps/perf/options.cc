@@ -72,7 +72,7 @@ dp::OptionTable<Options> make_table() {
       {"burst", "N", "frames per rx/tx burst (1-512)",
        [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.burst, 1, 512); },
        [](const Options& o) { return std::to_string(o.burst); }},
-      {"rate", "PPS", "pace the sender to PPS messages per second (0: as fast as possible)",
+      {"rate", "PPS", "pace the sender to PPS messages per second (0: as fast as possible); slots missed while its lcore was off the CPU are made up by one burst at most, so a loaded machine gets less",
        [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.rate_pps); },
        [](const Options& o) { return std::to_string(o.rate_pps); }},
       {"encap", "l2|udp", "link encapsulation: Ethernet 0x88B5, or UDP/IPv4",
