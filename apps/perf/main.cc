@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   }
   s.interactive = s.ctx.opt.interactive;
   s.ctx.explicit_eal = args.explicit_eal;
+  if (args.explicit_eal && (!s.ctx.opt.iface.empty() || !s.ctx.opt.iface_b.empty()))
+    std::fprintf(stderr, "imago-perf: EAL args given: --iface/--iface-b make no vdev (give --vdev=net_af_packet0,"
+                 "iface=NAME before --)\n");
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
   // Before EAL: a signal while it starts (a few hundred ms) stops the run once it begins,
   // which then reports and cleans up, instead of killing the process half set up.

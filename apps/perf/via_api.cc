@@ -208,8 +208,10 @@ int run_via_api(const Options& o, const dp::ArgSplit& args) {
   r.o = o;
   dp::install_stop_signals();  // before attaching: a signal then ends the run cleanly
   if (int rc = attach(o, args, &r.im); rc < 0) {
-    std::fprintf(stderr, "imago-perf: cannot attach (%s): %s\n", o.attach.empty() ? "embedded" : o.attach.c_str(),
-                 strerror(-rc));
+    std::fprintf(stderr, "imago-perf: cannot attach (%s): %s%s\n", o.attach.empty() ? "embedded" : o.attach.c_str(),
+                 strerror(-rc),
+                 o.attach.empty() || rc != -EIO ? ""
+                 : " (no imagod runs with that --file-prefix, or it runs with --no-huge: secondaries need hugepages)");
     return 1;
   }
   int rc = open_ends(r);
