@@ -249,18 +249,17 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 /* Our DONE on @p back is confirmed by the sender's node: the engine took it, and a node
  * snapshot published since (they are 1 ms apart: 5 ms after) has nothing in flight; an
  * older snapshot's 0 said nothing of it (the receiver left, and a DONE lost once was never
- * sent again: 3 of 6 runs at 30 % loss). Gives up after @p timeout_s. */
-static int done_confirmed(imago_t *im, imago_ep_t *back, double timeout_s)
+ * sent again: 3 of 6 runs at 30 % loss). Gives up at @p end; *@p taken is when the engine
+ * took it (0: not yet). */
+static int done_confirmed(imago_t *im, imago_ep_t *back, uint64_t end, uint64_t *taken)
 {
-	static uint64_t taken, end;
 	struct imago_ep_stats st;
 	struct imago_node_stats ns;
 	const uint64_t now = ex_now_ns();
-	if (end == 0) end = now + (uint64_t)(timeout_s * 1e9);
 	if (now >= end) return 1;
 	if (imago_stats(back, &st) < 0 || st.msgs_sent < 1) return 0;
-	if (taken == 0) taken = now;
-	return now - taken >= 5000000 && imago_node_stats_get(im, 0, &ns) == 0 && ns.msgs_in_flight == 0;
+	if (*taken == 0) *taken = now;
+	return now - *taken >= 5000000 && imago_node_stats_get(im, 0, &ns) == 0 && ns.msgs_in_flight == 0;
 }
 
 /* The file is written under a name of its own in @p dir (into @p part), and takes its name
@@ -344,7 +343,9 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	/* The DONE must reach the sender before we detach: wait until the engine took it and the
 	 * sender's node confirmed everything (nothing to wait for when we told nothing: the
 	 * source is gone, or dropped us). */
-	while (tell && rc == 0 && !ex_stop && !done_confirmed(im, back, o->timeout_s)) ex_poll();
+	const uint64_t end = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	uint64_t taken = 0; /* when the engine took our DONE */
+	while (tell && rc == 0 && !ex_stop && !done_confirmed(im, back, end, &taken)) ex_poll();
 	printf("file %s: %s\n", path, fate);
 	printf("RESULT {\"mode\":\"cp\",\"role\":\"recv\",\"node\":%llu,\"source\":%llu,\"file\":",
 	       (unsigned long long)node, (unsigned long long)src);

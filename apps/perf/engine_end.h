@@ -43,10 +43,10 @@ struct NetEventLog final : rel::red::Listener {
  *  engine, which goes on probing, and a run with nothing lost waits for it, as the receiver
  *  started first must; a sender whose messages went with it cannot (they are lost). */
 struct PeerLife : rel::AppSink {
-  bool up = false;    ///< the session came up at least once
-  bool dead = false;  ///< the peer died after that
+  bool up = false;         ///< the session came up at least once
+  bool dead = false;       ///< a death that ends the run: after up, or one that lost ours
+  uint64_t discarded = 0;  ///< our messages lost unconfirmed with the peer at those deaths
   void on_peer_up(rel::NodeId) override { up = true; }
-  uint64_t discarded = 0;  ///< our messages lost unconfirmed with the peer at its deaths
   void on_peer_dead(rel::NodeId, uint64_t n) override {
     if (up || n != 0) dead = true, discarded += n;
   }
