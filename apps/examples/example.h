@@ -44,7 +44,7 @@ struct ex_opts {
 };
 
 static volatile sig_atomic_t ex_stop;
-static void ex_on_signal(int sig) { (void)sig; ex_stop = 1; }
+static void ex_on_signal(int sig) { (void)sig; ex_stop = ex_stop < 2 ? ex_stop + 1 : 2; } /* 2: again */
 
 static inline uint64_t ex_now_ns(void)
 {

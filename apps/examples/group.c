@@ -37,7 +37,8 @@ static const char help[] =
 	"                      waits for a member; what a member misses for good it is told (EVENT\n"
 	"                      lost, RESULT lost_reported: stream units, not messages). A subscriber\n"
 	"                      fails on any gap no such event reported (lost_silently), whatever\n"
-	"                      the stream's kind; complete: the source's last message came\n"
+	"                      the stream's kind; complete: the source's last message came, which\n"
+	"                      says how many it sent (sent; --count unless it was stopped)\n"
 	"  --idle-us US        sleep US microseconds whenever a pass moved nothing (a core shared by\n"
 	"                      many nodes; with --run-to-completion the node waits too) [0: spin]\n"
 	"  --order fifo|causal|total  all: each source's own order only (fifo), or an ordered group\n"
@@ -60,6 +61,8 @@ static const char help[] =
 	"                      ..; the last, 'no more', is --count + 1), in delivery order, at the end.\n"
 	"                      A member's own messages are not delivered to it, so not in its log\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
+	"SIGINT/SIGTERM: a (fifo) pub that started sends its last message next, saying how many it\n"
+	"sent, and waits up to 2 s for every member to hold them all (a second signal: at once).\n"
 	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line (all:\n"
 	"a pub and a sub one; the sub one has order, order_violations, order_deps_ended, the endpoint's\n"
 	"order_held, order_bad, order_records, order_departed and order_dropped at the end, and\n"
@@ -68,6 +71,7 @@ static const char help[] =
 	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not.\n";
 
 enum { kMaxSources = 64, kMaxMembers = 64 };
+static const double kStopDrainS = 2.0; /* a stopped publisher waits this long for its members */
 
 /* An ordered group (--order causal|total): what a member knows to check the order itself. */
 struct order {
@@ -87,6 +91,7 @@ struct pub {
 	struct order *ord; /* NULL: fifo */
 	uint32_t slot;     /* bytes of scratch per message */
 	uint64_t next, bytes, t0, t1;
+	uint64_t last; /* messages before the last one ("no more"): --count, or fewer once stopped */
 	uint32_t joined, left, expired;
 	uint64_t expired_ids[kMaxMembers];
 	int done;
@@ -98,6 +103,7 @@ struct source {
 	uint64_t lost_reported, silent; /* NACK stream: units reported lost; gaps without a report */
 	int lost_since;                 /* a LOST event since the last message */
 	int started, ended, reason, got_end;
+	uint64_t said_sent; /* what its last message said it sent before it */
 	uint64_t *delay_ns; /* role all: per message, send to delivery (one clock: one host) */
 	uint64_t n_delay;
 };
@@ -120,11 +126,20 @@ enum { kStampAt = EX_HDR, kStampMin = EX_HDR + 8 }; /* role all: send time after
  * per member a uint32_t: what the source had delivered of it (of itself: sent) before. */
 enum { kOrderAt = kStampMin, kOrderVec = kOrderAt + 20 };
 
-/* The bytes of message @p seq (EX_END: the last): at least what an ordered one carries. */
+/* The bytes of message @p seq: at least what an ordered one carries; the last (EX_END) 8
+ * more, at its end: how many messages its source sent before it. */
 static uint32_t msg_len(const struct ex_opts *o, const struct order *ord, uint64_t seq)
 {
-	uint32_t len = seq == EX_END ? EX_HDR : ex_size(o, seq), least = ord ? kOrderVec + 4 * ord->n : 0;
-	return len > least ? len : least;
+	uint32_t len = seq == EX_END ? kStampMin : ex_size(o, seq), least = ord ? kOrderVec + 4 * ord->n : 0;
+	return (len > least ? len : least) + (seq == EX_END ? 8u : 0u); /* past a send time */
+}
+
+/* The last message's count (a stopped publisher's is below --count), checksum made again. */
+static void end_put(uint8_t *buf, uint32_t len, uint64_t sent)
+{
+	memcpy(buf + len - 8, &sent, sizeof sent);
+	uint32_t sum = ex_sum(buf, len);
+	memcpy(buf + offsetof(struct ex_hdr, sum), &sum, sizeof sum);
 }
 
 /* Its number in its source's stream: 1, 2, .., and --count + 1 for the last. */
@@ -230,21 +245,22 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 		uint64_t due = (uint64_t)((double)(now - p->t0) * o->rate / 1e9) + 1;
 		room = due > p->next ? (unsigned)(due - p->next < 32 ? due - p->next : 32) : 0;
 	}
-	for (uint64_t s = p->next; n < room && s <= o->count; ++s, ++n) {
-		uint64_t seq = s == o->count ? EX_END : s;
+	for (uint64_t s = p->next; n < room && s <= p->last; ++s, ++n) {
+		uint64_t seq = s == p->last ? EX_END : s;
 		uint32_t len = msg_len(o, p->ord, seq);
 		uint8_t *buf = (uint8_t *)p->scratch + (size_t)n * p->slot;
 		ex_fill(buf, seq, len);
+		if (seq == EX_END) end_put(buf, len, p->last);
 		if (p->ord) order_put(p->ord, o, buf, seq);
 		if (len >= kStampMin) stamp(buf, len, now);
 		iov[n] = (struct imago_iov){buf, len};
 	}
 	int k = imago_send_burst(p->ep, iov, n, 0);
 	if (k == -EAGAIN) k = 0; /* an ordered group not yet joined by every member, or its window */
-	for (int i = 0; i < k; ++i) p->bytes += p->next + (uint64_t)i < o->count ? iov[i].len : 0;
+	for (int i = 0; i < k; ++i) p->bytes += p->next + (uint64_t)i < p->last ? iov[i].len : 0;
 	p->next += k > 0 ? (uint64_t)k : 0;
 	if (p->ord && k > 0) p->ord->count[p->ord->self] += (uint64_t)k;
-	if (!p->done && p->next > o->count) p->done = 1;
+	if (!p->done && p->next > p->last) p->done = 1;
 	return k;
 }
 
@@ -286,20 +302,23 @@ static uint64_t sub_message(struct source *x, const struct ex_opts *o, const str
 	uint64_t seq, sent;
 	if (x->t0 == 0) x->t0 = now;
 	x->t1 = now;
-	if (ex_check(data, len, &seq) < 0 || (seq != EX_END && (seq >= o->count || len != msg_len(o, ord, seq)))) {
+	if (ex_check(data, len, &seq) < 0 || (seq != EX_END && seq >= o->count) || len != msg_len(o, ord, seq)) {
 		x->bad++;
 		return 0;
+	}
+	if (seq == EX_END) { /* says how many came before it: --count, or fewer (stopped) */
+		uint64_t before;
+		memcpy(&before, (const uint8_t *)data + len - 8, sizeof before);
+		if (before > o->count) return x->bad++, 0;
+		x->got_end = 1, x->said_sent = before;
+		if (x->next != before && !x->lost_since) x->silent++;
+		x->lost += before > x->next ? before - x->next : 0;
+		x->next = before;
+		return msg_number(o, seq);
 	}
 	if (x->delay_ns && len >= kStampMin && x->n_delay < o->count) {
 		memcpy(&sent, data + kStampAt, sizeof sent);
 		x->delay_ns[x->n_delay++] = now - sent;
-	}
-	if (seq == EX_END) {
-		x->got_end = 1;
-		if (x->next != o->count && !x->lost_since) x->silent++;
-		x->lost += o->count - x->next;
-		x->next = o->count;
-		return msg_number(o, seq);
 	}
 	if (x->delivered == 0 && x->next == 0) x->first = x->next = seq; /* joined late: starts here */
 	if (seq < x->next) {
@@ -440,7 +459,7 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 	getrusage(RUSAGE_SELF, &ru);
 	double cpu_ns = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
 			(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
-	uint64_t sent = p->next > o->count ? o->count : p->next;
+	uint64_t sent = p->next > p->last ? p->last : p->next;
 	printf("RESULT {\"mode\":\"group\",\"role\":\"pub\",\"node\":%llu,\"group\":%u,\"msgs_sent\":%llu,"
 	       "\"bytes_sent\":%llu,",
 	       (unsigned long long)node, o->group, (unsigned long long)sent, (unsigned long long)p->bytes);
@@ -481,9 +500,10 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 		/* A stream that ended early (its source died, or dropped us): what is missing is lost,
 		 * and its ENDED event (gone, dropped) said so. */
 		uint64_t missing = x->got_end ? 0 : o->count - x->next;
-		printf("%s{\"source\":%llu,\"first\":%llu,\"delivered\":%llu,\"complete\":%s,\"ended\":\"%s\"", i ? "," : "",
-		       (unsigned long long)x->id, (unsigned long long)x->first, (unsigned long long)x->delivered,
-		       x->got_end ? "true" : "false", x->ended ? reason_name((uint32_t)x->reason) : "");
+		printf("%s{\"source\":%llu,\"first\":%llu,\"delivered\":%llu,\"complete\":%s,\"sent\":%llu,\"ended\":\"%s\"",
+		       i ? "," : "", (unsigned long long)x->id, (unsigned long long)x->first,
+		       (unsigned long long)x->delivered, x->got_end ? "true" : "false",
+		       (unsigned long long)(x->got_end ? x->said_sent : o->count), x->ended ? reason_name((uint32_t)x->reason) : "");
 		print_delay((struct source *)x);
 		printf("}");
 		delivered += x->delivered, bytes += x->bytes, lost += x->lost + missing, dup += x->dup, bad += x->bad;
@@ -547,13 +567,28 @@ static int order_self(struct order *ord, uint64_t own, const char *prog)
 	return k < 0 ? -1 : 0;
 }
 
+/* A signal: stop at once, but for a (fifo) publisher that started: it sends its last message
+ * next, saying how many came before, and goes on until every member holds them all, for
+ * kStopDrainS at most or until a second signal. @return 1: stop now. */
+static int stopped(struct pub *p, int do_pub, uint64_t *stop_by)
+{
+	if (!ex_stop) return 0;
+	if (!do_pub || p->ord || p->t0 == 0 || ex_stop > 1) return 1;
+	uint64_t now = ex_now_ns();
+	if (*stop_by == 0) {
+		*stop_by = now + (uint64_t)(kStopDrainS * 1e9);
+		if (!p->done && p->next < p->last) p->last = p->next;
+	}
+	return now > *stop_by;
+}
+
 /* Send and receive until done: @return 0, or a negative errno (a timeout, a failed send or
  * receive: -ECONNRESET when an ordered group left this node out). */
 static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub, int do_sub)
 {
 	int all = p->ep != NULL && p->ep == s->ep, finished = 0, rc = 0;
-	uint64_t last = ex_now_ns(), seen = 0;
-	while (!ex_stop && rc >= 0 && !finished) {
+	uint64_t last = ex_now_ns(), seen = 0, stop_by = 0;
+	while (!stopped(p, do_pub, &stop_by) && rc >= 0 && !finished) {
 		struct imago_ep_stats st = {0};
 		int work = ex_poll(); /* embedded with --run-to-completion, this thread drives the node */
 		if (do_pub) {
@@ -572,7 +607,7 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 		 * in an ordered group, once they are delivered everywhere (order_pending), and then
 		 * once the stream has nothing unacknowledged, its ordering records included. */
 		uint64_t taken = st.msgs_sent >= st.order_records ? st.msgs_sent - st.order_records : 0;
-		int pub_idle = !do_pub || (p->done && taken >= o->count + 1 && st.order_pending == 0 &&
+		int pub_idle = !do_pub || (p->done && taken >= p->last + 1 && st.order_pending == 0 &&
 					   st.group_pending == 0);
 		if (do_pub && pub_idle && p->t1 == 0) p->t1 = ex_now_ns(); /* every member has everything */
 		finished = pub_idle && (!do_sub || s->done);
@@ -600,7 +635,7 @@ int main(int argc, char **argv)
 	if ((rc = order_opts(&o, &ord, all, argv[0])) != 0) return rc;
 	imago_t *im;
 	if (ex_attach(&o, argv[0], &im) < 0) return 1;
-	struct pub p = {.ord = ord.flag ? &ord : NULL};
+	struct pub p = {.ord = ord.flag ? &ord : NULL, .last = o.count};
 	struct sub s = {.ord = p.ord, .want_sources = all ? o.members : 0, .delay_cap = all ? o.count : 0};
 	uint32_t least = msg_len(&o, p.ord, EX_END); /* an ordered message's least size */
 	p.slot = o.size_max > least ? o.size_max : least;

@@ -262,6 +262,32 @@ class TestSuiteGroup(TestSuite):
             self.verify(s.wait(RUN_LIMIT_S) == 0, f"{s.name}; last lines:\n{s.tail()}")
             self._verify_member(_result(s), count)
 
+    def test_a_publisher_stopped_by_a_signal_ends_its_members_complete(self, topology: Topology) -> None:
+        """3 members; the source (paced, 4 s of stream) gets SIGINT after 1 s.
+
+        Expect: it sends its last message early, saying how many it sent, and waits for every
+        member to hold them; each member delivers exactly that many, ends complete, and exits
+        0 (before, the messages still in the source's tx ring at its close were lost, and a
+        member reported the stream's end as a silent loss).
+        """
+        ports = self._bridge(topology, 3)
+        count = 8_000
+        subs = self._members(ports, count)
+        pub = self._source(ports, count, 3, extra=["--rate", "2000"])
+        pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(1.0)
+        pub.signal(signal.SIGINT)
+        self.verify(pub.wait(RUN_LIMIT_S) == 0, f"source failed; last lines:\n{pub.tail()}")
+        src = _result(pub)
+        print("source RESULT", json.dumps(src))
+        sent = src["msgs_sent"]
+        self.verify(0 < sent < count and src["pending"] == 0, f"source stopped at: {src}")
+        for s in subs:
+            self.verify(s.wait(RUN_LIMIT_S) == 0, f"{s.name}; last lines:\n{s.tail()}")
+            res = _result(s)
+            self._verify_member(res, sent)
+            self.verify(res["sources"][0]["sent"] == sent, f"member {res['node']}: {res['sources']}")
+
     def test_a_late_joiner_starts_where_the_stream_is_or_at_the_oldest_held(self, topology: Topology) -> None:
         """One member from the start; two more join while the source sends (paced): member 3
         from now, member 4 from the oldest message the source still holds.
