@@ -14,6 +14,7 @@
 
 static const char help[] =
 	"Usage: %s send FILE | recv [options] [-- imagod options of an embedded node]\n"
+	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [the attachment's first]\n"
@@ -57,8 +58,11 @@ static uint64_t fnv64(uint64_t h, const uint8_t *p, size_t n)
 static int parse(int argc, char **argv, struct cp_opts *o)
 {
 	for (int i = 1; i < argc; ++i) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char name[32];
+		const char *v;
+		const char *a = ex_opt_split(argv[i], name, sizeof name, &v);
+		const int step = v == NULL; /* the value is the next argument: skip it */
+		if (v == NULL) v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
 		if (!strcmp(a, "--")) {
 			o->ex.node_argc = argc - i, o->ex.node_argv = argv + i, argv[i] = argv[0];
@@ -70,14 +74,14 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 		if (!strcmp(a, "send")) o->file = v, ++i;
 		else if (!strcmp(a, "recv")) o->file = NULL, o->out = o->out ? o->out : ".";
 		else if (a[0] == '-' && v == NULL) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
-		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, ++i;
-		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node), ++i;
-		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group), ++i;
-		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), o->send_only = a, ++i;
-		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), o->send_only = a, ++i;
-		else if (!strcmp(a, "--out")) o->out = v, o->recv_only = a, ++i;
-		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s), ++i;
-		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
+		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, i += step;
+		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node), i += step;
+		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group), i += step;
+		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), o->send_only = "--members", i += step;
+		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), o->send_only = "--chunk", i += step;
+		else if (!strcmp(a, "--out")) o->out = v, o->recv_only = "--out", i += step;
+		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s), i += step;
+		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
 		if (bad) return 2;
 	}
 	const char *other = o->file ? o->recv_only : o->send_only;

@@ -145,6 +145,18 @@ static inline int ex_real(const char *prog, const char *opt, const char *v, doub
 	return 0;
 }
 
+/* `--name=VALUE`: @return the name (copied into @p buf of @p n bytes) with *v the value; any
+ * other argument as it is, *v NULL. */
+static inline const char *ex_opt_split(const char *arg, char *buf, size_t n, const char **v)
+{
+	const char *eq = arg[0] == '-' && arg[1] == '-' ? strchr(arg, '=') : NULL;
+	if (eq != NULL && (size_t)(eq - arg) >= n) eq = NULL; /* no option is that long: unknown */
+	*v = eq ? eq + 1 : NULL;
+	if (eq == NULL) return arg;
+	snprintf(buf, n, "%.*s", (int)(eq - arg), arg);
+	return buf;
+}
+
 /* @p roles: NULL-terminated; the third is the default (both sides in one process). */
 static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[], const char *help)
 {
@@ -154,8 +166,9 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 					 "--order-log ";
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
-		const char *a = argv[i], *v = NULL;
-		char key[32];
+		const char *v = NULL;
+		char key[40], name[32];
+		const char *a = ex_opt_split(argv[i], name, sizeof name, &v);
 		int bad = 0;
 		snprintf(key, sizeof key, " %s ", a);
 		if (!strcmp(a, "--")) { /* the rest is the embedded node's command line */
@@ -166,8 +179,10 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		}
 		int theirs = strstr(group_only, key) != NULL;
 		if (theirs && (o->own == NULL || strstr(o->own, key) == NULL))
-			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
-		if (a[0] == '-' && strstr(valued, key) != NULL) {
+			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
+		int valued_opt = a[0] == '-' && strstr(valued, key) != NULL;
+		if (v != NULL && !valued_opt) return fprintf(stderr, "%s: %s takes no value\n", argv[0], a), 2;
+		if (valued_opt && v == NULL) {
 			if (i + 1 == argc) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
 			v = argv[++i];
 		}
@@ -200,7 +215,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			bad = ex_u32(argv[0], a, lo, 0, UINT32_MAX, &o->size_min);
 			o->size_max = o->size_min;
 			if (!bad && dash != NULL) bad = ex_u32(argv[0], a, v + (dash - lo) + 1, 0, UINT32_MAX, &o->size_max);
-		} else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], a), 2;
+		} else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
 		if (bad) return 2;
 	}
 	if (o->size_min < EX_HDR || o->size_max < o->size_min || o->count == 0)

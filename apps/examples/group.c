@@ -21,6 +21,7 @@
 static const char *const roles[] = {"pub", "sub", "both", "all", NULL};
 static const char help[] =
 	"Usage: %s pub|sub|both|all [options] [-- imagod options of an embedded node]\n"
+	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  all: send to the group and receive it on one endpoint (every node of a many-to-many\n"
 	"       group runs it: --members is the other nodes, each a source too; --size >= 24)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"

@@ -10,6 +10,7 @@
 static const char *const roles[] = {"client", "server", "both", NULL};
 static const char help[] =
 	"Usage: %s client|server|both [options] [-- imagod options of an embedded node]\n"
+	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           this process's node [client 1, server 2]   --peer ID  [the other node]\n"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from framework.apps import EalConfig, ImagoPerf, RawParams, Role, imagod_binary, results_in, run_app
+from framework.apps import (EalConfig, ImagoPerf, RawParams, Role, build_dir, imagod_binary, result_line_object,
+                            results_in, run_app)
 from framework.imago_apps import ImagodRun
 from framework.testsuite import TestSuite
 from framework.topology import Topology
@@ -62,6 +63,26 @@ class TestSuiteLifecycle(TestSuite):
         cp = run_app(node, perf_binary, ["--help"])
         self.verify(cp.returncode == 0 and "--msgs N" in cp.stdout and "[1000000]" in cp.stdout,
                     f"--help: exit {cp.returncode}, output {cp.stdout[:200]!r}")
+
+    def test_the_examples_take_an_option_joined_to_its_value(self, topology: Topology) -> None:
+        """
+        Steps:
+            Run imago-pubsub (embedded) with --count=50 --size=16-100; then with --zero-copy=1
+            and with --count=.
+        Verify:
+            The first delivers its 50 messages (before: "unknown argument '--count=50'", exit
+            2); a flag given a value, and an empty value, exit 2 and say why.
+        """
+        node = topology.add_node("h")
+        pubsub = build_dir() / "apps" / "examples" / "imago-pubsub"
+        cp = run_app(node, pubsub, ["both", "--count=50", "--size=16-100", "--timeout=20"], timeout=60)
+        lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("RESULT ")]
+        self.verify(cp.returncode == 0 and lines, f"exit {cp.returncode}; stderr {cp.stderr[-400:]!r}")
+        res = result_line_object(lines[-1])
+        self.verify(res["msgs_delivered"] == 50 and res["lost"] == 0, f"RESULT {res}")
+        for args, words in {("--zero-copy=1",): "takes no value", ("--count=",): "whole number"}.items():
+            cp = run_app(node, pubsub, ["both", *args])
+            self.verify(cp.returncode == 2 and words in cp.stderr, f"{args}: exit {cp.returncode}, {cp.stderr!r}")
 
     def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
         """
