@@ -3,6 +3,9 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -71,17 +74,45 @@ void remove_hugepage_files(const std::string& prefix) {
   }
 }
 
+// Whether a socket of @p dir is listened on by another process (ours, telemetry's, outlives
+// rte_eal_cleanup()): it shares the prefix (--no-shconf lets primaries do so) and still needs
+// the directory.
+bool runtime_dir_in_use(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!e.is_socket(ec)) continue;
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    const std::string path = e.path().string();
+    if (path.size() >= sizeof sa.sun_path) continue;
+    path.copy(sa.sun_path, path.size());
+    for (int type : {SOCK_SEQPACKET, SOCK_STREAM}) {
+      const int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+      if (fd < 0) continue;
+      ucred who{};
+      socklen_t len = sizeof who;
+      const bool other = connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 &&
+                         getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &who, &len) == 0 && who.pid != getpid();
+      close(fd);
+      if (other) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 int eal_stop() {
   const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
   int rc = rte_eal_cleanup();
-  if (!g_runtime_dir.empty()) {
+  if (!g_runtime_dir.empty() && runtime_dir_in_use(g_runtime_dir)) {
+    IMAGO_LOG(INFO, dataplane, "%s left: another process of this prefix still uses it\n", g_runtime_dir.c_str());
+  } else if (!g_runtime_dir.empty()) {
     std::error_code ec;  // best effort: a failure leaves a directory, never an error
     std::filesystem::remove_all(g_runtime_dir, ec);
     if (primary) remove_hugepage_files(std::filesystem::path(g_runtime_dir).filename().string());
-    g_runtime_dir.clear();
   }
+  g_runtime_dir.clear();
   return rc;
 }
 

@@ -7,6 +7,7 @@ what it measured, and to refuse a bad command line with a clear message instead 
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -83,6 +84,30 @@ class TestSuiteLifecycle(TestSuite):
         for args, words in {("--zero-copy=1",): "takes no value", ("--count=",): "whole number"}.items():
             cp = run_app(node, pubsub, ["both", *args])
             self.verify(cp.returncode == 2 and words in cp.stderr, f"{args}: exit {cp.returncode}, {cp.stderr!r}")
+
+    def test_a_run_sharing_its_prefix_leaves_the_others_runtime_dir(self, topology: Topology,
+                                                                    perf_binary: Path) -> None:
+        """
+        Steps:
+            Start imago-perf --pair (6 s) with EAL args --no-shconf --file-prefix P; run a
+            second, short one with the same EAL args; then let the first end.
+        Verify:
+            After the second exits, /var/run/dpdk/P and the first's telemetry socket are still
+            there (before: the second removed the directory under the first); once the first
+            exits, the directory is gone.
+        """
+        node = topology.add_node("h")
+        prefix = f"imago-dts-shared-{os.getpid()}"
+        rundir = Path("/var/run/dpdk") / prefix
+        eal = ["-l", "0-1", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--file-prefix", prefix, "--"]
+        first = node.start([str(perf_binary), *eal, "--pair", "--duration", "6", "--msgs", "1000000000"],
+                           name="perf-first")
+        first.wait_for_line("READY", 30)
+        cp = run_app(node, perf_binary, [*eal, "--pair", "--duration", "1", "--msgs", "1000"])
+        self.verify(cp.returncode == 0, f"second: exit {cp.returncode}; {cp.stderr[-300:]!r}")
+        self.verify((rundir / "dpdk_telemetry.v2").exists(), f"{rundir} lost the first's socket")
+        self.verify(first.wait(30) == 0, f"first failed; last lines:\n{first.tail()}")
+        self.verify(not rundir.exists(), f"{rundir} left behind by the last of its processes")
 
     def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
         """
