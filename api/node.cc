@@ -223,7 +223,7 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       at = std::min(at + 1 + k, avail);
       continue;
     }
-    const int rc = send_one(a, d, msg, flags, now_ns);
+    const int rc = send_one(a, d, tier, msg, flags, now_ns);
     if (rc == -EAGAIN || (rc < 0 && s.group == 0)) {  // the window (the slowest member's) is full: later
       d.flags = flags, d.tier = tier, d.reserved = 0;  // as the application wrote them (the tag went over them)
       break;
@@ -256,16 +256,19 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
   return done;
 }
 
-// Hand message @p msg of descriptor @p d to the engine. A pool buffer above ref_min() goes by
-// reference when its pool has room for it: its loan leaves the endpoint (a reclaim of the
-// endpoint's loans must not free a buffer the engine still sends), and ext_done() frees it.
+// Hand message @p msg of descriptor @p d, of tier @p tier (as the application wrote it: an
+// inline message's tag now lies over d's tier), to the engine. A pool buffer above ref_min()
+// goes by reference when its pool has room for it: its loan leaves the endpoint (a reclaim of
+// the endpoint's loans must not free a buffer the engine still sends), and ext_done() frees it.
 // @return 1 sent by reference, 0 sent (copied), or the engine's negative errno.
-int Node::send_one(Active& a, const imago_msg& d, std::span<const uint8_t> msg, uint16_t flags, uint64_t now_ns) {
+int Node::send_one(Active& a, const imago_msg& d, uint8_t tier, std::span<const uint8_t> msg, uint16_t flags,
+                   uint64_t now_ns) {
   EndpointSlot& s = *a.slot;
   if (s.group != 0) return ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns);
+  if (tier != IMAGO_TIER_POOL) return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
   void* owner = d.u.ext.owner;  // a pool buffer's: send_bytes() checked the loan
-  const unsigned pi = d.tier == IMAGO_TIER_POOL ? pool_of(owner) : 0;
-  if (d.tier != IMAGO_TIER_POOL || !ne_.engine->by_ref(msg.size()) || ext_held_[pi] >= rte_mempool_from_obj(owner)->size / 2)
+  const unsigned pi = pool_of(owner);
+  if (!ne_.engine->by_ref(msg.size()) || ext_held_[pi] >= rte_mempool_from_obj(owner)->size / 2)
     return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
   const int rc = ne_.engine->send_ref(s.peer, msg, engine_flags(flags), now_ns, reinterpret_cast<uint64_t>(owner));
   if (rc != 0) return rc;  // refused (by_ref() said it goes by reference: never 1, copied)

@@ -168,7 +168,8 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
 
   unsigned drain_tx(Active& a, uint64_t now_ns);
-  int send_one(Active& a, const imago_msg& d, std::span<const uint8_t> msg, uint16_t flags, uint64_t now_ns);
+  int send_one(Active& a, const imago_msg& d, uint8_t tier, std::span<const uint8_t> msg, uint16_t flags,
+               uint64_t now_ns);
   /** @return the index in ext_held_ of pool buffer @p obj's pool. */
   unsigned pool_of(const void* obj) const;
   bool tx_view(Active& a, const rte_ring_zc_data& z, unsigned at, std::span<const uint8_t>* msg, uint8_t* scratch);
