@@ -36,7 +36,8 @@ void write_link(uint8_t* at, LinkType type, uint16_t payload_len, bool tagged) {
   std::memcpy(at, &lh, sizeof lh);
 }
 
-void write_ip_udp(const EncapConfig& cfg, uint8_t* ip_at, uint16_t udp_len) {
+// @p apart: the end of the payload, not after the headers but elsewhere (chained).
+void write_ip_udp(const EncapConfig& cfg, uint8_t* ip_at, uint16_t udp_len, std::span<const uint8_t> apart) {
   Ipv4Hdr ip{};
   ip.version_ihl = 0x45;
   ip.total_length.set(static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len));
@@ -56,7 +57,7 @@ void write_ip_udp(const EncapConfig& cfg, uint8_t* ip_at, uint16_t udp_len) {
   std::memcpy(udp_at, &udp, sizeof udp);
   if (cfg.udp_checksum) {
     Be16 c;
-    c.set(udp_csum(cfg.src_ip, cfg.dst_ip, udp_at, udp_len));
+    c.set(udp_csum2(cfg.src_ip, cfg.dst_ip, udp_at, udp_len - apart.size(), apart.data(), apart.size()));
     std::memcpy(udp_at + offsetof(UdpHdr, checksum), &c, sizeof c);
   }
 }
@@ -118,7 +119,8 @@ MacAddr ipv4_multicast_mac(uint32_t ip) {
                   static_cast<uint8_t>(ip >> 8), static_cast<uint8_t>(ip)}};
 }
 
-size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len) {
+size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len,
+                    std::span<const uint8_t> apart) {
   size_t hdr = encap_header_len(cfg.kind);
   size_t trailer = encap_trailer_len(cfg);
   uint8_t* link = frame + hdr - sizeof(LinkHdr);
@@ -132,7 +134,7 @@ size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint1
     MacAddr dst = ipv4_is_multicast(cfg.dst_ip) ? ipv4_multicast_mac(cfg.dst_ip) : cfg.dst_mac;
     write_eth(frame, dst, cfg.src_mac, kEtherTypeIpv4);
     auto udp_len = static_cast<uint16_t>(sizeof(UdpHdr) + sizeof(LinkHdr) + payload_len + trailer);
-    write_ip_udp(cfg, frame + sizeof(EthHdr), udp_len);
+    write_ip_udp(cfg, frame + sizeof(EthHdr), udp_len, apart);
   }
   return hdr + payload_len + trailer;
 }

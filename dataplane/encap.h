@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <optional>
 
 #include "dataplane/auth.h"
@@ -80,9 +81,14 @@ inline size_t max_payload(const EncapConfig& cfg, size_t mtu) {
  * hold encap_trailer_len(cfg) more bytes). For UDP with multicast dst_ip, the destination
  * MAC is the group's (RFC 1112), whatever cfg.dst_mac says.
  *
+ * @p apart: the last apart.size() bytes of the payload are not in @p frame but there (a
+ * payload chained behind the headers' part): the UDP checksum covers them where they are.
+ * With a tag (which follows the whole payload) nothing may be apart.
+ *
  * @return the frame length: header length + @p payload_len + trailer length.
  */
-size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len);
+size_t encode_frame(const EncapConfig& cfg, uint8_t* frame, LinkType type, uint16_t payload_len,
+                    std::span<const uint8_t> apart = {});
 
 /** Why decode_frame() rejected a frame; each has its own counter. */
 enum class DecodeError : uint8_t {

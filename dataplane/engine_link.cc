@@ -218,7 +218,7 @@ bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> f
     return true;  // as send_frame()
   }
   if (!room_for_one()) return false;
-  rte_mbuf* m = attach_head(*a, slot, frame, frame.size(), again);
+  rte_mbuf* m = attach_head(*a, slot, frame, {}, again);
   if (m == nullptr) return false;
   tx_.push(m);
   ++counters_.held_out;
@@ -227,9 +227,9 @@ bool EngineLink::send_held(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> f
 
 // An mbuf attached to the held frame @p frame of @p slot (its link header in the room before
 // it, written at the first sending: the slot's bytes then go out unchanged on every repair),
-// for a frame of @p whole bytes (more than @p frame when a payload follows elsewhere).
-rte_mbuf* EngineLink::attach_head(const PeerAddr& a, uint8_t* slot, std::span<uint8_t> frame, size_t whole,
-                                  bool again) {
+// followed on the wire by @p apart (a payload chained behind it, covered by the UDP checksum).
+rte_mbuf* EngineLink::attach_head(const PeerAddr& a, uint8_t* slot, std::span<uint8_t> frame,
+                                  std::span<const uint8_t> apart, bool again) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) {
     ++counters_.alloc_failed;
@@ -237,9 +237,9 @@ rte_mbuf* EngineLink::attach_head(const PeerAddr& a, uint8_t* slot, std::span<ui
   }
   const size_t hdr = encap_header_len(a.encap.kind);
   uint8_t* link = frame.data() - hdr;
-  if (!again) encode_frame(a.encap, link, LinkType::Reliability, static_cast<uint16_t>(whole));
+  if (!again) encode_frame(a.encap, link, LinkType::Reliability, static_cast<uint16_t>(frame.size() + apart.size()), apart);
   // The tag after the frame (chains() is false with one: it would follow the payload).
-  const auto len = static_cast<uint16_t>(hdr + frame.size() + (whole == frame.size() ? encap_trailer_len(a.encap) : 0));
+  const auto len = static_cast<uint16_t>(hdr + frame.size() + (apart.empty() ? encap_trailer_len(a.encap) : 0));
   auto* priv = reinterpret_cast<SlotPriv*>(slot);
   if (priv->iova == 0) priv->iova = rte_mem_virt2iova(slot);
   attach_ref(&priv->shinfo);
@@ -259,7 +259,7 @@ bool EngineLink::send_ext(rel::NodeId peer, uint8_t* slot, std::span<uint8_t> he
   if (slot == nullptr) return send_copy(a->encap, head, ext);  // the engine's own memory: joined
   if (!room_for_one()) return false;
   rte_mbuf* tail = rte_pktmbuf_alloc(pool_);
-  rte_mbuf* m = tail != nullptr ? attach_head(*a, slot, head, head.size() + ext.size(), again) : nullptr;
+  rte_mbuf* m = tail != nullptr ? attach_head(*a, slot, head, ext, again) : nullptr;
   if (m == nullptr) {
     counters_.alloc_failed += tail == nullptr;
     rte_pktmbuf_free(tail);

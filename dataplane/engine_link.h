@@ -160,7 +160,8 @@ class EngineLink final : public rel::FrameSink {
   };
   const PeerAddr* find(rel::NodeId id) const;
   bool room_for_one();
-  rte_mbuf* attach_head(const PeerAddr& a, uint8_t* slot, std::span<uint8_t> frame, size_t whole, bool again);
+  rte_mbuf* attach_head(const PeerAddr& a, uint8_t* slot, std::span<uint8_t> frame, std::span<const uint8_t> apart,
+                        bool again);
   const uint8_t* frame_bytes(rte_mbuf* m, uint32_t* len);
   bool send_copy(const EncapConfig& to, std::span<const uint8_t> frame, std::span<const uint8_t> more = {});
   static constexpr uint32_t kMaxLinear = 16384;  ///< the longest chained frame joined on receipt

@@ -39,7 +39,22 @@ uint32_t udp_pseudo_sum(uint32_t src_ip, uint32_t dst_ip, size_t udp_len) {
 }
 
 uint16_t udp_csum(uint32_t src_ip, uint32_t dst_ip, const void* udp, size_t udp_len) {
-  uint16_t c = csum_finish(csum_add(udp_pseudo_sum(src_ip, dst_ip, udp_len), udp, udp_len));
+  return udp_csum2(src_ip, dst_ip, udp, udp_len, nullptr, 0);
+}
+
+uint16_t udp_csum2(uint32_t src_ip, uint32_t dst_ip, const void* udp, size_t head_len, const void* rest,
+                   size_t rest_len) {
+  uint32_t sum = csum_add(udp_pseudo_sum(src_ip, dst_ip, head_len + rest_len), udp, head_len);
+  if (rest_len != 0) {
+    // After an odd head the rest's bytes sit in the other half of each 16-bit word: its
+    // folded sum, byte-swapped, is what they add (RFC 1071, byte order independence).
+    uint32_t r = csum_add(0, rest, rest_len);
+    while (r >> 16) r = (r & 0xFFFF) + (r >> 16);
+    if (head_len % 2) r = ((r & 0xFF) << 8) | (r >> 8);
+    sum += r;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  }
+  const uint16_t c = csum_finish(sum);
   return c == 0 ? 0xFFFF : c;
 }
 

@@ -27,4 +27,11 @@ uint32_t udp_pseudo_sum(uint32_t src_ip, uint32_t dst_ip, size_t udp_len);
  */
 uint16_t udp_csum(uint32_t src_ip, uint32_t dst_ip, const void* udp, size_t udp_len);
 
+/**
+ * As udp_csum() for a datagram in two parts: @p head_len bytes at @p udp, then @p rest_len
+ * at @p rest (a payload sent by reference, chained behind the headers).
+ */
+uint16_t udp_csum2(uint32_t src_ip, uint32_t dst_ip, const void* udp, size_t head_len, const void* rest,
+                   size_t rest_len);
+
 }  // namespace imago::dp

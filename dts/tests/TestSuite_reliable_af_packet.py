@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import pytest
 
-from framework.apps import ImagoPerf, PerfParams, Result, Role
+from framework.apps import Encap, ImagoPerf, PerfParams, Result, Role
 from framework.testsuite import TestSuite
 from framework.topology import Interface, Topology
 
@@ -44,7 +44,7 @@ class TestSuiteReliableAfPacket(TestSuite):
         """rx (lcore 1) first, then tx (lcore 0); @return their RESULTs."""
         tx_if, rx_if = link
         rx_params = replace(params, role=Role.RX, peer_mac=tx_if.mac, duration_s=RUN_LIMIT_S,
-                            idle_timeout_ms=3000, loss=None, seed=None)
+                            idle_timeout_ms=3000, loss=None, seed=None, src_ip=params.dst_ip, dst_ip=params.src_ip)
         rx = self._start(rx_if, rx_params, 1, "perf-rx")
         rx.wait_ready(READY_TIMEOUT_S)
         tx = self._start(tx_if, replace(params, role=Role.TX, peer_mac=rx_if.mac, duration_s=RUN_LIMIT_S), 0, "perf-tx")
@@ -86,18 +86,23 @@ class TestSuiteReliableAfPacket(TestSuite):
         self._verify_stream(tx, rx, 100_000)
         self.verify(tx.retransmits > 0, "5 % loss and no retransmission")
 
-    def test_stream_by_reference_with_loss(self, link) -> None:
+    @pytest.mark.parametrize("encap", [Encap.L2, Encap.UDP], ids=["l2", "udp"])
+    def test_stream_by_reference_with_loss(self, link, encap: Encap) -> None:
         """
         Steps:
             As test_stream_with_loss with 20000 messages of 4000 bytes: above half a frame,
             so imago-perf sends each from a buffer of its own by reference (three frames, each
-            two chained mbufs, the second attached to the buffer; docs/PROTOCOL.md 3.4.1).
+            two chained mbufs, the second attached to the buffer; docs/PROTOCOL.md 3.4.1); in
+            L2 and in UDP/IPv4 with its checksum (over both parts of a chained frame: before,
+            it covered the first, and the receiver dropped every such frame udp_checksum).
         Verify:
             Every message arrives once, in order, intact; the sender retransmitted. On
             net_af_packet every message went by reference (engine msgs_by_ref) and frames
             went out chained; on net_af_xdp (it sends a chain's first mbuf alone) none did.
         """
-        params = PerfParams(role=Role.TX, msgs=20_000, size=4000, mode="stream", loss=0.05, seed=12)
+        ips = {"src_ip": "10.77.0.1", "dst_ip": "10.77.0.2"} if encap is Encap.UDP else {}
+        params = PerfParams(role=Role.TX, msgs=20_000, size=4000, mode="stream", loss=0.05, seed=12, encap=encap,
+                            **ips)
         tx, rx = self._run(link, params)
         self._verify_stream(tx, rx, 20_000)
         self.verify(tx.retransmits > 0, "5 % loss and no retransmission")

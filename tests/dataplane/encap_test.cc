@@ -283,6 +283,28 @@ TEST(Codec, UdpRoundTripWithChecksumReturnsEveryField) {
   EXPECT_EQ(r.counters.accepted, 1u);
 }
 
+TEST(Codec, UdpChecksumCoversAPayloadSentApart) {
+  // Do: encode frames whose payload's end is elsewhere (a message sent by reference: the
+  // headers and the frame's head in one mbuf, the payload chained behind), heads of odd and
+  // even length; join the parts as the wire does and decode.
+  for (size_t head : {0u, 1u, 2u, 7u, 48u, 63u}) {
+    for (size_t rest : {1u, 2u, 3u, 1000u, 1001u}) {
+      std::string payload(head + rest, '\0');
+      for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 37 + head);
+      const EncapConfig cfg = udp_cfg();
+      Frame f(encap_header_len(cfg.kind) + head);
+      std::memcpy(f.data() + encap_header_len(cfg.kind), payload.data(), head);
+      const std::vector<uint8_t> apart(payload.begin() + static_cast<long>(head), payload.end());
+      encode_frame(cfg, f.data(), LinkType::Reliability, static_cast<uint16_t>(payload.size()), apart);
+      f.insert(f.end(), apart.begin(), apart.end());
+      // Expect: the checksum is the whole datagram's, and the frame is accepted (before, it
+      // covered the head's part only: imago over UDP lost every message sent by reference).
+      EXPECT_EQ(be16_at(f, kUdpAt + 6), ref_udp_csum(f)) << head << "+" << rest;
+      EXPECT_TRUE(decode(cfg, f).ok) << head << "+" << rest;
+    }
+  }
+}
+
 TEST(Codec, UdpRoundTripWithoutChecksum) {
   // Do: encode with the UDP checksum off and decode it.
   Frame f = encode(udp_cfg(false), "no checksum here");
