@@ -29,6 +29,7 @@ void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
 
 std::string g_runtime_dir;  // set by eal_own_runtime_dir(); control path only
 bool g_started = false;     // rte_eal_init() succeeded once in this process; control path only
+bool g_leave_devices = false;  // eal_leave_devices(); control path only
 
 }  // namespace
 
@@ -102,9 +103,12 @@ bool runtime_dir_in_use(const std::string& dir) {
 
 }  // namespace
 
+void eal_leave_devices() { g_leave_devices = true; }
+
 int eal_stop() {
   const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
-  int rc = rte_eal_cleanup();
+  // Skipped, the process ends all the same: the kernel frees what EAL held.
+  int rc = g_leave_devices ? 0 : rte_eal_cleanup();
   if (!g_runtime_dir.empty() && runtime_dir_in_use(g_runtime_dir)) {
     IMAGO_LOG(INFO, dataplane, "%s left: another process of this prefix still uses it\n", g_runtime_dir.c_str());
   } else if (!g_runtime_dir.empty()) {

@@ -34,6 +34,12 @@ void eal_own_runtime_dir();
 
 /** Stop EAL: rte_eal_cleanup(). Ports must already be closed. @return 0 or a negative errno. */
 int eal_stop();
+/**
+ * Make eal_stop() leave EAL's devices alone: it skips rte_eal_cleanup(), whose removal of a
+ * net_af_xdp device detaches whatever XDP program its interface holds, another process's
+ * included (Port::open() refused the device for that). Control path.
+ */
+void eal_leave_devices();
 
 /** Route SIGINT and SIGTERM to the stop request (async-signal-safe). */
 void install_stop_signals();

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <vector>
 
+#include "dataplane/eal.h"
+#include "dataplane/if_state.h"
 #include "dataplane/log.h"
 
 namespace imago::dp {
@@ -176,8 +178,33 @@ rte_mempool* create_mbuf_pool(const std::string& name, unsigned n, uint16_t data
   return mp;
 }
 
+namespace {
+
+// The kernel interface behind port @p id (net_af_packet, net_af_xdp), 0 for none.
+unsigned port_if_index(uint16_t id) {
+  rte_eth_dev_info info{};
+  return rte_eth_dev_info_get(id, &info) == 0 ? info.if_index : 0;
+}
+
+}  // namespace
+
 int Port::open(uint16_t port_id, const PortConfig& cfg, rte_mempool* pool) {
   if (!rte_eth_dev_is_valid_port(port_id)) return fail(port_id, "lookup", -ENODEV);
+  // Another live imago process on the interface: setting up our AF_XDP socket would fail, and
+  // removing the device then detaches the interface's XDP program, cutting that process off.
+  // Refuse before touching the device, and never remove it. (A program a killed process left
+  // is no one's: its claim died with it, and the PMD takes the program over.)
+  if (port_driver(port_id) == "net_af_xdp") {
+    const unsigned ifx = port_if_index(port_id);
+    char name[IF_NAMESIZE] = "?";
+    if (ifx != 0 && iface_claim(ifx) == -EBUSY) {
+      IMAGO_LOG(ERR, dataplane, "port %u: interface %s is in use by another imago process over net_af_xdp "
+                "(one process per interface): refused, that process left undisturbed\n", port_id,
+                if_indextoname(ifx, name) ? name : "?");
+      eal_leave_devices();  // EAL's cleanup would remove the device, and that program with it
+      return -EBUSY;
+    }
+  }
   if (!pool) return fail(port_id, "open (no mempool)", -EINVAL);
   id_ = port_id;
   cfg_ = cfg;
@@ -223,8 +250,11 @@ int Port::setup_queues() {
 int Port::start() {
   if (int rc = rte_eth_dev_start(id_); rc < 0) return fail(id_, "start", rc);
   started_ = true;
-  // Some PMDs (net_ring) have no filters at all; not being able to widen them is harmless.
-  if (cfg_.promiscuous) set_promiscuous(true);
+  // Some PMDs (net_ring) have no filters at all; not being able to widen them is harmless. A
+  // kernel interface we made promiscuous is made so again at stop (it outlives the process).
+  if (const unsigned ifx = port_if_index(id_); cfg_.promiscuous)
+    unset_promisc_ = (ifx != 0 ? iface_promiscuous(ifx) == 0 : rte_eth_promiscuous_get(id_) == 0) &&
+                     set_promiscuous(true) == 0;
   if (cfg_.allmulticast) set_allmulticast(true);
   return 0;
 }
@@ -236,6 +266,8 @@ int Port::stop() {
   // run it at the same time for a peer that leaves now (port.h, "Holding DPDK's interrupt
   // thread"), nor touch the server socket rte_eth_dev_close() frees.
   if (intr_control_) hold_intr_thread();
+  if (unset_promisc_) set_promiscuous(false);
+  unset_promisc_ = false;
   if (int rc = rte_eth_dev_stop(id_); rc < 0) return fail(id_, "stop", rc);
   return 0;
 }

@@ -83,3 +83,32 @@ class TestSuiteAfXdp(TestSuite):
                           "--msgs", "10", "--duration", "10"], timeout=60, check=False)
         self.verify(cp.returncode == 1, f"exit {cp.returncode}")
         self.verify("net_af_xdp could not attach" in cp.stderr and "3000" in cp.stderr, cp.stderr[-1500:])
+
+    def test_a_second_process_on_the_interface_leaves_the_first_running(self, link, perf_binary) -> None:
+        """
+        Steps:
+            rx on one veth end over net_af_xdp; a second imago-perf on the same end
+            (--iface END --pmd af_xdp); then tx streams 20000 messages to the first.
+        Verify:
+            The second exits 1 saying another imago process uses the interface; the first
+            receives everything (before, the refused second removed the first's XDP program
+            on its way out, and the first received nothing, silently: an outside tester, 3 of 3).
+        """
+        tx_if, rx_if = link
+        params = PerfParams(role=Role.TX, msgs=20_000, size=64, mode="stream", peer_mac=rx_if.mac,
+                            duration_s=RUN_LIMIT_S)
+        rx = ImagoPerf(rx_if.node).start_raw_vdev(
+            xdp_vdev(rx_if), replace(params, role=Role.RX, peer_mac=tx_if.mac, idle_timeout_ms=3000), lcore=1,
+            name="xdp-rx")
+        rx.wait_ready(READY_TIMEOUT_S)
+        cp = rx_if.node.exec([str(perf_binary), "--role", "rx", "--iface", rx_if.name, "--pmd", "af_xdp",
+                              "--mode", "stream", "--msgs", "10", "--duration", "10"], timeout=60, check=False)
+        self.verify(cp.returncode == 1, f"second: exit {cp.returncode}")
+        self.verify("in use by another imago process over net_af_xdp" in cp.stderr, cp.stderr[-1500:])
+        tx = ImagoPerf(tx_if.node).start_raw_vdev(xdp_vdev(tx_if), params, lcore=0, name="xdp-tx")
+        t = tx.result(timeout=RUN_LIMIT_S + READY_TIMEOUT_S + 30)
+        r = rx.result(timeout=60)
+        print("tx RESULT", json.dumps(t.raw))
+        print("rx RESULT", json.dumps(r.raw))
+        self.verify(r.msgs_delivered == 20_000 and r.lost == 0 and not t.raw["peer_dead"],
+                    f"first rx delivered {r.msgs_delivered}, lost {r.lost}; tx peer_dead {t.raw['peer_dead']}")

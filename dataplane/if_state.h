@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The kernel interface behind a port (net_af_packet, net_af_xdp): claiming it among imago
+ * processes, and its promiscuous flag. Control path (files, ioctl).
+ */
+#pragma once
+
+namespace imago::dp {
+
+/**
+ * Claim interface @p if_index of this network namespace for this process, until it ends: a
+ * lock on /run/imago/iface-NETNS-NAME.lock, which the kernel drops when the process dies
+ * however it ends (so a killed process's claim goes with it).
+ * @return 0 claimed (or nothing to claim with: no /run), -EBUSY another live process holds it.
+ */
+int iface_claim(unsigned if_index);
+
+/** @return 1 when interface @p if_index is in promiscuous mode, 0 when not, or a negative
+ *  errno. */
+int iface_promiscuous(unsigned if_index);
+
+}  // namespace imago::dp
