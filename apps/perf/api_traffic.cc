@@ -212,7 +212,8 @@ bool tick(ApiRun& r, Kind k, uint64_t now) {
     if (d == Death::kLeftAfterAll) r.ended = "done";
     if (d == Death::kDied) r.dead = true, r.ended = "peer_dead";
   }
-  if (!r.ended && finished(r, k, now)) r.ended = "done";
+  // A receiver alone that gave up on silence short of --msgs did not finish: "idle".
+  if (!r.ended && finished(r, k, now)) r.ended = r.a.ep || has_all(r, k) ? "done" : "idle";
   if (!r.ended && now >= r.deadline) r.timed_out = true, r.ended = "duration";
   if (!r.ended) stats_line(r, now);
   return r.ended != nullptr;

@@ -141,6 +141,7 @@ void pp_report(Context& ctx, app::Json& r) {
   const rel::PeerCounters* cb = st.b.engine ? st.b.engine->counters(st.b.peer) : nullptr;
   uint64_t delivered = st.a.node ? p.replies : st.echoer.echoed;
   ctx.peer_dead = p.dead || st.echoer.dead;
+  ctx.fell_silent = !st.a.node && !ctx.peer_dead && st.echoer.echoed < st.total;
   r.num("msgs_sent", st.a.node ? p.sent : st.echoer.echoed).num("msgs_delivered", delivered)
       .num("bytes_delivered", delivered * ctx.opt.size).num("duration_s", secs)
       .num("msgs_per_s", secs > 0 ? delivered / secs : 0.0)

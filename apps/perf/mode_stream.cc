@@ -266,6 +266,7 @@ void stream_report(Context& ctx, app::Json& r) {
   uint64_t sent = st.tx.node ? st.sent : st.total;
   bool dead = st.tx_events.dead || st.rx_app.dead;
   ctx.peer_dead = dead;
+  ctx.fell_silent = st.rx.node && !st.tx.node && !dead && a.delivered < st.total;
   if (ctx.opt.verbose_summary) {
     std::printf("Node A sent %" PRIu64 " messages of %u bytes to node B through the reliability engine "
                 "(fault spec tx: %s, rx: %s).\n", st.sent, ctx.opt.size,

@@ -294,7 +294,7 @@ void print_usage(const char* prog) {
       "node has nothing in flight (imago_node_stats_get()); a receiver alone lingers 200 ms after\n"
       "the last frame (done too if the sender is declared dead once all came). Echo keeps at\n"
       "most 1024 messages unanswered (both ends of a pair share the node's buffer pools).\n"
-      "RESULT adds via, attach, ended (done, duration, signal, closed, peer_dead, send_error),\n"
+      "RESULT adds via, attach, ended (done, idle, duration, signal, closed, peer_dead, send_error),\n"
       "node_<id> (the engines' counters during the run), ep_A, ep_B.\n"
       "--run-to-completion (embedded) gives the library no engine lcore: this thread polls the\n"
       "nodes too (imago_engine_poll()), everything on lcore 0.\n\n"

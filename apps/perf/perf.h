@@ -78,6 +78,7 @@ struct Context {
   void* mode_state = nullptr;  ///< owned by the mode: set in setup, freed in teardown
   bool keep_main_free = false; ///< interactive: the main lcore runs the prompt, never a poller
   bool peer_dead = false;      ///< the mode's report found the peer dead (RESULT's ended)
+  bool fell_silent = false;    ///< a receiver alone gave up after --idle-timeout-ms short of --msgs (ended: idle)
   bool explicit_eal = false;   ///< EAL args were given: --iface made no vdev
   dp::TelemetrySources tel;    ///< what /imago/... telemetry reads: the run's engine boards, the lcores
 };

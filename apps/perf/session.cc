@@ -150,6 +150,7 @@ void session_report(Session& s, app::Json& result) {
                       : dp::stop_requested()  ? "signal"
                       : s.stopped             ? "stopped"
                       : s.ctx.peer_dead       ? "peer_dead"
+                      : s.ctx.fell_silent     ? "idle"
                                               : "done");
   teardown_run(s);
 }

@@ -136,6 +136,27 @@ class TestSuiteReliableAfPacket(TestSuite):
             self.verify(t.raw["engine_A"]["msgs_by_ref"] > 0, "no message went by reference")
         rx.stop()
 
+    def test_a_receiver_that_gives_up_on_silence_says_idle(self, link) -> None:
+        """
+        Steps:
+            rx expects 1000 messages with --idle-timeout-ms 500; tx sends 400 and leaves.
+        Verify:
+            rx delivers the 400 and ends "idle", with 600 lost (before, it said "done": a
+            receiver cut off by a link down for a second looked like a finished run).
+        """
+        tx_if, rx_if = link
+        params = PerfParams(role=Role.RX, msgs=1000, size=64, mode="stream", peer_mac=tx_if.mac,
+                            duration_s=RUN_LIMIT_S, idle_timeout_ms=500)
+        rx = self._start(rx_if, params, 1, "perf-rx")
+        rx.wait_ready(READY_TIMEOUT_S)
+        tx = self._start(tx_if, replace(params, role=Role.TX, msgs=400, peer_mac=rx_if.mac), 0, "perf-tx")
+        t = tx.result(timeout=RUN_LIMIT_S)
+        r = rx.result(timeout=60)
+        print("rx RESULT", json.dumps(r.raw))
+        self.verify(t.raw["ended"] == "done", f"tx ended {t.raw['ended']}")
+        self.verify(r.raw["ended"] == "idle" and r.msgs_delivered == 400 and r.lost == 600,
+                    f"rx ended {r.raw['ended']}, delivered {r.msgs_delivered}, lost {r.lost}")
+
     def test_pingpong(self, link) -> None:
         """
         Steps:
