@@ -22,10 +22,10 @@ static const char help[] =
 	"  --members N         send: start once N members joined, 1..64 [1]\n"
 	"  --chunk BYTES       send: bytes per DATA message, 64..60000 [8192]\n"
 	"  --out DIR           recv: where the file is written [.]\n"
-	"  --timeout S         give up after S seconds without progress [30]\n"
+	"  --timeout S         give up after S seconds without progress, 0: never [30]\n"
 	"Prints READY, a line per member (send) or the file's fate (recv), and RESULT {json}.\n";
 
-enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kFailed = 5, kMaxMembers = 64, kNameMax = 200 };
+enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kFailed = 5, kMaxMembers = EX_MAX_MEMBERS, kNameMax = 200 };
 
 struct cp_opts {
 	const char *file, *out;
@@ -80,7 +80,7 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), o->send_only = "--members", i += step;
 		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), o->send_only = "--chunk", i += step;
 		else if (!strcmp(a, "--out")) o->out = v, o->recv_only = "--out", i += step;
-		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s), i += step;
+		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0, 1e6, &o->timeout_s), i += step; /* 0: never */
 		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
 		if (bad) return 2;
 	}
@@ -119,7 +119,7 @@ static imago_ep_t *open_peer(imago_t *im, uint64_t node, uint64_t peer)
 /* Send one message, waiting out back-pressure (bounded by the stall timeout). */
 static int send_one(imago_ep_t *ep, const void *p, uint32_t len, double timeout_s)
 {
-	uint64_t end = ex_now_ns() + (uint64_t)(timeout_s * 1e9);
+	uint64_t end = ex_deadline(timeout_s);
 	int rc;
 	while ((rc = imago_send(ep, p, len, 0)) == -EAGAIN && !ex_stop && ex_now_ns() < end)
 		ex_poll();
@@ -198,8 +198,9 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 	struct imago_group_opts go = {.local_node = node, .flags = IMAGO_GROUP_SEND};
 	int rc = imago_group_open(im, o->group, &go, &s.g);
 	if (rc < 0) return fclose(f), fprintf(stderr, "imago-cp: group %u: %s\n", o->group, strerror(-rc)), rc;
+	if (ex_check_size(s.g, "--chunk", o->chunk + 1, "imago-cp") < 0) return fclose(f), -EMSGSIZE; /* a DATA message */
 	printf("READY group %u node %llu send %s\n", o->group, (unsigned long long)node, o->file), fflush(stdout);
-	uint64_t until = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	uint64_t until = ex_deadline(o->timeout_s);
 	while (s.n < o->members && !ex_stop && ex_now_ns() < until) sender_poll(&s, 0, 0);
 	uint8_t *buf = malloc(o->chunk + 1);
 	struct cp_ctl c = {.type = kBof};
@@ -226,7 +227,7 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 	if (rc == 0) rc = send_one(s.g, &c, sizeof c, o->timeout_s);
 	/* Until every member said done or was expired. */
 	unsigned open = s.n;
-	until = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	until = ex_deadline(o->timeout_s);
 	while (rc == 0 && open > 0 && !ex_stop && ex_now_ns() < until) {
 		sender_poll(&s, sum, c.size);
 		open = 0;
@@ -302,7 +303,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	uint64_t size = 0, sum = 14695981039346656037ull, last = ex_now_ns(), src = 0;
 	struct cp_ctl eof = {0};
 	const char *fate = NULL;
-	while (fate == NULL && !ex_stop && (double)(ex_now_ns() - last) < o->timeout_s * 1e9) {
+	while (fate == NULL && !ex_stop && (o->timeout_s == 0 || (double)(ex_now_ns() - last) < o->timeout_s * 1e9)) {
 		struct imago_msg d[32];
 		ex_poll();
 		int k = imago_recv_burst(g, d, 32);
@@ -347,7 +348,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	/* The DONE must reach the sender before we detach: wait until the engine took it and the
 	 * sender's node confirmed everything (nothing to wait for when we told nothing: the
 	 * source is gone, or dropped us). */
-	const uint64_t end = ex_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	const uint64_t end = ex_deadline(o->timeout_s);
 	uint64_t taken = 0; /* when the engine took our DONE */
 	while (tell && rc == 0 && !ex_stop && !done_confirmed(im, back, end, &taken)) ex_poll();
 	printf("file %s: %s\n", path, fate);

@@ -19,6 +19,7 @@
 
 #define EX_END UINT64_MAX /* seq of the last message: "no more" */
 #define EX_HDR 16u        /* bytes of the header below, the smallest message */
+#define EX_MAX_MEMBERS 64u /* imago-group, imago-cp: the most members (and sources) they track */
 
 struct ex_hdr {
 	uint64_t seq;
@@ -33,6 +34,8 @@ struct ex_opts {
 	double timeout_s;
 	/* Options of one example only: the ones it names in `own` (ex_parse()). */
 	const char *own;
+	/* Options of some roles only: pairs {"--option", "role, role"}, NULL-ended (NULL: none). */
+	const char *const *only;
 	uint32_t group, members, from_oldest, nack;
 	double rate;
 	uint32_t idle_us;
@@ -157,6 +160,44 @@ static inline const char *ex_opt_split(const char *arg, char *buf, size_t n, con
 	return buf;
 }
 
+/* @return 1 when @p word is one of the comma-separated words of @p list. */
+static inline int ex_has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *c = list; (c = strstr(c, word)) != NULL; c += n)
+		if ((c == list || c[-1] == ' ' || c[-1] == ',') && (c[n] == 0 || c[n] == ','))
+			return 1;
+	return 0;
+}
+
+/* Refuse an option of o->only given to a role that does not use it (it would be ignored
+ * silently). @p given: bit k set when pair k was on the line. @return 0, or 2 (said why). */
+static inline int ex_check_roles(const struct ex_opts *o, uint64_t given, const char *prog)
+{
+	for (unsigned k = 0; o->only != NULL && o->only[2 * k] != NULL; ++k)
+		if ((given >> k & 1) && !ex_has_word(o->only[2 * k + 1], o->role))
+			return fprintf(stderr, "%s: %s is for %s only (see --help)\n", prog, o->only[2 * k],
+				       o->only[2 * k + 1]), 2;
+	return 0;
+}
+
+/* Refuse to send messages of up to @p len bytes on @p ep when it takes fewer (the node's
+ * --max-message, say): before any traffic, not as a failed send mid-run. @return 0 or -1. */
+static inline int ex_check_size(imago_ep_t *ep, const char *opt, uint32_t len, const char *prog)
+{
+	uint32_t max = imago_max_message(ep);
+	if (len <= max) return 0;
+	fprintf(stderr, "%s: %s: a message of %u bytes is above the largest this endpoint takes, %u bytes "
+		"(imago_max_message(): the node's --max-message)\n", prog, opt, len, max);
+	return -1;
+}
+
+/* The end of a wait of @p timeout_s seconds from now; 0 s: never. */
+static inline uint64_t ex_deadline(double timeout_s)
+{
+	return timeout_s > 0 ? ex_now_ns() + (uint64_t)(timeout_s * 1e9) : UINT64_MAX;
+}
+
 /* @p roles: NULL-terminated; the third is the default (both sides in one process). */
 static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char *const roles[], const char *help)
 {
@@ -164,6 +205,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 				     "--idle-us --order --order-window --order-log ";
 	static const char group_only[] = " --group --members --from-oldest --nack --rate --idle-us --order --order-window "
 					 "--order-log ";
+	uint64_t given = 0; /* o->only's options on the line */
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
 		const char *v = NULL;
@@ -186,6 +228,8 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			if (i + 1 == argc) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
 			v = argv[++i];
 		}
+		for (unsigned k = 0; o->only != NULL && o->only[2 * k] != NULL; ++k)
+			given |= (uint64_t)!strcmp(a, o->only[2 * k]) << k;
 		if (!strcmp(a, "--help")) return printf(help, argv[0]), 1;
 		else if (a[0] != '-' && ex_is_role(a, roles)) o->role = a;
 		else if (!strcmp(a, "--secondary")) o->prefix = v;
@@ -194,17 +238,17 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (!strcmp(a, "--peer")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->peer);
 		else if (!strcmp(a, "--count")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->count);
 		else if (!strcmp(a, "--hold")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->hold);
-		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0.001, 1e6, &o->timeout_s);
+		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0, 1e6, &o->timeout_s); /* 0: never */
 		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group);
 		else if (!strcmp(a, "--members")) { /* N, or a list of node ids (N: the others) */
 			o->members_list = strchr(v, ',') ? v : NULL;
-			if (o->members_list == NULL) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->members);
+			if (o->members_list == NULL) bad = ex_u32(argv[0], a, v, 1, EX_MAX_MEMBERS, &o->members);
 		} else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
 		else if (!strcmp(a, "--nack")) o->nack = 1;
 		else if (!strcmp(a, "--rate")) bad = ex_real(argv[0], a, v, 0, 1e9, &o->rate);
 		else if (!strcmp(a, "--idle-us")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->idle_us);
 		else if (!strcmp(a, "--order")) o->order = v;
-		else if (!strcmp(a, "--order-window")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->order_window);
+		else if (!strcmp(a, "--order-window")) bad = ex_u32(argv[0], a, v, 1, 4096, &o->order_window);
 		else if (!strcmp(a, "--order-log")) o->order_log = v;
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
 		else if (!strcmp(a, "--wait")) o->use_wait = 1;
@@ -220,6 +264,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 	}
 	if (o->size_min < EX_HDR || o->size_max < o->size_min || o->count == 0)
 		return fprintf(stderr, "%s: --size must be >= %u (A-B: A <= B), --count > 0\n", argv[0], EX_HDR), 2;
+	if (ex_check_roles(o, given, argv[0])) return 2;
 	if (o->prefix == NULL && o->node_argc == 0 && strcmp(o->role, roles[2]))
 		return fprintf(stderr, "%s: '%s' alone needs --secondary PREFIX (an imagod) or -- and a node's "
 			       "command line; embedded by default runs '%s'\n", argv[0], o->role, roles[2]), 2;

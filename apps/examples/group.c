@@ -29,10 +29,12 @@ static const char help[] =
 	"  --group G           the group, 1..4294967295 [7]\n"
 	"  --count N           messages to send (pub) or to expect from each source (sub) [100000]\n"
 	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
-	"  --members N         pub, all: send once N members joined (all: and expect N sources) [1]\n"
-	"  --members ID,ID,..  all: every member's node id, this node's among them (2..64): N is the\n"
-	"                      others; the order of the list indexes the vector each message carries\n"
-	"  --rate R            pub: at most R messages per second [0: as fast as the group takes]\n"
+	"  --members N         pub, all: send once N members joined (all: and expect N sources),\n"
+	"                      1..64 [1]\n"
+	"  --members ID,ID,..  all: every member's node id, this node's among them, 2..64 distinct:\n"
+	"                      N is the others; the order of the list indexes the vector each\n"
+	"                      message carries\n"
+	"  --rate R            pub, all: at most R messages per second [0: as fast as the group takes]\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
 	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
 	"                      waits for a member; what a member misses for good it is told (EVENT\n"
@@ -56,7 +58,7 @@ static const char help[] =
 	"                      'dropped' never delivered here (lost, and the order no longer waits for\n"
 	"                      it): RESULT order_deps_ended counts deliveries that depended on such.\n"
 	"                      A member the group left out stops with an error [fifo]\n"
-	"  --order-window N    ordered: how many of a member's messages may be sent and not yet\n"
+	"  --order-window N    all, ordered: how many of a member's messages may be sent and not yet\n"
 	"                      delivered everywhere, 1..4096 [256]\n"
 	"  --order-log FILE    sub, all: write each delivered message as a line 'SRC SEQ' (SEQ 1, 2,\n"
 	"                      ..; the last, 'no more', is --count + 1), in delivery order, at the end.\n"
@@ -69,9 +71,14 @@ static const char help[] =
 	"order_held, order_bad, order_records, order_departed and order_dropped at the end, and\n"
 	"order_held_max, the most order_held seen while it ran). Exit code 1 when a check failed.\n"
 	"What a stream that ended 'gone' or 'dropped' (its source died, or expired this node) lacks is\n"
-	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not.\n";
+	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not.\n"
+	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
+/* Options of some roles only: refused for the others (ex_parse()). */
+static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
+				   "--from-oldest", "sub, both, all", "--order-log", "sub, both, all", "--order", "all",
+				   "--order-window", "all", NULL};
 
-enum { kMaxSources = 64, kMaxMembers = 64 };
+enum { kMaxSources = EX_MAX_MEMBERS, kMaxMembers = EX_MAX_MEMBERS }; /* ex_parse() holds --members N to it */
 static const double kStopDrainS = 2.0; /* a stopped publisher waits this long for its members */
 
 /* An ordered group (--order causal|total): what a member knows to check the order itself. */
@@ -529,7 +536,8 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 	return silent != 0 || dup || bad || s->n_src == 0 || (s->ord && s->ord->violations);
 }
 
-/* --members ID,ID,..: @return 0, or -1 (not 2..kMaxMembers numbers). */
+/* --members ID,ID,..: @return 0, or -1 (not 2..kMaxMembers distinct numbers: a member named
+ * twice would be waited for as two, for ever). */
 static int parse_members(const char *list, struct order *ord)
 {
 	char *end;
@@ -537,6 +545,7 @@ static int parse_members(const char *list, struct order *ord)
 		if (ord->n == kMaxMembers) return -1;
 		ord->ids[ord->n++] = strtoull(c, &end, 0);
 		if (end == c || (*end != ',' && *end != '\0')) return -1;
+		if (order_index(ord, ord->ids[ord->n - 1]) != (int)ord->n - 1) return -1; /* named before */
 	}
 	return ord->n >= 2 ? 0 : -1;
 }
@@ -548,14 +557,17 @@ static int order_opts(struct ex_opts *o, struct order *ord, int all, const char 
 	ord->flag = !strcmp(m, "causal") ? IMAGO_GROUP_CAUSAL : !strcmp(m, "total") ? IMAGO_GROUP_TOTAL : 0;
 	if (ord->flag == 0 && strcmp(m, "fifo")) return fprintf(stderr, "%s: --order is fifo, causal or total\n", prog), 2;
 	if (o->members_list && parse_members(o->members_list, ord) < 0)
-		return fprintf(stderr, "%s: --members ID,ID,..: 2..%d node ids\n", prog, kMaxMembers), 2;
+		return fprintf(stderr, "%s: --members ID,ID,..: 2..%d distinct node ids\n", prog, kMaxMembers), 2;
+	if (o->members_list && !all) return fprintf(stderr, "%s: --members ID,ID,.. is for all only (see --help)\n", prog), 2;
 	if (o->members_list) o->members = ord->n - 1;
 	if (ord->flag && (!all || !o->members_list || o->count >= UINT32_MAX))
 		return fprintf(stderr, "%s: --order %s needs role all, --members ID,ID,.. and --count < 2^32 - 1\n", prog,
 			       m), 2;
 	if (!ord->flag && o->order_window)
 		return fprintf(stderr, "%s: --order-window needs --order causal or total\n", prog), 2;
-	if (o->order_log && !strcmp(o->role, "pub")) return fprintf(stderr, "%s: --order-log is for sub and all\n", prog), 2;
+	if (ord->flag && (o->nack || o->from_oldest)) /* an ordered group: every message, from the start */
+		return fprintf(stderr, "%s: --order %s is not with %s (see --help)\n", prog, m,
+			       o->nack ? "--nack" : "--from-oldest"), 2;
 	return 0;
 }
 
@@ -624,7 +636,8 @@ int main(int argc, char **argv)
 {
 	struct ex_opts o = {.count = 100000, .size_min = 64, .size_max = 64, .group = 7, .members = 1,
 			    .own = " --group --members --from-oldest --nack --rate --idle-us --order --order-window "
-				   "--order-log "};
+				   "--order-log ",
+			    .only = only};
 	struct order ord = {0};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
@@ -659,6 +672,7 @@ int main(int argc, char **argv)
 		if (do_sub && !(s.ep = open_group(im, &o, sub_node, sub_flags, NULL, argv[0]))) goto out;
 		if (do_pub && !(p.ep = open_group(im, &o, pub_node, pub_flags, NULL, argv[0]))) goto out;
 	}
+	if (do_pub && ex_check_size(p.ep, "--size", p.slot, argv[0]) < 0) goto out; /* its largest message */
 	rc = run(&p, &s, &o, do_pub, do_sub);
 	if (rc < 0) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);

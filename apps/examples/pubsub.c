@@ -18,7 +18,10 @@ static const char help[] =
 	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
 	"  --hold K            sub: keep the last K messages unreleased [0]\n"
 	"  --zero-copy         pub: write into imago_buf_alloc() buffers, imago_send_zc()\n"
-	"  --timeout S         give up after S seconds without progress [0: never]\n";
+	"  --timeout S         give up after S seconds without progress [0: never]\n"
+	"(--hold is refused for pub, --zero-copy for sub: that role would ignore it.)\n";
+/* Options one role ignores: refused there (ex_parse()). */
+static const char *const only[] = {"--hold", "sub, both", "--zero-copy", "pub, both", NULL};
 
 struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *scratch; };
 struct sub {
@@ -96,7 +99,7 @@ static int sub_step(struct sub *s, const struct ex_opts *o)
 
 int main(int argc, char **argv)
 {
-	struct ex_opts o = {.name = "pubsub", .count = 1000000, .size_min = 64, .size_max = 64};
+	struct ex_opts o = {.name = "pubsub", .count = 1000000, .size_min = 64, .size_max = 64, .only = only};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
 	int do_pub = strcmp(o.role, "sub") != 0, do_sub = strcmp(o.role, "pub") != 0;
@@ -108,6 +111,7 @@ int main(int argc, char **argv)
 	uint64_t pub_node = do_pub && o.node ? o.node : 1, sub_node = do_sub && o.node ? o.node : 2;
 	if (do_sub && !(s.ep = ex_open(im, &o, sub_node, do_pub ? pub_node : o.peer, argv[0]))) goto out;
 	if (do_pub && !(p.ep = ex_open(im, &o, pub_node, do_sub ? sub_node : o.peer, argv[0]))) goto out;
+	if (do_pub && ex_check_size(p.ep, "--size", o.size_max, argv[0]) < 0) goto out;
 	uint64_t last = ex_now_ns(), seen = 0;
 	int finished = 0;
 	rc = 0;

@@ -18,7 +18,10 @@ static const char help[] =
 	"  --size B | A-B      request bytes (>= 16), or spread over A..B [64]\n"
 	"  --wait              sleep in imago_wait() between messages instead of polling\n"
 	"  --timeout S         a request unanswered for S seconds is an error, 0: wait forever [5]\n"
-	"The server exits when its client is done (or on SIGINT).\n";
+	"The server exits when its client is done (or on SIGINT); it echoes what comes, so --count,\n"
+	"--size and --timeout are the client's (and both's) only, refused for server.\n";
+/* Options the server ignores: refused there (ex_parse()). */
+static const char *const only[] = {"--count", "client, both", "--size", "client, both", "--timeout", "client, both", NULL};
 
 /* Echo every request waiting on @p ep. @return requests echoed, -1 after the last, or -errno. */
 static int serve(imago_ep_t *ep, uint64_t *served)
@@ -54,7 +57,7 @@ static double pct(const uint64_t *v, uint64_t n, double q)
 
 int main(int argc, char **argv)
 {
-	struct ex_opts o = {.name = "reqresp", .count = 10000, .size_min = 64, .size_max = 64, .timeout_s = 5};
+	struct ex_opts o = {.name = "reqresp", .count = 10000, .size_min = 64, .size_max = 64, .timeout_s = 5, .only = only};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
 	int do_cli = strcmp(o.role, "server") != 0, do_srv = strcmp(o.role, "client") != 0;
@@ -68,6 +71,7 @@ int main(int argc, char **argv)
 	uint64_t cli_node = do_cli && o.node ? o.node : 1, srv_node = do_srv && o.node ? o.node : 2;
 	if (do_srv && !(srv = ex_open(im, &o, srv_node, do_cli ? cli_node : o.peer, argv[0]))) goto out;
 	if (do_cli && !(cli = ex_open(im, &o, cli_node, do_srv ? srv_node : o.peer, argv[0]))) goto out;
+	if (do_cli && ex_check_size(cli, "--size", o.size_max, argv[0]) < 0) goto out;
 	rc = 0;
 	uint64_t t0 = ex_now_ns();
 	for (uint64_t seq = 0; do_cli && !ex_stop && rc >= 0 && seq <= o.count; ++seq) {
