@@ -18,9 +18,18 @@
 
 namespace imago {
 
+/** An endpoint, owned: closed (imago_close()) when the object goes or is assigned another.
+ *  Move-only. Not for several threads at once: closing, destroying or assigning the object
+ *  while another thread calls one of its methods is a data race on its handle member
+ *  (ThreadSanitizer reports it), whereas the C handle may be closed while another thread is
+ *  inside a call on it (imago.h, imago_close()). To use one endpoint from several threads
+ *  (one at a time, as imago.h's "Threads" says), give them the handle from get() and call
+ *  imago.h on it; one owner keeps and closes the object (their later calls are refused with
+ *  -EINVAL). */
 class Endpoint {
  public:
   Endpoint() = default;
+  /** Adopts @p ep (from imago_open() or imago_group_open()): this object closes it. */
   explicit Endpoint(imago_ep_t* ep) : ep_(ep) {}
   Endpoint(Endpoint&& o) noexcept : ep_(std::exchange(o.ep_, nullptr)) {}
   Endpoint& operator=(Endpoint&& o) noexcept {
@@ -59,11 +68,14 @@ class Endpoint {
   int stats(imago_ep_stats& st) const { return imago_stats(ep_, &st); }
   uint32_t max_message() const { return imago_max_message(ep_); }
   /** The endpoint's name (NULL when empty), its peer node (0: a group endpoint), its group
-   *  (0: a peer endpoint), as imago_ep_name(), imago_ep_peer(), imago_ep_group(). */
+   *  (0: a peer endpoint), as imago_ep_name(), imago_ep_peer(), imago_ep_group(). The name
+   *  points into the endpoint's shared slot: valid until the endpoint is closed (the slot
+   *  then serves the next endpoint opened); copy it to keep it. */
   const char* name() const { return imago_ep_name(ep_); }
   uint64_t peer() const { return imago_ep_peer(ep_); }
   uint32_t group() const { return imago_ep_group(ep_); }
   int close() { return ep_ ? imago_close(std::exchange(ep_, nullptr)) : 0; }
+  /** The C handle, still this object's (it closes it): the one to share between threads. */
   imago_ep_t* get() const { return ep_; }
   explicit operator bool() const { return ep_ != nullptr; }
 
@@ -85,7 +97,9 @@ class Attachment {
     if (this != &o) detach(), im_ = std::exchange(o.im_, nullptr);
     return *this;
   }
-  /** Embedded: @p argc/@p argv as imago_attach_embedded(). @return 0 or a negative errno. */
+  /** Embedded: @p argc/@p argv as imago_attach_embedded(). The calling thread becomes EAL's
+   *  main lcore, pinned to that lcore's CPU (CPU 0 by default); threads created afterwards
+   *  inherit the affinity: create them before, or set theirs. @return 0 or a negative errno. */
   int embedded(int argc = 0, char** argv = nullptr) { return imago_attach_embedded(argc, argv, &im_); }
   /** Secondary process of the imagod with @p prefix. @return 0 or a negative errno. */
   int secondary(const char* prefix = nullptr) { return imago_attach_secondary(prefix, &im_); }
