@@ -251,7 +251,7 @@ int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
     return -ENODEV;
   }
   if (all.empty()) {
-    std::fprintf(stderr, "imago: no port: give --pair, --iface NAME, --vdev DEV, or EAL args with a --vdev\n");
+    std::fprintf(stderr, "imago: %s\n", dp::no_port_message("--pair, --iface NAME, --vdev DEV, or EAL args with a --vdev").c_str());
     return -ENODEV;
   }
   *a = all[0];

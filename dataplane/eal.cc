@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "dataplane/eal.h"
 
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <sys/socket.h>
@@ -104,6 +105,12 @@ bool runtime_dir_in_use(const std::string& dir) {
 }  // namespace
 
 void eal_leave_devices() { g_leave_devices = true; }
+
+std::string no_port_message(const std::string& how) {
+  if (rte_devargs_type_count(RTE_DEVTYPE_VIRTUAL) == 0) return "no port: give " + how;
+  return "no port: the --vdev given did not come up (see DPDK's lines above: no such interface, a memif "
+         "socket already in use, a file that does not exist, ...)";
+}
 
 int eal_stop() {
   const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;

@@ -40,6 +40,10 @@ int eal_stop();
  * included (Port::open() refused the device for that). Control path.
  */
 void eal_leave_devices();
+/** @return the message for a start with no port: none was asked for (@p how: the options
+ *  that ask for one), or the --vdev asked for came up as none (the reason is in DPDK's lines
+ *  before). Control path. */
+std::string no_port_message(const std::string& how);
 
 /** Route SIGINT and SIGTERM to the stop request (async-signal-safe). */
 void install_stop_signals();

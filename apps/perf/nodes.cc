@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include "dataplane/eal.h"
+
 namespace imago::perf {
 namespace {
 
@@ -77,8 +79,8 @@ int open_topology(Context& ctx, Topology& topo) {
     return -ENODEV;
   }
   if (rte_eth_dev_count_avail() == 0) {
-    std::fprintf(stderr, "imago-perf: --role %s needs a port: give --iface NAME, --vdev DEV, or "
-                 "EAL args with a --vdev before --\n", o.role.c_str());
+    std::fprintf(stderr, "imago-perf: --role %s: %s\n", o.role.c_str(),
+                 dp::no_port_message("--iface NAME, --vdev DEV, or EAL args with a --vdev before --").c_str());
     return -ENODEV;
   }
   if (o.iface.empty() || rte_eth_dev_get_port_by_name(name_a.c_str(), &port_id) != 0)

@@ -109,6 +109,21 @@ class TestSuiteLifecycle(TestSuite):
         self.verify(first.wait(30) == 0, f"first failed; last lines:\n{first.tail()}")
         self.verify(not rundir.exists(), f"{rundir} left behind by the last of its processes")
 
+    def test_a_vdev_that_does_not_come_up_is_said_so(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            imago-perf with EAL args whose --vdev names an interface that does not exist.
+        Verify:
+            Exit 1 saying the --vdev given did not come up (before: "needs a port: give
+            --iface NAME, --vdev DEV", to a user who gave one: an outside tester).
+        """
+        node = topology.add_node("h")
+        cp = run_app(node, perf_binary, ["-l", "0", "--no-huge", "-m", "256", "--no-pci", "--file-prefix",
+                                         f"imago-dts-novdev-{os.getpid()}", "--vdev", "net_af_packet0,iface=nosuchif0",
+                                         "--", "--role", "tx", "--mode", "stream"])
+        self.verify(cp.returncode == 1 and "the --vdev given did not come up" in cp.stderr,
+                    f"exit {cp.returncode}; {cp.stderr[-600:]!r}")
+
     def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
         """
         Steps:
