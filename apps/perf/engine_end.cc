@@ -7,12 +7,18 @@
 #include <ctime>
 #include <vector>
 
-
 namespace imago::perf {
 
 rel::Config engine_config(const Options& o) {
   rel::Config c = o.protocol.engine;  // the fast-link preset and the protocol options
   c.mtu = static_cast<uint32_t>(dp::max_payload(o.encap, o.protocol.mtu));  // less the tag, with a key
+  // imago-perf sends messages of --size bytes only: the largest message is what the window
+  // and send buffer hold (16 MiB at most), so a small --mtu or --send-window is taken as the
+  // engine takes it, never refused for a message size no run sends. Not below --size: a
+  // window too small for that is refused, with the reason.
+  const uint64_t cap = rel::unit_capacity(c);
+  const uint64_t fits = std::min<uint64_t>(uint64_t{c.send_window} * cap, c.send_buffer_bytes - std::min(cap, c.send_buffer_bytes));
+  c.max_message_size = std::max<uint64_t>({std::min(c.max_message_size, fits), o.size, cap});
   return c;
 }
 

@@ -124,6 +124,23 @@ class TestSuiteLifecycle(TestSuite):
         self.verify(cp.returncode == 1 and "the --vdev given did not come up" in cp.stderr,
                     f"exit {cp.returncode}; {cp.stderr[-600:]!r}")
 
+    def test_small_mtu_and_send_window_are_taken(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            imago-perf --pair --mode stream with --mtu 576 --send-window 64 (the bottom of
+            both documented ranges).
+        Verify:
+            All 2000 messages delivered (before: "engine settings refused ... largest message
+            16777216", exit 1, for any --mtu below about 1150 or --send-window below 16384).
+        """
+        node = topology.add_node("h")
+        cp = run_app(node, perf_binary, ["--pair", "--mode", "stream", "--msgs", "2000", "--mtu", "576",
+                                         "--send-window", "64"], timeout=60)
+        lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("RESULT ")]
+        self.verify(cp.returncode == 0 and lines, f"exit {cp.returncode}; {cp.stderr[-500:]!r}")
+        res = result_line_object(lines[-1])
+        self.verify(res["msgs_delivered"] == 2000 and res["lost"] == 0, f"RESULT {res}")
+
     def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
         """
         Steps:
