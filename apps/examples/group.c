@@ -100,6 +100,8 @@ struct pub {
 	uint32_t slot;     /* bytes of scratch per message */
 	uint64_t next, bytes, t0, t1;
 	uint64_t last; /* messages before the last one ("no more"): --count, or fewer once stopped */
+	struct imago_ep_stats end_st; /* the endpoint's last statistics, once closed early */
+	int closed;                   /* both --nack: closed once done, so the member is told ENDED */
 	uint32_t joined, left, expired;
 	uint64_t expired_ids[kMaxMembers];
 	int done;
@@ -458,8 +460,8 @@ static struct imago_node_stats node_stats(imago_t *im, uint64_t node)
 
 static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t node, imago_t *im)
 {
-	struct imago_ep_stats st = {0};
-	imago_stats(p->ep, &st);
+	struct imago_ep_stats st = p->end_st;
+	if (!p->closed) imago_stats(p->ep, &st);
 	struct imago_node_stats ns = node_stats(im, node);
 	/* CPU of this whole process (the node's engine lcore too, unless run-to-completion),
 	 * busy-polling included: per message sent. */
@@ -602,9 +604,9 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 	int all = p->ep != NULL && p->ep == s->ep, finished = 0, rc = 0;
 	uint64_t last = ex_now_ns(), seen = 0, stop_by = 0;
 	while (!stopped(p, do_pub, &stop_by) && rc >= 0 && !finished) {
-		struct imago_ep_stats st = {0};
+		struct imago_ep_stats st = p->end_st;
 		int work = ex_poll(); /* embedded with --run-to-completion, this thread drives the node */
-		if (do_pub) {
+		if (do_pub && !p->closed) {
 			if (!all) work += read_ring(p->ep, p, NULL, o);
 			imago_stats(p->ep, &st);
 			if (st.order_held > s->held_max) s->held_max = st.order_held;
@@ -623,6 +625,10 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 		int pub_idle = !do_pub || (p->done && taken >= p->last + 1 && st.order_pending == 0 &&
 					   st.group_pending == 0);
 		if (do_pub && pub_idle && p->t1 == 0) p->t1 = ex_now_ns(); /* every member has everything */
+		/* Both roles on a NACK stream: the member may have lost the last message for good (a
+		 * LOST event for it); only the source's close then ends its stream (ENDED closed). */
+		if (do_pub && do_sub && !all && o->nack && pub_idle && !p->closed)
+			p->end_st = st, p->closed = 1, imago_close(p->ep);
 		finished = pub_idle && (!do_sub || s->done);
 		uint64_t now = ex_now_ns(), progress = p->next + st.msgs_sent + p->joined + s->t1;
 		if (progress != seen) seen = progress, last = now;
