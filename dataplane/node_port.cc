@@ -33,6 +33,12 @@ int node_port_open(NodePort& n, uint16_t port_id, const NodePortConfig& c) {
                  "interface's MTU)\n", c.max_frame, port_id, mtu);
     return -EMSGSIZE;
   }
+  if (const uint32_t room = n.port.ring_frame_limit(); room != 0 && c.max_frame > room) {
+    std::fprintf(stderr, "imago: %zu-byte frames do not fit port %u's net_af_packet ring frames (%u bytes of "
+                 "frame each: its framesz devarg, 2048 by default): give its vdev blocksz and framesz, e.g. "
+                 "net_af_packet0,iface=NAME,blocksz=36864,framesz=9216, or less --mtu\n", c.max_frame, port_id, room);
+    return -EMSGSIZE;
+  }
   if (int rc = n.port.start(); rc < 0) return rc;
   return node_port_faults(n, c.fault_tx, c.fault_rx, c.fault_offset, c.fault_capacity);
 }

@@ -3,6 +3,8 @@
 
 #include <net/if.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_interrupts.h>
 #include <rte_mbuf.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -333,6 +336,18 @@ std::string port_driver(uint16_t port_id) {
 }
 
 std::string Port::driver() const { return port_driver(id_); }
+
+uint32_t Port::ring_frame_limit() const {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(id_, &info) < 0 || !info.driver_name || std::strcmp(info.driver_name, "net_af_packet") != 0)
+    return 0;
+  const rte_devargs* da = info.device ? rte_dev_devargs(info.device) : nullptr;
+  const char* args = da && da->args ? da->args : "";
+  const char* at = std::strstr(args, "framesz=");
+  const unsigned long framesz = at ? std::strtoul(at + 8, nullptr, 0) : 2048;  // the PMD's default
+  // Its tpacket2 header and address take the front of each ring frame (64 bytes, rounded up).
+  return framesz > 64 ? static_cast<uint32_t>(framesz - 64) : 0;
+}
 
 uint32_t Port::link_mtu() const {
   rte_eth_dev_info info{};

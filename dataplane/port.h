@@ -149,6 +149,11 @@ class Port {
    * @return the MTU, or 0 when the device has none (net_ring).
    */
   uint32_t link_mtu() const;
+  /**
+   * The largest frame the device's own buffers take: net_af_packet's ring frame (its framesz
+   * devarg, 2048 by default) less its header room; 0 when not limited so (other PMDs).
+   */
+  uint32_t ring_frame_limit() const;
 
  private:
   int setup_queues();

@@ -157,6 +157,22 @@ class TestSuiteReliableAfPacket(TestSuite):
         self.verify(r.raw["ended"] == "idle" and r.msgs_delivered == 400 and r.lost == 600,
                     f"rx ended {r.raw['ended']}, delivered {r.msgs_delivered}, lost {r.lost}")
 
+    def test_jumbo_frames_beyond_the_rings_frames_are_refused(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            A veth pair at MTU 9000; imago-perf --mtu 9000 over a net_af_packet vdev without
+            framesz (its ring frames hold 2048 bytes).
+        Verify:
+            Exit 1 naming framesz (before: accepted, then every frame dropped as oerrors and
+            the run stalled, silently: an outside tester, 2 of 2).
+        """
+        a, _ = topology.add_veth(topology.add_node("ja"), topology.add_node("jb"), mtu=9000)
+        cp = a.node.exec([str(perf_binary), "-l", "0", "--no-huge", "-m", "512", "--no-pci", "--file-prefix",
+                          f"imago-dts-jumbo-{a.name}", f"--vdev=net_af_packet0,iface={a.name}", "--", "--role", "tx",
+                          "--mode", "stream", "--mtu", "9000", "--msgs", "10", "--duration", "10"],
+                         timeout=60, check=False)
+        self.verify(cp.returncode == 1 and "framesz" in cp.stderr, f"exit {cp.returncode}; {cp.stderr[-800:]!r}")
+
     def test_pingpong(self, link) -> None:
         """
         Steps:
