@@ -710,6 +710,13 @@ void Runtime::watch_wiring(FILE* f) {
       wiring_[i].check(snap, static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), f);
 }
 
+std::vector<std::pair<unsigned, uint64_t>> Runtime::engine_loops() const {
+  std::vector<std::pair<unsigned, uint64_t>> out;
+  if (!engines_running_ || !runner_ || !runner_->active()) return out;
+  for (unsigned l : runner_->used_lcores()) out.emplace_back(l, runner_->stats(l).iterations);
+  return out;
+}
+
 void Runtime::print_stats(FILE* f) {
   // From the boards the engine lcore publishes: the engines run on while this prints.
   thread_local dp::NodeSnapshot snap;

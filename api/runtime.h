@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/control.h"
@@ -62,6 +63,9 @@ class Runtime {
   /** Control path, about once a second: a line to @p f for each node whose counters say it
    *  is miswired (api/wiring_watch.h). */
   void watch_wiring(FILE* f);
+  /** (lcore, loop iterations) of each engine lcore while they run (api/engine_watch.h);
+   *  empty otherwise. Control path. */
+  std::vector<std::pair<unsigned, uint64_t>> engine_loops() const;
 
   ShmRoot* shm() const { return shm_; }
   size_t node_count() const { return nodes_.size(); }

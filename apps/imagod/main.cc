@@ -7,9 +7,13 @@
 #include <rte_eal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
+#include "api/engine_watch.h"
 #include "api/runtime.h"
 #include "dataplane/eal.h"
 
@@ -35,10 +39,38 @@ void usage(const char* prog) {
       "plugin folder). SIGINT or SIGTERM stops it cleanly. A node dropping frames only\n"
       "miswiring (or forgery) explains gets a line 'imago: node N dropped M frames ...' naming\n"
       "the counter and the likely cause (networks crossed, a peer without --redundancy), at most\n"
-      "one per kind every 10 s.\n\n"
+      "one per kind every 10 s. Exit codes: 0 stopped cleanly, 2 a refused command line, 1 it\n"
+      "could not start, 3 it gave up (an engine lcore stuck for 10 s, or a stop not done in 30 s:\n"
+      "an application killed mid-operation can wedge it; start a new one, which cleans up).\n\n"
       "Options [default]:\n",
       prog, prog, prog, prog);
   imago::api::print_runtime_options(stdout);
+}
+
+constexpr unsigned kStuckS = 10;  // an engine loop standing still this long is stuck
+constexpr unsigned kStopS = 30;   // the longest a stop may take
+
+// An engine that no longer runs serves no one and cannot be stopped cleanly (its lcore spins
+// on a shared ring a killed application left mid-operation): say so and end, exit 3, so that
+// a service manager starts a new one (which cleans up after this one).
+[[noreturn]] void give_up_stuck(int lcore) {
+  std::fprintf(stderr, "imagod: engine lcore %d has not run for %u s (an application killed inside a shared "
+               "pool operation can wedge it: docs/USER.md): it cannot serve or stop cleanly; exiting (3) "
+               "for a restart\n", lcore, kStuckS);
+  std::fflush(nullptr);
+  std::_Exit(3);
+}
+
+// After a stop request: a stop that has not finished in kStopS (an application killed inside
+// its attach holds EAL's shared lock for good) ends the process anyway, exit 3.
+void bound_the_stop() {
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(kStopS));
+    std::fprintf(stderr, "imagod: stopping did not finish in %u s (an application killed while attaching can "
+                 "hold EAL's shared lock: docs/USER.md); exiting (3) without cleaning up\n", kStopS);
+    std::fflush(nullptr);
+    std::_Exit(3);
+  }).detach();
 }
 
 // The control loop: reap dead applications, print counters, until a signal or --duration.
@@ -47,11 +79,14 @@ void serve(imago::api::Runtime& rt, const imago::api::RuntimeOptions& o) {
   const auto period = static_cast<uint64_t>(o.stats_period_s * static_cast<double>(hz));
   const uint64_t end = o.duration_s > 0 ? start + static_cast<uint64_t>(o.duration_s * static_cast<double>(hz)) : UINT64_MAX;
   uint64_t next_stats = start + period, next_watch = start;
+  imago::api::EngineWatch engines(kStuckS * 1'000'000'000ull);
   while (!imago::dp::stop_requested() && rte_rdtsc() < end) {
     rt.housekeeping();
     if (rte_rdtsc() >= next_watch) {
       next_watch += hz;
       rt.watch_wiring(stdout);
+      const auto now_ns = static_cast<uint64_t>(static_cast<double>(rte_rdtsc() - start) * 1e9 / static_cast<double>(hz));
+      if (const int l = engines.stuck(rt.engine_loops(), now_ns); l >= 0) give_up_stuck(l);
     }
     if (period && rte_rdtsc() >= next_stats) {
       next_stats += period;
@@ -99,6 +134,7 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     serve(rt, o);
+    bound_the_stop();
     rt.print_stats(stdout);
   }
   rt.stop();
