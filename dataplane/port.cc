@@ -251,7 +251,12 @@ int Port::setup_queues() {
 }
 
 int Port::start() {
-  if (int rc = rte_eth_dev_start(id_); rc < 0) return fail(id_, "start", rc);
+  if (int rc = rte_eth_dev_start(id_); rc < 0) {
+    if (intr_control_)  // the PMD says only EPERM when a client finds no server on its socket
+      IMAGO_LOG(ERR, dataplane, "port %u: net_memif could not connect: a client (role=client, the default) needs "
+                "its server (role=server) running on the same socket first\n", id_);
+    return fail(id_, "start", rc);
+  }
   started_ = true;
   // Some PMDs (net_ring) have no filters at all; not being able to widen them is harmless. A
   // kernel interface we made promiscuous is made so again at stop (it outlives the process).

@@ -103,3 +103,21 @@ class TestSuiteMemif(TestSuite):
                 if rc != 0:
                     bad.append(f"pair {i} ({mode}, {ending}): {side} {_outcome(rc)}")
         self.verify(not bad, f"{len(bad)} bad exits in {PAIRS} memif pairs: " + "; ".join(bad))
+
+    def test_a_client_with_no_server_says_to_start_the_server(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            imago-perf over a net_memif client whose socket has no server.
+        Verify:
+            Exit 1 naming the cause: the client needs its server running first (before:
+            only "start failed: Operation not permitted", an outside tester).
+        """
+        node = topology.add_node("m")
+        sock = f"/tmp/imago-dts-memif-noserver-{os.getpid()}.sock"
+        cp = node.exec([str(perf_binary), "-l", "0", "--no-huge", "-m", "256", "--no-pci", "--file-prefix",
+                        f"imago-dts-memif-ns-{os.getpid()}",
+                        f"--vdev=net_memif0,role=client,socket={sock},socket-abstract=no", "--", "--role", "tx",
+                        "--mode", "stream", "--msgs", "10", "--duration", "10"], timeout=60, check=False)
+        self.verify(cp.returncode == 1 and "needs its server (role=server) running" in cp.stderr,
+                    f"exit {cp.returncode}; {cp.stderr[-600:]!r}")
+        self.verify(not Path(sock).exists(), f"{sock} left behind")
