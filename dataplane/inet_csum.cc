@@ -51,6 +51,7 @@ uint16_t udp_csum2(uint32_t src_ip, uint32_t dst_ip, const void* udp, size_t hea
     uint32_t r = csum_add(0, rest, rest_len);
     while (r >> 16) r = (r & 0xFFFF) + (r >> 16);
     if (head_len % 2) r = ((r & 0xFF) << 8) | (r >> 8);
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);  // folded first: the add cannot wrap
     sum += r;
     while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   }
