@@ -197,8 +197,8 @@ int Port::open(uint16_t port_id, const PortConfig& cfg, rte_mempool* pool) {
   // removing the device then detaches the interface's XDP program, cutting that process off.
   // Refuse before touching the device, and never remove it. (A program a killed process left
   // is no one's: its claim died with it, and the PMD takes the program over.)
+  const unsigned ifx = port_if_index(port_id);  // 0: no kernel interface behind it
   if (port_driver(port_id) == "net_af_xdp") {
-    const unsigned ifx = port_if_index(port_id);
     char name[IF_NAMESIZE] = "?";
     if (ifx != 0 && iface_claim(ifx) == -EBUSY) {
       IMAGO_LOG(ERR, dataplane, "port %u: interface %s is in use by another imago process over net_af_xdp "
@@ -209,6 +209,9 @@ int Port::open(uint16_t port_id, const PortConfig& cfg, rte_mempool* pool) {
     }
   }
   if (!pool) return fail(port_id, "open (no mempool)", -EINVAL);
+  // Read before the start, which clears it to ethdev's own setting (off): an unreadable flag
+  // counts as on, so it is left as it is.
+  promisc_before_ = ifx != 0 ? iface_promiscuous(ifx) != 0 : rte_eth_promiscuous_get(port_id) != 0;
   id_ = port_id;
   cfg_ = cfg;
   pool_ = pool;
@@ -259,10 +262,9 @@ int Port::start() {
   }
   started_ = true;
   // Some PMDs (net_ring) have no filters at all; not being able to widen them is harmless. A
-  // kernel interface we made promiscuous is made so again at stop (it outlives the process).
-  if (const unsigned ifx = port_if_index(id_); cfg_.promiscuous)
-    unset_promisc_ = (ifx != 0 ? iface_promiscuous(ifx) == 0 : rte_eth_promiscuous_get(id_) == 0) &&
-                     set_promiscuous(true) == 0;
+  // kernel interface outlives the process: one that was not promiscuous (open() read it) is
+  // put back at stop.
+  if (cfg_.promiscuous) unset_promisc_ = set_promiscuous(true) == 0 && !promisc_before_;
   if (cfg_.allmulticast) set_allmulticast(true);
   return 0;
 }

@@ -163,6 +163,7 @@ class Port {
   rte_mempool* pool_ = nullptr;
   bool configured_ = false;
   bool started_ = false;
+  bool promisc_before_ = true;  // the interface's promiscuous flag when opened
   bool unset_promisc_ = false;  // we set the interface promiscuous: clear it again at stop
   bool intr_control_ = false;  // net_memif: see control_on_intr_thread()
 };

@@ -141,6 +141,24 @@ class TestSuiteLifecycle(TestSuite):
         res = result_line_object(lines[-1])
         self.verify(res["msgs_delivered"] == 2000 and res["lost"] == 0, f"RESULT {res}")
 
+    def test_an_interface_is_left_promiscuous_as_it_was(self, topology: Topology, perf_binary: Path) -> None:
+        """
+        Steps:
+            On a veth end, not promiscuous, then promiscuous (set by the operator): a short
+            imago-perf run over net_af_packet each time.
+        Verify:
+            After each run the interface is as it was before it (before: always left
+            promiscuous; a first fix turned the operator's setting off, since the port's start
+            clears the flag before it was read).
+        """
+        a, _ = topology.add_veth(topology.add_node("pa"), topology.add_node("pb"))
+        for before in ("off", "on"):
+            a.node.exec(["ip", "link", "set", a.name, "promisc", before])
+            a.node.exec([str(perf_binary), "--role", "rx", "--iface", a.name, "--mode", "stream", "--msgs", "10",
+                         "--duration", "1"], timeout=60, check=False)
+            out = a.node.exec(["ip", "-d", "link", "show", a.name]).stdout
+            self.verify(f"promiscuity {0 if before == 'off' else 1} " in out, f"promisc {before} before: {out!r}")
+
     def test_imagod_serves_until_sigterm(self, topology: Topology, perf_binary: Path) -> None:
         """
         Steps:
