@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace imago::api {
 
@@ -32,7 +33,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   head_ = order::Head{order::Kind::kData, mode, static_cast<uint8_t>(w), order::fingerprint(mode, window, members_)};
   self_ = self, window_ = window, io_ = io;
   self_slot_ = static_cast<uint32_t>(slot_of(self));
-  joined_.assign(w, 0), departed_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
+  joined_.assign(w, 0), departed_.assign(w, 0), ended_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
   joined_[self_slot_] = 1, all_joined_ = false;
   scratch_.assign(w, 0);
   slots_.assign(holdable + slack, imago_msg{});
@@ -40,6 +41,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   big_sent_.init(window), big_window_ = 0, own_big_ = 0;
   free_.clear(), free_.reserve(slots_.size());
   for (uint32_t i = static_cast<uint32_t>(slots_.size()); i-- > 0;) free_.push_back(i);
+  if (!causal()) to_.tell();  // our epoch first in our stream: the others wait for it
   return 0;
 }
 
@@ -94,6 +96,13 @@ int GroupOrder::prepare(uint8_t* head, bool big) {
     // What this stamp tells them, once it went: a stamp whose send failed told no one, and
     // counted as told it would hold back the credit of a source that waits for us.
     std::copy(scratch_.begin(), scratch_.end(), stamped_.begin());
+  } else {
+    // Real time in the stamp: a message sent later is not ordered before ours (docs/PROTOCOL.md
+    // 3.11.2); the vDSO's clock, no system call.
+    timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    pending_ts_ = to_.stamp(static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec));
+    order::put64(head + order::kHeadLen, pending_ts_);
   }
   pending_ = true, pending_big_ = big && big_window_ != 0;  // counted only where limited
   return 0;
@@ -108,10 +117,10 @@ void GroupOrder::sent(bool went) {
     if (went && pending_big_) big_sent_.push() = co_.delivered(self_);
     return;
   }
-  if (went && !to_.sent(pending_big_ ? kOwnBig : kOwn)) ++c_.bad;  // cannot be: prepare() would have refused
+  if (went && !to_.sent(pending_big_ ? kOwnBig : kOwn, pending_ts_)) ++c_.bad;  // cannot be: prepare() would have refused
   if (went && pending_big_) ++own_big_;
-  // Alone in the order, our message is stable as soon as we number it, and no record comes
-  // in to make receive() deliver it: deliver it here, or our window never opens again.
+  // Alone in the order, our message can be delivered as soon as it is sent, and no record
+  // comes in to make receive() deliver it: deliver it here, or our window never opens again.
   if (went) drain();
 }
 
@@ -257,9 +266,12 @@ void GroupOrder::on_data(imago_msg& m, NodeId src, std::span<const uint8_t> b) {
     ++held_;
     return;
   }
+  // Total order: nothing of a member comes after its stream ended here but a new opening's,
+  // which would pass for the rest of the old one (counts are by arrival): out of order.
+  if (ended_[static_cast<size_t>(slot_of(src))]) return bad(m);
   const uint32_t h = store(d);
   ++held_;
-  if (!to_.on_data(src, h)) {
+  if (!to_.on_data(src, order::get64(&b[order::kHeadLen]), h)) {
     unstore(h), --held_;
     return bad(m);
   }
@@ -323,6 +335,7 @@ void GroupOrder::depart(NodeId n, bool tell, bool ended_here) {
   // Causal order waits for a member's messages until its stream ended here, not on another's
   // word: what it sent may still be on its way to us.
   if (causal() && ended_here) co_.gone(n);
+  if (ended_here) ended_[static_cast<size_t>(k)] = 1;
   if (departed_[static_cast<size_t>(k)]) return;
   departed_[static_cast<size_t>(k)] = 1;
   note_membership();

@@ -16,8 +16,8 @@
  * that delivered half a window of a source since we last told it, or anything of a source
  * that sent all our last word let it send (it waits for us: maybe_credit()); so a member
  * sends at most `window` messages per round trip, and never waits for more than that. Total order is
- * reliability/order/total.h, whose records (ORDER, HOLD, STABLE, the flush) go out in our own
- * stream as CTL records.
+ * reliability/order/total.h, whose records (ACK, INSTALLED, the flush) go out in our own
+ * stream as CTL records, and whose stamps go in our DATA records.
  *
  * Messages above the frame tier are held in the big pool, of which a node's deliveries have a
  * share (BigLedger): when the messages held back for their order took all of it, the next
@@ -108,7 +108,11 @@ class GroupOrder {
   /** The application waits for messages (imago_wait() found none): say how far we are, as
    *  after kIdleCredit receive calls that found nothing, and send what waits. */
   void idle() {
-    if (causal()) maybe_credit(true);
+    if (causal()) {
+      maybe_credit(true);
+    } else {
+      to_.tell(true);
+    }
     flush();
   }
 
@@ -117,7 +121,7 @@ class GroupOrder {
   /** @return messages held back now (counted in imago_ep_stats.order_held). */
   uint64_t held() const { return held_; }
   /** @return this node's messages not yet known delivered at every member still in the
-   *  order (causal: as their stamps and credits say; total: not yet stable). */
+   *  order (causal: as their stamps and credits say; total: as their ACKs say). */
   uint64_t pending() const;
   /** @return messages of departed members dropped at a new epoch (total order). */
   uint64_t dropped() const { return causal() ? 0 : to_.counters().dropped_departed; }
@@ -177,6 +181,7 @@ class GroupOrder {
   std::vector<rel::NodeId> members_;  ///< sorted
   std::vector<uint8_t> joined_;       ///< per slot: joined our stream
   std::vector<uint8_t> departed_;     ///< per slot: left the order
+  std::vector<uint8_t> ended_;        ///< per slot: its stream ended here
   std::vector<uint32_t> credit_;      ///< causal, per slot: how many of ours it delivered
   std::vector<uint32_t> told_;        ///< causal, per slot: its delivered count we last told
   std::vector<uint32_t> stamped_;     ///< causal: the stamp prepare() made, told once sent(true)
@@ -218,6 +223,7 @@ class GroupOrder {
   bool left_out_ = false;
   bool pending_ = false;              ///< prepare() stamped a message not yet sent()
   bool pending_big_ = false;          ///< ... and it is a big one
+  uint64_t pending_ts_ = 0;           ///< ... and its stamp (total order)
   OrderCounters c_;
 };
 
@@ -250,7 +256,7 @@ int GroupOrder::receive(imago_msg* out, unsigned n, Pull&& pull) {
     const unsigned k = want == 0 ? 0 : pull(in, want);
     if (k == 0) {
       // Quiet for a while: say how far we are (no reverse traffic carries it).
-      if (causal() && ++idle_ == kIdleCredit) maybe_credit(true), flush();
+      if (++idle_ == kIdleCredit) idle();
       break;
     }
     idle_ = 0;

@@ -276,7 +276,7 @@ int ordered_send(Endpoint* ep, const imago_iov* msgs, unsigned n, uint32_t flags
     o.sent(rc == 0);
     if (rc < 0) break;
   }
-  o.flush();  // the records this made (total order's, when we number)
+  o.flush();  // the records this made (total order's ACKs of what delivered)
   if (rc == -EAGAIN) ep->slot->tx_ring_full.add();
   return done > 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
 }

@@ -550,14 +550,14 @@ struct imago_ep_stats {
 	uint64_t order_bad;       /**< messages dropped: ordering header malformed, of another
 	                               mode or member set, or out of its source's order */
 	uint64_t order_records;   /**< messages of ordering records this endpoint sent (credits;
-	                               in total order numbers, holds, stability and epoch changes;
+	                               in total order ACKs and epoch changes;
 	                               records waiting together go as one message): msgs_sent
 	                               counts them too */
 	uint64_t order_departed;  /**< members that left the order (ended, expired, left, or
 	                               said gone by another member) */
 	uint64_t order_pending;   /**< now: this node's messages not yet known delivered at every
 	                               member still in the order (causal: as their stamps and
-	                               credits say; total: not yet stable). Wait for 0 (receiving
+	                               credits say; total: as their ACKs say). Wait for 0 (receiving
 	                               meanwhile) before closing, as for group_pending */
 	uint64_t order_dropped;   /**< total order: messages of departed members dropped at a new
 	                               epoch, past what it kept of them (delivered nowhere) */
@@ -594,7 +594,8 @@ int imago_stats(const imago_ep_t *ep, struct imago_ep_stats *st);
                                           Flags of an order alone are -EINVAL: add SEND | RECV */
 #define IMAGO_GROUP_TOTAL 0x20u      /**< total order (with SEND | RECV and the members named):
                                           every member delivers the group's messages in one and
-                                          the same order. See imago_group_open(), "Ordered groups" */
+                                          the same order, by their senders' clocks (two one-way
+                                          trips). See imago_group_open(), "Ordered groups" */
 
 /** Most members an ordered group (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL) may name. */
 #define IMAGO_GROUP_ORDER_MAX_MEMBERS 64
@@ -701,21 +702,21 @@ struct imago_group_event {
  * member's own messages are not delivered back to it (in total order they take their place
  * in the sequence the others deliver). Each message carries an ordering header in front of
  * its bytes (imago_max_message() is smaller by it), which imago_recv_burst() removes.
- * The ordering runs in the calling thread: the records it sends (credits; in total order the
- * sequencer's numbers and every member's holds) go out from imago_send*() and
+ * The ordering runs in the calling thread: the records it sends (credits; in total order every
+ * member's ACKs: what it holds, its clock) go out from imago_send*() and
  * imago_recv_burst(), so every member must keep receiving, or the others' sends wait
  * (-EAGAIN), never their data. Sends are -EAGAIN until every other member has joined this
  * node's stream (IMAGO_GROUP_JOINED), and while order_window of this node's messages are not
- * yet delivered at every member (causal: as their credits say) or not yet stable (total).
+ * yet delivered at every member (as their credits or ACKs say).
  * imago_buf_alloc() and imago_send_zc() are -ENOTSUP on an ordered endpoint. Events are
  * delivered as they arrive, not held back with the messages. A member leaves the order when
  * its stream ends here (ENDED, any reason but DROPPED), or this node's stream expires it or
  * it leaves it (EXPIRED, LEFT), and the others are told so by this node: causal order stops
  * waiting for its messages that never came (once its stream ended here); total order starts
- * a new epoch (the lowest member left numbers from where every member has everything, so
- * what any member delivered, every member delivers; that member's messages not numbered by
- * then are dropped everywhere, order_dropped; a member left alone sends on, its messages
- * stable as it sends them). A member told it was left out, or whose
+ * a new epoch (the lowest member left cuts that member's messages where every member left has
+ * them all, so what any member delivered, every member delivers; its messages beyond the cut
+ * are dropped everywhere, order_dropped; a member left alone sends on, its messages
+ * delivered as it sends them). A member told it was left out, or whose
  * stream from some source ended with DROPPED (that source expired it, so it cannot have
  * every message), gets -ECONNRESET from imago_recv_burst() and its sends from then on. The
  * ordering's records are messages of this node's stream: imago_ep_stats.msgs_sent and

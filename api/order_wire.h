@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * The ordering header of an ordered group's messages (docs/PROTOCOL.md 3.12): what a member
+ * The ordering header of an ordered group's messages (docs/PROTOCOL.md 3.11.3): what a member
  * puts in front of each message it sends to an IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL group,
  * and the records the ordering itself sends in the same stream. It travels inside the group
  * stream's message bytes, so the engine and the wire below know nothing of it.
  *
  * Every record starts with the same 8 bytes (magic, kind, mode, width, set); a causal DATA or
- * CREDIT record follows them with `width` 32-bit counts (the vector stamp); a total CTL record
- * with a TotalCtl; a GONE record with the node id of the member that left. Little-endian.
+ * CREDIT record follows them with `width` 32-bit counts (the vector stamp); a total DATA record
+ * with its sender's 64-bit stamp, a total CTL record with a TotalCtl; a GONE record with the node id of the member that left. Little-endian.
  * Parsing assumes hostile bytes: every length and field is checked.
  */
 #pragma once
@@ -66,7 +66,7 @@ inline bool get_head(std::span<const uint8_t> b, const Head& expect, Head* out) 
 /** @return the bytes of a record of @p kind in group @p h, before any message. */
 inline uint32_t record_len(const Head& h, Kind kind) {
   switch (kind) {
-    case Kind::kData: return kHeadLen + (h.mode == Mode::kCausal ? 4u * h.width : 0u);
+    case Kind::kData: return kHeadLen + (h.mode == Mode::kCausal ? 4u * h.width : 8u);
     case Kind::kCredit: return kHeadLen + 4u * h.width;
     case Kind::kCtl: return kHeadLen + kCtlLen;
     case Kind::kGone: return kHeadLen + 8;
@@ -82,12 +82,13 @@ inline void put_ctl(uint8_t* p, const rel::order::TotalCtl& c, rel::NodeId dst) 
   put32(p + 16, c.src);
   put32(p + 20, dst);
   put64(p + 24, c.s);
+  put64(p + 32, c.d);
 }
 
 inline rel::order::TotalCtl get_ctl(const uint8_t* p, rel::NodeId* dst) {
   *dst = get32(p + 20);
   return rel::order::TotalCtl{static_cast<rel::order::TotalCtl::Kind>(p[0]), get32(p + 4), get64(p + 8),
-                              get32(p + 16), get64(p + 24)};
+                              get32(p + 16), get64(p + 24), get64(p + 32)};
 }
 
 /** FNV-1a over mode, window and the sorted members: a member opened otherwise is told apart. */

@@ -35,7 +35,7 @@
 # flow control is not in it; one host, one clock): each member's RESULT has p50 and p99 per
 # source; the table gives the median over all (member, source) pairs of those p50 and of
 # those p99, the ratio of that p50 to fifo's in the same run, and order_records per message:
-# the ordering's record messages (credits; total order: numbers, holds, stability) of all
+# the ordering's record messages (credits; total order: ACKs) of all
 # members over the group's messages (members x --count), and of the lowest id alone (total
 # order's sequencer). Bounded: every process gives up after 20 s without progress and is
 # killed 30 s after its stream should have ended. Everything it creates (namespaces, veths,

@@ -386,13 +386,13 @@ class TestSuiteGroup(TestSuite):
             self._verify_one_order(logs)
 
     @pytest.mark.parametrize("order,victim", [("causal", 3), ("total", 1), ("total", 3)],
-                             ids=["causal-member", "total-sequencer", "total-member"])
+                             ids=["causal-member", "total-lowest", "total-member"])
     def test_ordered_member_killed_mid_stream_the_others_complete(self, topology: Topology, tmp_path: Path,
                                                                   order: str, victim: int) -> None:
         """An ordered group of 4 (``imago-group all --order causal|total``, 6,000 messages of
         64 bytes at 2,000 per second each, 1 % loss on receive); 1 s into the stream one
         member stops reaching member 4 (nftables on the bridge), and 0.1 s later it is
-        SIGKILLed: in total order the sequencer (node 1, the lowest id) or another (node 3),
+        SIGKILLed: in total order node 1 (the lowest id, which would run the flush) or node 3,
         in causal order node 3. So its last messages reach two survivors and not the third.
         Its peers declare it dead after 1 s of silence and expire it from their streams after
         0.5 s of holding them back.

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Total order: the member's side (messages held per source, ORDER records in a ring, delivery
-// up to the stable number, HOLD to the sequencer), the sequencer's (numbering, stability) and
-// the flush that makes a new epoch after a view change.
+// Total order in steady state: messages held per source, ACKs out and in, delivery in
+// (stamp, source) order once every member left holds a message and has passed its stamp.
 #include "reliability/order/total.h"
 
 #include <algorithm>
@@ -10,18 +9,26 @@
 namespace imago::rel::order {
 
 int TotalOrder::init(std::span<const NodeId> members, NodeId self, uint32_t window, Out* out) {
-  CausalOrder check;  // the same rules for a view
-  if (window == 0 || out == nullptr || check.init(members, self, 1) != 0) return -EINVAL;
-  members_.assign(members.begin(), members.end());
-  std::sort(members_.begin(), members_.end());
+  std::vector<NodeId> ids(members.begin(), members.end());
+  std::sort(ids.begin(), ids.end());
+  const bool distinct = std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+  if (window == 0 || out == nullptr || ids.empty() || ids.size() > kMaxMembers || !distinct ||
+      !std::binary_search(ids.begin(), ids.end(), self))
+    return -EINVAL;
+  const size_t n = ids.size();
   srcs_.clear();
-  for (NodeId n : members_) srcs_.push_back(Src{n, true, false, 0, 0, 0, std::vector<uint64_t>(size_t{2} * window), 0, 0});
+  for (NodeId id : ids) {
+    Src x{};
+    x.id = id, x.alive = true, x.cut = kLive;
+    x.q.resize(size_t{2} * window);
+    srcs_.push_back(std::move(x));
+  }
   self_ = self, window_ = window, out_ = out;
-  ring_.assign(size_t{2} * window, Slot{});
-  holds_.assign(members_.size(), 0);
-  reps_.assign(members_.size(), TotalCtl{});
-  epoch_ = 0, epoch_seq_ = members_.front(), promised_ = 0, start_ = 1, deliver_ = 1;
-  stable_ = hold_ = told_hold_ = 0, next_g_ = 1, flushing_ = false, flush_epoch_ = 0, turn_ = 0, c_ = {};
+  self_ix_ = static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), self) - ids.begin());
+  held_.assign(n * n, 0), done_.assign(n * n, 0), told_held_.assign(n, 0), told_done_.assign(n, 0);
+  reps_.assign(n * n, Rep{}), cuts_.assign(n, kLive), dropped_.clear();
+  clock_ = 0, said_ = false, epoch_ = 0, promised_ = 0, flushing_ = false, flush_epoch_ = 0;
+  incoming_epoch_ = 0, incoming_n_ = 0, c_ = {};
   return 0;
 }
 
@@ -31,139 +38,150 @@ TotalOrder::Src* TotalOrder::find(NodeId n) {
 }
 
 uint64_t TotalOrder::own_pending() const {
-  const auto it = std::lower_bound(srcs_.begin(), srcs_.end(), self_, [](const Src& x, NodeId v) { return x.id < v; });
-  return it->arrived - it->delivered;
+  const Src& s = me();
+  uint64_t low = s.delivered;
+  for (uint32_t m = 0; m < srcs_.size(); ++m)
+    if (m != self_ix_ && srcs_[m].cut == kLive && srcs_[m].alive) low = std::min(low, done_[m * srcs_.size() + self_ix_]);
+  return s.arrived - low;
 }
 
-bool TotalOrder::may_send() const { return own_pending() < window_; }
+bool TotalOrder::coordinator() const {
+  for (const Src& x : srcs_)
+    if (x.alive) return x.id == self_;
+  return false;
+}
 
-uint32_t TotalOrder::index(const Src& x) const { return static_cast<uint32_t>(&x - srcs_.data()); }
-
-bool TotalOrder::push(Src& x, uint64_t handle) {
+bool TotalOrder::take(Src& x, uint64_t handle, uint64_t ts) {
   if (x.q_len == x.q.size()) {
     ++c_.bad;  // flow control says this cannot be: the source sent too much
     return false;
   }
-  x.q[(x.q_head + x.q_len) % x.q.size()] = handle;
+  x.q[(x.q_head + x.q_len) % x.q.size()] = Held{handle, ts};
   ++x.q_len, ++x.arrived;
+  x.last_ts = ts, x.clock = std::max(x.clock, ts);
+  clock_ = std::max(clock_, ts);
   return true;
 }
 
-bool TotalOrder::sent(uint64_t handle) {
-  Src& me = *find(self_);
-  if (me.arrived - me.delivered >= window_) {
+bool TotalOrder::sent(uint64_t handle, uint64_t ts) {
+  if (!may_send() || ts <= clock_) {
     ++c_.refused;
     return false;
   }
-  return on_message(me, handle);
+  return take(me(), handle, ts);
 }
 
-bool TotalOrder::on_data(NodeId src, uint64_t handle) {
+bool TotalOrder::on_data(NodeId src, uint64_t ts, uint64_t handle) {
   Src* x = find(src);
-  if (x == nullptr || src == self_) {
+  if (x == nullptr || src == self_ || ts <= x->last_ts) {
     ++c_.bad;
     dropped_.push_back(handle);
     return true;
   }
-  if (x->closed) {  // gone from the view, and past what was numbered before it went
+  if (x->cut != kLive) {  // gone, and past the cut a new epoch made of it
     ++c_.dropped_departed;
     dropped_.push_back(handle);
     return true;
   }
-  return on_message(*x, handle);
+  return take(*x, handle, ts);
 }
 
-bool TotalOrder::on_message(Src& x, uint64_t handle) {
-  if (!push(x, handle)) return false;
-  advance_hold();
-  number_pending();
+// One ACK per source whose count here moved since we last said: it carries our clock and what
+// we hold (the others' wait for it: at once), and what we delivered (the source's window:
+// every half window, at once when the source may be waiting for us, and when idle).
+void TotalOrder::tell(bool idle) {
+  if (!said_) out_->to_all(TotalCtl{TotalCtl::kInstalled, epoch_, clock_, self_, 0}), said_ = true;
+  // Mid-flush we hold no more than we reported: an ACK of more would let a member deliver
+  // beyond the cut the flush takes from our report.
+  if (promised_ > epoch_) return;
+  const uint64_t step = std::max<uint64_t>(1, window_ / 2);
+  for (Src& x : srcs_) {
+    const uint32_t k = index(x);
+    if (k == self_ix_ || x.cut != kLive) continue;
+    const uint64_t news = x.delivered - told_done_[k];
+    const bool waits = x.arrived - told_done_[k] >= window_;
+    if (x.arrived <= told_held_[k] && news < step && !(news > 0 && (idle || waits))) continue;
+    told_held_[k] = x.arrived, told_done_[k] = x.delivered;
+    out_->to_all(TotalCtl{TotalCtl::kAck, epoch_, clock_, x.id, x.arrived, x.delivered});
+  }
+}
+
+void TotalOrder::on_ack(NodeId from, const TotalCtl& c) {
+  Src* m = find(from);
+  Src* x = find(c.src);
+  // What it delivered it holds; of ours it cannot hold more than we sent.
+  if (m == nullptr || x == nullptr || m == x || from == self_ || c.d > c.s ||
+      (x == &me() && c.s > me().arrived)) {
+    ++c_.bad;
+    return;
+  }
+  m->clock = std::max(m->clock, c.g);
+  uint64_t& h = held(index(*m), index(*x));
+  uint64_t& d = done(index(*m), index(*x));
+  h = std::max(h, c.s), d = std::max(d, c.d);
+}
+
+bool TotalOrder::settled() const {
+  for (const Src& x : srcs_)
+    if (x.alive != (x.cut == kLive)) return false;
   return true;
 }
 
-void TotalOrder::number_pending() {
-  if (epoch_seq_ != self_ || flushing_) return;
-  // Each source's messages in its order, one of each source in turn from the one after the
-  // last numbered, never more than a window past the stable number (what the slowest member
-  // can hold). Source by source, the lower ids took every window a small one left, and the
-  // highest member's messages waited as long as the others sent.
-  const auto n = static_cast<uint32_t>(srcs_.size());
-  for (uint32_t idle = 0; idle < n && next_g_ <= stable_ + window_; turn_ = (turn_ + 1) % n) {
-    Src& x = srcs_[turn_];
-    if (!x.live || x.ordered >= x.arrived) {
-      ++idle;
-      continue;
-    }
-    idle = 0;
-    const uint64_t g = next_g_++;
-    slot(g) = Slot{g, turn_, ++x.ordered};
-    ++c_.ordered;
-    out_->to_all(TotalCtl{TotalCtl::kOrder, epoch_, g, x.id, x.ordered});
-  }
-  advance_hold();
+// Nothing is delivered while a flush we answered is not installed, while our view is not our
+// epoch's, before every member left said it installed our epoch, or while one is in a newer
+// one (its NEW_EPOCH is on its way to us, or we were left out).
+bool TotalOrder::frozen() const {
+  if (promised_ > epoch_ || !settled()) return true;
+  for (const Src& x : srcs_)
+    if (x.cut == kLive && &x != &me() && (!x.said || x.installed != epoch_)) return true;
+  return false;
 }
 
-void TotalOrder::advance_hold() {
-  while (hold_ + 1 < deliver_ + window_) {
-    const Slot& o = slot(hold_ + 1);
-    if (o.g != hold_ + 1 || srcs_[o.src].arrived < o.s) break;
-    ++hold_;
+// The lowest (stamp, source id) we hold.
+const TotalOrder::Src* TotalOrder::next_in_order() const {
+  const Src* best = nullptr;
+  for (const Src& x : srcs_) {
+    if (x.q_len == 0) continue;
+    if (best == nullptr || x.q[x.q_head].ts < best->q[best->q_head].ts) best = &x;
   }
-  if (hold_ <= told_hold_ || promised_ > epoch_) return;  // nothing new, or mid-flush
-  told_hold_ = hold_;
-  // To every member, not to the sequencer alone: each counts the holds itself and delivers
-  // as soon as all its view holds a number, a trip sooner than waiting for STABLE.
-  const TotalCtl h{TotalCtl::kHold, epoch_, hold_, self_, 0};
-  out_->to_all(h);
-  on_hold(self_, h);
+  return best;
 }
 
-void TotalOrder::on_hold(NodeId from, const TotalCtl& c) {
-  Src* x = find(from);
-  if (flushing_ || c.epoch != epoch_ || promised_ > epoch_ || x == nullptr) return;
-  const bool seq = epoch_seq_ == self_;
-  if (seq && c.g >= next_g_) {  // holds what was never numbered: a lie
-    ++c_.bad;
-    return;
+// Whether x's next message can be delivered: every other member left holds it (a member gone
+// is within its cut, which every member left holds) and has a clock at its stamp or beyond
+// (its later messages come above it). Ties between stamps go to the lower id: sources are
+// visited in id order above, and a member with the same clock sends above it.
+bool TotalOrder::placed(const Src& x) {
+  const uint64_t ts = x.q[x.q_head].ts, s = x.delivered + 1;
+  const uint32_t k = index(x);
+  for (uint32_t m = 0; m < srcs_.size(); ++m) {
+    if (m == k || m == self_ix_ || srcs_[m].cut != kLive) continue;
+    if (srcs_[m].clock < ts) return false;
+    if (x.cut == kLive && held(m, k) < s) return false;
   }
-  holds_[index(*x)] = std::max(holds_[index(*x)], c.g);
-  // Stable: every member of our view holds it. Never beyond what we hold ourselves (another
-  // member may have an ORDER we do not have yet).
-  uint64_t low = hold_;
-  for (NodeId m : members_) low = std::min(low, holds_[index(*find(m))]);
-  if (low <= stable_) return;
-  stable_ = low;
-  if (!seq) return;
-  out_->to_all(TotalCtl{TotalCtl::kStable, epoch_, stable_, self_, 0});
-  number_pending();  // the window moved
-}
-
-void TotalOrder::on_order(NodeId from, const TotalCtl& c) {
-  Src* x = find(c.src);
-  if (from != epoch_seq_ || c.epoch != epoch_ || promised_ > epoch_) return;  // not this epoch's
-  if (x == nullptr || c.g != next_g_ || c.s != x->ordered + 1 || c.g >= deliver_ + ring_.size()) {
-    ++c_.bad;
-    return;
-  }
-  slot(c.g) = Slot{c.g, index(*x), c.s};
-  ++next_g_, ++x->ordered;
-  advance_hold();
+  return true;
 }
 
 void TotalOrder::on_ctl(NodeId from, const TotalCtl& c) {
   switch (c.kind) {
-    case TotalCtl::kOrder: return on_order(from, c);
-    case TotalCtl::kStable:
-      if (from == epoch_seq_ && c.epoch == epoch_ && promised_ <= epoch_) stable_ = std::max(stable_, std::min(c.g, hold_));
-      return;
-    case TotalCtl::kHold: return on_hold(from, c);
+    case TotalCtl::kAck: return on_ack(from, c);
     case TotalCtl::kFlushReq: return on_flush_req(from, c);
     case TotalCtl::kFlushRep: return on_flush_rep(from, c);
-    case TotalCtl::kNewEpoch:
-      if (c.epoch <= epoch_ || c.epoch < promised_ || find(from) == nullptr) return;  // stale
-      // H is the lowest hold of the flush, ours included: never above what we hold, never
-      // below what we delivered. Anything else is a lie.
-      if (c.g > hold_ || c.g + 1 < deliver_) break;
-      return install(from, c.epoch, c.g);
+    case TotalCtl::kNewEpoch: return on_new_epoch(from, c);
+    case TotalCtl::kInstalled:
+      if (Src* m = find(from); m != nullptr) {
+        m->installed = std::max(m->installed, c.epoch), m->said = true;
+        m->clock = std::max(m->clock, c.g);
+        return;
+      }
+      break;
+    case TotalCtl::kPromised:
+      // A member answered a newer flush than ours: ask again above it.
+      if (flushing_ && find(from) != nullptr && c.epoch > flush_epoch_ && c.epoch >= promised_) {
+        promised_ = c.epoch;
+        start_flush();
+      }
+      return;
   }
   ++c_.bad;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Total order across a view change: the lowest member left asks everyone how far they hold,
-// takes the lowest (H), and starts a new epoch at H + 1. See total.h for why that is safe.
+// Total order across a view change: the lowest member left asks everyone what they hold of
+// each source, cuts each member gone at the lowest count held, and starts a new epoch. See
+// total.h for why that is safe.
 #include <algorithm>
 
 #include "reliability/order/total.h"
@@ -8,84 +9,128 @@
 namespace imago::rel::order {
 
 void TotalOrder::view(std::span<const NodeId> members) {
-  std::vector<NodeId> next;
-  for (NodeId m : members)
-    if (std::binary_search(members_.begin(), members_.end(), m)) next.push_back(m);
-  std::sort(next.begin(), next.end());
-  next.erase(std::unique(next.begin(), next.end()), next.end());
-  if (next == members_ || !std::binary_search(next.begin(), next.end(), self_)) return;
-  members_ = std::move(next);
-  for (Src& x : srcs_) x.live = std::binary_search(members_.begin(), members_.end(), x.id);
-  if (sequencer()) start_flush();  // else the new sequencer's FLUSH_REQ comes
+  bool changed = false;
+  for (Src& x : srcs_) {
+    const bool in = std::find(members.begin(), members.end(), x.id) != members.end();
+    if (x.alive && !in && x.id != self_) x.alive = false, changed = true;
+  }
+  if (changed && coordinator()) start_flush();  // else the lowest member left's FLUSH_REQ comes
+}
+
+// Epoch numbers: a round times 64 plus the index of the member whose flush made it.
+bool TotalOrder::epoch_of(uint32_t e, NodeId from) const {
+  const auto it = std::lower_bound(srcs_.begin(), srcs_.end(), from, [](const Src& x, NodeId v) { return x.id < v; });
+  return it != srcs_.end() && it->id == from && e % kMaxMembers == static_cast<uint32_t>(it - srcs_.begin());
 }
 
 void TotalOrder::start_flush() {
-  flushing_ = true;
-  flush_epoch_ = std::max({flush_epoch_, epoch_, promised_}) + 1;
-  promised_ = flush_epoch_;
-  std::fill(reps_.begin(), reps_.end(), TotalCtl{});
-  reps_[index(*find(self_))] = TotalCtl{TotalCtl::kFlushRep, flush_epoch_, hold_, epoch_, start_};
+  const uint32_t top = std::max({epoch_, promised_, flush_epoch_});
+  flush_epoch_ = (top / kMaxMembers + 1) * kMaxMembers + self_ix_;
+  flushing_ = true, promised_ = flush_epoch_;
+  std::fill(reps_.begin(), reps_.end(), Rep{});
+  for (const Src& x : srcs_) reps_[self_ix_ * srcs_.size() + index(x)] = Rep{true, epoch_, x.arrived, x.cut};
   out_->to_all(TotalCtl{TotalCtl::kFlushReq, flush_epoch_, 0, self_, 0});
   finish_flush();  // a view of one
 }
 
 void TotalOrder::on_flush_req(NodeId from, const TotalCtl& c) {
-  if (c.epoch <= epoch_ || c.epoch < promised_ || find(from) == nullptr) return;  // stale
-  // A promise: nothing of an older epoch is taken from now on (no STABLE, no ORDER), so
-  // what we report is all we will ever deliver of it.
+  if (!epoch_of(c.epoch, from) || from == self_) {
+    ++c_.bad;
+    return;
+  }
+  // Stale, asked again, or from a member gone from our view: a promise to it would hold us
+  // back for good (its flush can only end by leaving us out).
+  if (c.epoch <= epoch_ || c.epoch == promised_ || !find(from)->alive) return;
+  if (c.epoch < promised_) return out_->to_one(from, TotalCtl{TotalCtl::kPromised, promised_, 0, self_, 0});
+  // A promise: we deliver nothing until an epoch at least this new is installed, so what we
+  // report is all we delivered.
   promised_ = c.epoch;
-  out_->to_one(from, TotalCtl{TotalCtl::kFlushRep, c.epoch, hold_, epoch_, start_});
+  flushing_ = false;  // a flush of ours, if any, is older: its members answer this one
+  for (const Src& x : srcs_) out_->to_one(from, TotalCtl{TotalCtl::kFlushRep, c.epoch, epoch_, x.id, x.arrived, x.cut});
 }
 
 void TotalOrder::on_flush_rep(NodeId from, const TotalCtl& c) {
-  Src* x = find(from);
-  if (!flushing_ || c.epoch != flush_epoch_ || x == nullptr || !x->live) return;
-  reps_[index(*x)] = c;
+  Src* m = find(from);
+  Src* x = find(c.src);
+  if (m == nullptr || x == nullptr) {
+    ++c_.bad;
+    return;
+  }
+  if (!flushing_ || c.epoch != flush_epoch_ || !m->alive) return;
+  reps_[index(*m) * srcs_.size() + index(*x)] = Rep{true, static_cast<uint32_t>(c.g), c.s, c.d};
   finish_flush();
 }
 
-// Once every member answered: H is the lowest hold, a member still in an older epoch counted
-// only up to where the newest epoch began (numbers above that of its epoch are void).
+// Once every member left answered for every source: a cut the newest epoch among the answers
+// made is kept (its members may have delivered by it); a member gone since is cut at the
+// lowest count any member left holds (whatever was delivered anywhere every member held).
 void TotalOrder::finish_flush() {
+  const size_t n = srcs_.size();
   uint32_t newest = 0;
-  uint64_t newest_start = 1;
-  for (NodeId m : members_) {
-    const TotalCtl& r = reps_[index(*find(m))];
-    if (r.kind != TotalCtl::kFlushRep) return;  // not everyone yet
-    if (r.src >= newest) newest = static_cast<uint32_t>(r.src), newest_start = r.s;
+  for (uint32_t m = 0; m < n; ++m) {
+    if (!srcs_[m].alive) continue;
+    for (uint32_t x = 0; x < n; ++x)
+      if (!reps_[m * n + x].got) return;  // not everyone yet
+    newest = std::max(newest, reps_[m * n].epoch);
   }
-  uint64_t h = ~uint64_t{0};
-  for (NodeId m : members_) {
-    const TotalCtl& r = reps_[index(*find(m))];
-    h = std::min(h, r.src == newest ? r.g : std::min<uint64_t>(r.g, newest_start - 1));
+  for (uint32_t x = 0; x < n; ++x) {
+    uint64_t cut = kLive, low = kLive;
+    for (uint32_t m = 0; m < n; ++m) {
+      if (!srcs_[m].alive) continue;
+      const Rep& r = reps_[m * n + x];
+      if (r.epoch == newest && r.cut != kLive) cut = r.cut;
+      low = std::min(low, r.held);
+    }
+    cuts_[x] = cut != kLive || srcs_[x].alive ? cut : low;
   }
   flushing_ = false;
-  out_->to_all(TotalCtl{TotalCtl::kNewEpoch, flush_epoch_, h, self_, 0});
-  install(self_, flush_epoch_, h);
+  for (uint32_t x = 0; x < n; ++x) out_->to_all(TotalCtl{TotalCtl::kNewEpoch, flush_epoch_, 0, srcs_[x].id, 0, cuts_[x]});
+  install(flush_epoch_);
 }
 
-void TotalOrder::install(NodeId seq, uint32_t epoch, uint64_t h) {
-  // Numbers above h are void; what each source had numbered up to h is what counts.
-  for (uint64_t g = h + 1; g < next_g_ && g < deliver_ + ring_.size(); ++g)
-    if (slot(g).g == g) slot(g) = Slot{};
-  for (Src& x : srcs_) x.ordered = x.delivered;
-  for (uint64_t g = deliver_; g <= h && g < deliver_ + ring_.size(); ++g)
-    if (slot(g).g == g) srcs_[slot(g).src].ordered = std::max(srcs_[slot(g).src].ordered, slot(g).s);
-  for (Src& x : srcs_) {
-    if (x.live || x.closed) continue;
-    const uint64_t keep = x.ordered - x.delivered;  // a departed source: the rest never comes
-    c_.dropped_departed += x.arrived - x.ordered;
-    for (uint64_t i = keep; i < x.q_len; ++i) dropped_.push_back(x.q[(x.q_head + i) % x.q.size()]);
-    x.q_len = static_cast<uint32_t>(std::min<uint64_t>(x.q_len, keep));
-    x.arrived = x.ordered, x.closed = true;
+// NEW_EPOCH comes as one record per source, in id order, in the flush member's stream.
+void TotalOrder::on_new_epoch(NodeId from, const TotalCtl& c) {
+  Src* x = find(c.src);
+  if (!epoch_of(c.epoch, from) || x == nullptr || from == self_) {
+    ++c_.bad;
+    return;
   }
-  epoch_ = epoch, epoch_seq_ = seq, promised_ = std::max(promised_, epoch);
-  start_ = h + 1, next_g_ = h + 1;
-  hold_ = std::min(hold_, h), stable_ = std::max(stable_, h), told_hold_ = 0;
-  std::fill(holds_.begin(), holds_.end(), h);
+  if (c.epoch <= epoch_ || c.epoch < promised_) return;  // stale: we answered a newer flush
+  if (c.epoch != incoming_epoch_) incoming_epoch_ = c.epoch, incoming_n_ = 0;
+  if (index(*x) != incoming_n_) {  // not the next source: a broken NEW_EPOCH
+    ++c_.bad;
+    incoming_epoch_ = 0;
+    return;
+  }
+  // A cut below what we delivered, or above what we hold, was never any flush's.
+  if (c.d != kLive && (c.d < x->delivered || c.d > x->arrived || x->id == self_)) {
+    ++c_.bad;
+    incoming_epoch_ = 0;
+    return;
+  }
+  cuts_[incoming_n_++] = c.d;
+  if (incoming_n_ == srcs_.size()) install(c.epoch);
+}
+
+void TotalOrder::install(uint32_t epoch) {
+  for (uint32_t k = 0; k < srcs_.size(); ++k) {
+    Src& x = srcs_[k];
+    if (cuts_[k] == kLive) continue;
+    x.alive = false;  // the epoch says it is gone: so it is for us
+    if (x.cut != kLive) continue;
+    x.cut = std::max(cuts_[k], x.delivered);  // never below what we delivered (on_new_epoch checks)
+    const uint64_t keep = x.cut - x.delivered;  // its messages beyond the cut never come
+    c_.dropped_departed += x.arrived - x.cut;
+    for (uint64_t i = keep; i < x.q_len; ++i) dropped_.push_back(x.q[(x.q_head + i) % x.q.size()].handle);
+    x.q_len = static_cast<uint32_t>(std::min<uint64_t>(x.q_len, keep));
+    x.arrived = x.cut;
+  }
+  epoch_ = epoch, promised_ = std::max(promised_, epoch), incoming_epoch_ = 0;
+  me().installed = epoch, said_ = true;
   ++c_.epochs;
-  advance_hold();
-  number_pending();
+  // With our clock: the ACKs we held back in the flush may have been the last to carry it.
+  out_->to_all(TotalCtl{TotalCtl::kInstalled, epoch, clock_, self_, 0});
+  if (!settled() && coordinator()) start_flush();  // we saw a member go that the flush did not
 }
 
 }  // namespace imago::rel::order

@@ -110,6 +110,7 @@ Tally run(uint64_t seed, order::Mode mode, uint32_t n, bool crashes, bool hostil
     Member& me = *net.m[net.rng() % n];
     if (me.crashed) continue;
     if (crashes && step == 3000 && !crashed[1]) crashed[1] = true, crash(net, *net.m[1]);
+    if (me.crashed) continue;  // it may be the one that just crashed: it sends no more
     if (hostile && net.chance(0.002) && mode == order::Mode::kCausal) forge(net, me);
     if (me.sent_msgs < per && net.chance(0.5)) {
       send_one(me);
@@ -227,7 +228,7 @@ TEST(GroupOrder, BigMessagesHaveAWindowOfTheirOwn) {
   }
 }
 
-// Total order, every other member gone: the one left numbers, holds and delivers alone, so
+// Total order, every other member gone: the one left holds and delivers alone, so
 // its sends go on (they stopped after order_window more, -EAGAIN for good).
 TEST(GroupOrder, TheLastMemberOfATotalOrderSendsOn) {
   for (uint32_t n : {2u, 3u}) {

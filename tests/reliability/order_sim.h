@@ -180,8 +180,9 @@ class CausalRun {
 
 /**
  * One seed of the total-order property: 3 to 7 members send 20 to 60 messages each over
- * FIFO channels of 1 to 500 us, windows of 2 to 16; up to two members crash at random times
- * (the sequencer too): each member's streams to the others end at a random point, and every
+ * FIFO channels of 1 to 500 us, windows of 2 to 16, stamps from clocks up to 2 ms apart; up to
+ * five members crash at random times (half the runs within 3 ms, so a flush's member dies in
+ * its flush, and a second flush in its turn): each member's streams to the others end at a random point, and every
  * member left learns the new view 0.1 to 3 ms later, in the same order. Property: the members
  * left deliver the very same sequence, each source's messages once and in its order; a
  * crashed member delivered a prefix of it (uniform); and every message of a member left is
@@ -208,12 +209,15 @@ class TotalRun {
       Member& x = m_[i];
       x.id = ids[i], x.out.run = this, x.out.me = i;
       x.quota = 20 + static_cast<uint32_t>(r_.below(41));
+      x.skew = fixed_.members != 0 ? 0 : r_.below(2'000'000);  // hosts' clocks differ
       x.chans.resize(n), x.unicast.resize(n);
       x.rx.assign(n, 0), x.arrived_at.resize(n);
       if (x.to.init(ids, ids[i], window, &x.out) != 0) return "init failed";
     }
-    const uint32_t crashes = fixed_.members != 0 ? 0 : static_cast<uint32_t>(r_.below(3));
-    for (uint32_t k = 0; k < crashes; ++k) crash_at_.push_back(r_.below(20'000'000));
+    for (Member& x : m_) x.to.tell();  // each stream starts with its member's epoch
+    const uint32_t crashes = fixed_.members != 0 ? 0 : static_cast<uint32_t>(r_.below(6));
+    const uint64_t span = r_.chance(0.5) ? 3'000'000 : 20'000'000;
+    for (uint32_t k = 0; k < crashes; ++k) crash_at_.push_back(r_.below(span));
     std::sort(crash_at_.begin(), crash_at_.end());
     for (now_ = 0; now_ < 5'000'000'000ull; now_ += 10'000) {
       step();
@@ -227,7 +231,7 @@ class TotalRun {
  private:
   struct Item {
     bool data;
-    TotalCtl c;
+    TotalCtl c;  ///< data: its stamp in g
   };
   struct Out final : TotalOrder::Out {
     TotalRun* run = nullptr;
@@ -247,6 +251,7 @@ class TotalRun {
     Out out;
     bool dead = false;
     uint32_t quota = 0, sent = 0;
+    uint64_t skew = 0;                ///< its clock's lead over the simulator's (stamps)
     std::vector<Chan<Item>> chans;    ///< each member's group stream to this one
     std::vector<Chan<Item>> unicast;  ///< each member's control to this one alone
     std::vector<uint64_t> rx;       ///< messages taken from each member (the next one's s - 1)
@@ -291,11 +296,12 @@ class TotalRun {
         x.to.view(x.views.front().second);
         x.views.pop_front();
       }
-      if (x.sent < x.quota && r_.chance(fixed_.members != 0 ? 0.005 : 0.05) && x.to.sent(x.sent + 1)) {
+      const uint64_t ts = x.to.stamp(now_ + x.skew);
+      if (x.sent < x.quota && r_.chance(fixed_.members != 0 ? 0.005 : 0.05) && x.to.sent(x.sent + 1, ts)) {
         ++x.sent;
         x.sent_at.push_back(now_);
         for (uint32_t j = 0; j < m_.size(); ++j)
-          if (j != i) push(i, j, Item{true, {}});
+          if (j != i) push(i, j, Item{true, TotalCtl{TotalCtl::kAck, 0, ts, x.id, 0}});
       }
       for (uint32_t f = 0; f < m_.size(); ++f) receive(x, x.chans[f], f), receive(x, x.unicast[f], f);
       x.to.drain([&](NodeId src, uint64_t s) {
@@ -313,7 +319,7 @@ class TotalRun {
     while (ch.ready(now_)) {
       const Item& it = ch.q.front().m;
       if (it.data) {
-        if (!x.to.on_data(m_[f].id, x.rx[f] + 1)) return;  // cannot be (flow control): checked below
+        if (!x.to.on_data(m_[f].id, it.c.g, x.rx[f] + 1)) return;  // cannot be (flow control): checked below
         ++x.rx[f];
         x.arrived_at[f].push_back(now_);
       } else {

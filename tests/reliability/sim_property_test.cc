@@ -355,8 +355,8 @@ TEST(SimProperty, CausalOrderNeverDeliversBeforeTheCausalPast) {
   std::printf("causal order at 3 members, 100 us links: %s\n", d.describe("causal order").c_str());
 }
 
-/** Total order (reliability/order/total.h): 3 to 7 members, up to two crashes (the sequencer
- *  too). Members left deliver one sequence, a crashed one a prefix of it (order_sim.h,
+/** Total order (reliability/order/total.h): 3 to 7 members, up to five crashes (half the
+ *  runs within 3 ms: a flush's member dying in its flush). Members left deliver one sequence, a crashed one a prefix of it (order_sim.h,
  *  TotalRun). */
 TEST(SimProperty, TotalOrderIsOneSequenceAtEveryMemberThroughCrashes) {
   uint64_t delivered = 0, epochs = 0;
