@@ -614,7 +614,7 @@ struct imago_group_opts {
 	uint32_t n_members;      /**< how many: 2 .. IMAGO_GROUP_ORDER_MAX_MEMBERS */
 	uint32_t order_window;   /**< messages of one member that may be sent and not yet
 	                              delivered everywhere, 1 .. 4096 [256]: the ordering's
-	                              flow control (causal), or its numbering window (total);
+	                              flow control;
 	                              a member sends at most this many per round trip */
 };
 

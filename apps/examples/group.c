@@ -48,16 +48,16 @@ static const char help[] =
 	"                      (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL) of the --members ID,ID,.. named;\n"
 	"                      every member gives the same --order, --members and --order-window;\n"
 	"                      not with --nack or --from-oldest. Sending starts once every member\n"
-	"                      joined. Each message then carries its source, its number (1, 2, ..)\n"
-	"                      and how many messages its source had delivered of each member when it\n"
-	"                      sent it: at least 44 + 4 x members bytes (a smaller --size grows to\n"
-	"                      that). Each delivery is checked: its source's next one, and nothing its\n"
-	"                      source had delivered (of this node: sent) before sending it missing\n"
-	"                      here; RESULT order_violations counts those that are not (any fails the\n"
-	"                      run). Not missing: what a member whose stream ended here 'gone' or\n"
-	"                      'dropped' never delivered here (lost, and the order no longer waits for\n"
-	"                      it): RESULT order_deps_ended counts deliveries that depended on such.\n"
-	"                      A member the group left out stops with an error [fifo]\n"
+	"                      joined or left the order. Each message then carries its source, its\n"
+	"                      number (1, 2, ..) and how many messages its source had delivered of each\n"
+	"                      member when it sent it: at least 44 + 4 x members bytes (a smaller\n"
+	"                      --size grows to that). Each delivery is checked: its source's next one,\n"
+	"                      and nothing its source had delivered (of this node: sent) before sending\n"
+	"                      it missing here; RESULT order_violations counts those that are not (any\n"
+	"                      fails the run). Not missing: what a member whose stream ended here\n"
+	"                      'gone' or 'dropped' never delivered here (lost, and the order no longer\n"
+	"                      waits for it): RESULT order_deps_ended counts deliveries that depended\n"
+	"                      on such. A member the group left out stops with an error [fifo]\n"
 	"  --order-window N    all, ordered: how many of a member's messages may be sent and not yet\n"
 	"                      delivered everywhere, 1..4096 [256]\n"
 	"  --order-log FILE    sub, all: write each delivered message as a line 'SRC SEQ' (SEQ 1, 2,\n"
@@ -610,7 +610,9 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 			if (!all) work += read_ring(p->ep, p, NULL, o);
 			imago_stats(p->ep, &st);
 			if (st.order_held > s->held_max) s->held_max = st.order_held;
-			if (st.group_members >= o->members && p->t0 == 0) p->t0 = ex_now_ns();
+			/* Every member in our stream, or gone from the order (one that died before it joined
+			 * here never will: the library's own -EAGAIN gate counts it out, so must we). */
+			if (st.group_members + st.order_departed >= o->members && p->t0 == 0) p->t0 = ex_now_ns();
 			if (p->t0 != 0 && !p->done) work += rc = pub_step(p, o);
 		}
 		if (rc >= 0 && do_sub) work += rc = read_ring(s->ep, all ? p : NULL, s, o);
