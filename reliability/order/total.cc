@@ -32,7 +32,7 @@ int TotalOrder::init(std::span<const NodeId> members, NodeId self, uint32_t wind
   return 0;
 }
 
-TotalOrder::Src* TotalOrder::find(NodeId n) {
+const TotalOrder::Src* TotalOrder::find(NodeId n) const {
   auto it = std::lower_bound(srcs_.begin(), srcs_.end(), n, [](const Src& x, NodeId v) { return x.id < v; });
   return it == srcs_.end() || it->id != n ? nullptr : &*it;
 }

@@ -148,7 +148,8 @@ class TotalOrder {
     uint64_t held = 0, cut = kLive;
   };
 
-  Src* find(NodeId n);
+  const Src* find(NodeId n) const;
+  Src* find(NodeId n) { return const_cast<Src*>(static_cast<const TotalOrder*>(this)->find(n)); }
   uint32_t index(const Src& x) const { return static_cast<uint32_t>(&x - srcs_.data()); }
   Src& me() { return srcs_[self_ix_]; }
   const Src& me() const { return srcs_[self_ix_]; }
@@ -195,7 +196,8 @@ class TotalOrder {
 template <typename F>
 uint32_t TotalOrder::drain(F&& fn) {
   uint32_t n = 0;
-  while (!frozen()) {
+  // Delivering changes no epoch or view: whether we are frozen is asked once.
+  for (const bool stop = frozen(); !stop;) {
     const Src* next = next_in_order();
     if (next == nullptr) break;
     Src& x = srcs_[index(*next)];

@@ -19,8 +19,8 @@ void TotalOrder::view(std::span<const NodeId> members) {
 
 // Epoch numbers: a round times 64 plus the index of the member whose flush made it.
 bool TotalOrder::epoch_of(uint32_t e, NodeId from) const {
-  const auto it = std::lower_bound(srcs_.begin(), srcs_.end(), from, [](const Src& x, NodeId v) { return x.id < v; });
-  return it != srcs_.end() && it->id == from && e % kMaxMembers == static_cast<uint32_t>(it - srcs_.begin());
+  const Src* x = find(from);
+  return x != nullptr && e % kMaxMembers == index(*x);
 }
 
 void TotalOrder::start_flush() {
