@@ -363,7 +363,7 @@ void GroupOrder::queue(order::Kind kind, std::span<const uint8_t> body) {
   r.len = static_cast<uint32_t>(order::kHeadLen + body.size());
 }
 
-void GroupOrder::flush() {
+void GroupOrder::flush(bool fast) {
   if (!all_joined()) return;  // a member not yet in our stream would miss them
   while (!outbox_.empty()) {
     // As many records as fit, joined into one message.
@@ -374,7 +374,7 @@ void GroupOrder::flush() {
       std::memcpy(batch_ + len, r.b, r.len);
       len += r.len;
     }
-    if (io_->send({batch_, len}, {}) != 0) return;
+    if (io_->send({batch_, len}, {}, fast) != 0) return;
     for (size_t i = 0; i < n; ++i) outbox_.pop();
     ++c_.records;  // messages, as msgs_sent counts them
   }

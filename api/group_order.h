@@ -57,9 +57,10 @@ class GroupOrder {
   class Io {
    public:
     virtual ~Io() = default;
-    /** Send @p head then @p body as one message in our stream. @return 0, -EAGAIN (ring or
-     *  buffers full: try later), or another negative errno (the endpoint is gone). */
-    virtual int send(std::span<const uint8_t> head, std::span<const uint8_t> body) = 0;
+    /** Send @p head then @p body as one message in our stream, @p fast: at once
+     *  (IMAGO_FASTPATH), not waiting to share its frame. @return 0, -EAGAIN (ring or buffers
+     *  full: try later), or another negative errno (the endpoint is gone). */
+    virtual int send(std::span<const uint8_t> head, std::span<const uint8_t> body, bool fast) = 0;
     /** Give back a received descriptor the application will never see. */
     virtual void drop(imago_msg& m) = 0;
   };
@@ -103,8 +104,10 @@ class GroupOrder {
   /** Give back (Io::drop) every descriptor held or ready: the endpoint closes. */
   void clear();
 
-  /** Send what waits in the outbox, in order, as far as the ring takes it. */
-  void flush();
+  /** Send what waits in the outbox, in order, as far as the ring takes it; @p fast: at once
+   *  (the records gate other members: an ACK that waits to share its frame delays every
+   *  member's delivery by as much), not waiting for more to share their frame. */
+  void flush(bool fast = false);
   /** The application waits for messages (imago_wait() found none): say how far we are, as
    *  after kIdleCredit receive calls that found nothing, and send what waits. */
   void idle() {
@@ -113,7 +116,7 @@ class GroupOrder {
     } else {
       to_.tell(true);
     }
-    flush();
+    flush(true);
   }
 
   /** @return descriptors its order lets out now, not yet received. */
@@ -262,7 +265,9 @@ int GroupOrder::receive(imago_msg* out, unsigned n, Pull&& pull) {
     idle_ = 0;
     for (unsigned i = 0; i < k; ++i) on_received(in[i]);
     drain();
-    flush();
+    // The ring had no more (light load): the records go at once, as nothing is coming that
+    // they could share a frame with. Under load (a full pull) they wait to share frames.
+    flush(k < want);
   }
   return static_cast<int>(got);
 }

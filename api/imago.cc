@@ -63,7 +63,7 @@ struct Endpoint;
 struct Ordered final : GroupOrder::Io {
   Endpoint* ep = nullptr;
   GroupOrder order;
-  int send(std::span<const uint8_t> head, std::span<const uint8_t> body) override;
+  int send(std::span<const uint8_t> head, std::span<const uint8_t> body, bool fast) override;
   void drop(imago_msg& m) override;
 };
 
@@ -251,8 +251,8 @@ int put_parts(Endpoint* ep, std::span<const uint8_t> head, std::span<const uint8
   return 0;
 }
 
-int Ordered::send(std::span<const uint8_t> head, std::span<const uint8_t> body) {
-  return is_open(ep) ? put_parts(ep, head, body, 0) : -ENOTCONN;
+int Ordered::send(std::span<const uint8_t> head, std::span<const uint8_t> body, bool fast) {
+  return is_open(ep) ? put_parts(ep, head, body, fast ? IMAGO_FASTPATH : 0) : -ENOTCONN;
 }
 
 void Ordered::drop(imago_msg& m) {
@@ -276,7 +276,7 @@ int ordered_send(Endpoint* ep, const imago_iov* msgs, unsigned n, uint32_t flags
     o.sent(rc == 0);
     if (rc < 0) break;
   }
-  o.flush();  // the records this made (total order's ACKs of what delivered)
+  o.flush(flags & IMAGO_FASTPATH);  // the records this made, as the application's messages go
   if (rc == -EAGAIN) ep->slot->tx_ring_full.add();
   return done > 0 || rc == -EAGAIN ? static_cast<int>(done) : rc;
 }

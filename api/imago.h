@@ -703,9 +703,14 @@ struct imago_group_event {
  * in the sequence the others deliver). Each message carries an ordering header in front of
  * its bytes (imago_max_message() is smaller by it), which imago_recv_burst() removes.
  * The ordering runs in the calling thread: the records it sends (credits; in total order every
- * member's ACKs: what it holds, its clock) go out from imago_send*() and
- * imago_recv_burst(), so every member must keep receiving, or the others' sends wait
- * (-EAGAIN), never their data. Sends are -EAGAIN until every other member has joined this
+ * member's ACKs: what it holds, its clock) go out from imago_send*(), imago_recv_burst() and
+ * imago_wait(), so every member must keep receiving, or the others' sends wait (-EAGAIN),
+ * never their data. The others' deliveries wait for these records, so they go at once (as
+ * IMAGO_FASTPATH) from a receive call that found fewer messages than it could take (light
+ * load), from imago_wait() and from a send with IMAGO_FASTPATH; under load (a receive
+ * call that filled its burst of 32) and from a send without it they are coalesced with
+ * what follows (waiting at most 20 us, docs/PROTOCOL.md's coalesce_ns).
+ * Sends are -EAGAIN until every other member has joined this
  * node's stream (IMAGO_GROUP_JOINED), and while order_window of this node's messages are not
  * yet delivered at every member (as their credits or ACKs say).
  * imago_buf_alloc() and imago_send_zc() are -ENOTSUP on an ordered endpoint. Events are

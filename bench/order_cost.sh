@@ -5,7 +5,7 @@
 #
 #   bench/order_cost.sh [--members "3 4"] [--orders "fifo causal total"] [--rate 2000]
 #                       [--count 10000] [--size 64] [--window 256] [--idle-us 20] [--loss 0]
-#                       [--spread] [--keep-logs DIR]
+#                       [--fastpath] [--spread] [--keep-logs DIR]
 #
 # The testbed: one network namespace per member, each with a veth port on one Linux bridge
 # that lives in a switch namespace of its own (multicast snooping off, so the group's
@@ -14,7 +14,9 @@
 # net_af_packet over its port, every member a peer of every other: it sends --count messages
 # of --size bytes at --rate per second to group 7 and receives every other member's, with
 # --order fifo, causal or total, the same options otherwise, one order after another
-# (ordered: --members 1,2,..,N --order-window W). Each member checks every delivery (lost,
+# (ordered: --members 1,2,..,N --order-window W), its messages coalesced (flags 0: a message
+# may wait up to 20 us for others to share its frame) or, with --fastpath, sent at once
+# (IMAGO_FASTPATH, imago-group --fastpath). Each member checks every delivery (lost,
 # duplicated, corrupted, and for causal/total the order itself: order_violations); a run
 # with any of them, or a member that fails, is marked FAIL.
 #
@@ -37,7 +39,7 @@
 # those p99, the ratio of that p50 to fifo's in the same run, and order_records per message:
 # the ordering's record messages (credits; total order: ACKs) of all
 # members over the group's messages (members x --count), and of the lowest id alone (total
-# order's sequencer). Bounded: every process gives up after 20 s without progress and is
+# order's flush member). Bounded: every process gives up after 20 s without progress and is
 # killed 30 s after its stream should have ended. Everything it creates (namespaces, veths,
 # the bridge, processes, a temporary folder of logs) is removed at exit, even on Ctrl-C;
 # --keep-logs DIR copies the logs there first. Run as root; needs build/apps/examples/imago-group.
@@ -54,6 +56,7 @@ idle_us=20
 loss=0
 keep_logs=""
 spread=0
+fastpath=()
 
 usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; }
 
@@ -69,6 +72,7 @@ while [ $# -gt 0 ]; do
     --loss) loss=$2; shift 2 ;;
     --keep-logs) keep_logs=$2; shift 2 ;;
     --spread) spread=1; shift ;;
+    --fastpath) fastpath=(--fastpath); shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "order_cost: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -161,6 +165,7 @@ run() {
       --file-prefix "$tag-$i" --vdev "net_af_packet0,iface=${port[i]}" --) iface=()
     timeout -s KILL "$limit" ip netns exec "$tag-n$i" "$bin" all --group 7 --order "$order" --members "$ids" \
       "${extra[@]}" --count "$count" --size "$size" --rate "$rate" --idle-us "$idle_us" --timeout 20 \
+      "${fastpath[@]}" \
       -- "${eal[@]}" "${iface[@]}" --node-id "$i" "${peers[@]}" --run-to-completion "${fault[@]}" \
       >"$tmp/$n-$order-$i.out" 2>&1 &
     pids+=($!)
@@ -187,7 +192,8 @@ for n in $members_list; do
 done
 
 echo "order_cost: $count messages of $size bytes from each member at $rate/s, --order-window $window" \
-  "(causal, total), --idle-us $idle_us, receive loss $loss; $(nproc) CPUs; $(($(date +%s) - start)) s"
+  "(causal, total), --idle-us $idle_us, receive loss $loss, sent ${fastpath:-coalesced (flags 0)}; $(nproc) CPUs;" \
+  "$(($(date +%s) - start)) s"
 where="EAL -l 0: all on CPU 0"
 [ "$spread" = 0 ] || where="--spread: member i on CPU (i - 1) mod $(nproc)"
 echo "CPU: each member one process, its node run in its thread (--run-to-completion; $where); that" \

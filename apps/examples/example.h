@@ -38,7 +38,7 @@ struct ex_opts {
 	const char *const *only;
 	uint32_t group, members, from_oldest, nack;
 	double rate;
-	uint32_t idle_us;
+	uint32_t idle_us, fastpath;
 	const char *members_list, *order, *order_log; /* --members ID,ID,..; --order; --order-log */
 	uint32_t order_window;
 	/* After `--`: an imagod command line for an embedded attachment (argv[0] included). */
@@ -203,8 +203,8 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 {
 	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate "
 				     "--idle-us --order --order-window --order-log ";
-	static const char group_only[] = " --group --members --from-oldest --nack --rate --idle-us --order --order-window "
-					 "--order-log ";
+	static const char group_only[] = " --group --members --from-oldest --nack --rate --idle-us --fastpath --order "
+					 "--order-window --order-log ";
 	uint64_t given = 0; /* o->only's options on the line */
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
@@ -247,6 +247,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (!strcmp(a, "--nack")) o->nack = 1;
 		else if (!strcmp(a, "--rate")) bad = ex_real(argv[0], a, v, 0, 1e9, &o->rate);
 		else if (!strcmp(a, "--idle-us")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->idle_us);
+		else if (!strcmp(a, "--fastpath")) o->fastpath = 1;
 		else if (!strcmp(a, "--order")) o->order = v;
 		else if (!strcmp(a, "--order-window")) bad = ex_u32(argv[0], a, v, 1, 4096, &o->order_window);
 		else if (!strcmp(a, "--order-log")) o->order_log = v;

@@ -35,6 +35,8 @@ static const char help[] =
 	"                      N is the others; the order of the list indexes the vector each\n"
 	"                      message carries\n"
 	"  --rate R            pub, all: at most R messages per second [0: as fast as the group takes]\n"
+	"  --fastpath          pub, all: send with IMAGO_FASTPATH (each burst at once, not waiting\n"
+	"                      to coalesce with the next messages)\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
 	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
 	"                      waits for a member; what a member misses for good it is told (EVENT\n"
@@ -75,8 +77,8 @@ static const char help[] =
 	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
 /* Options of some roles only: refused for the others (ex_parse()). */
 static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
-				   "--from-oldest", "sub, both, all", "--order-log", "sub, both, all", "--order", "all",
-				   "--order-window", "all", NULL};
+				   "--fastpath", "pub, both, all", "--from-oldest", "sub, both, all", "--order-log",
+				   "sub, both, all", "--order", "all", "--order-window", "all", NULL};
 
 enum { kMaxSources = EX_MAX_MEMBERS, kMaxMembers = EX_MAX_MEMBERS }; /* ex_parse() holds --members N to it */
 static const double kStopDrainS = 2.0; /* a stopped publisher waits this long for its members */
@@ -265,7 +267,7 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 		if (len >= kStampMin) stamp(buf, len, now);
 		iov[n] = (struct imago_iov){buf, len};
 	}
-	int k = imago_send_burst(p->ep, iov, n, 0);
+	int k = imago_send_burst(p->ep, iov, n, o->fastpath ? IMAGO_FASTPATH : 0);
 	if (k == -EAGAIN) k = 0; /* an ordered group not yet joined by every member, or its window */
 	for (int i = 0; i < k; ++i) p->bytes += p->next + (uint64_t)i < p->last ? iov[i].len : 0;
 	p->next += k > 0 ? (uint64_t)k : 0;
@@ -643,8 +645,8 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 int main(int argc, char **argv)
 {
 	struct ex_opts o = {.count = 100000, .size_min = 64, .size_max = 64, .group = 7, .members = 1,
-			    .own = " --group --members --from-oldest --nack --rate --idle-us --order --order-window "
-				   "--order-log ",
+			    .own = " --group --members --from-oldest --nack --rate --idle-us --fastpath --order "
+				   "--order-window --order-log ",
 			    .only = only};
 	struct order ord = {0};
 	int rc = ex_parse(argc, argv, &o, roles, help);

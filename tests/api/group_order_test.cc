@@ -63,7 +63,7 @@ bool send_one(Member& me) {
   uint8_t head[order::kMaxRecord];
   if (me.g.prepare(head) != 0) return false;
   const std::vector<uint8_t> body = payload(me);
-  const int rc = me.send({head, me.g.head_len()}, body);
+  const int rc = me.send({head, me.g.head_len()}, body, false);
   me.g.sent(rc == 0);
   if (rc == 0) ++me.sent_msgs;
   return rc == 0;
@@ -212,7 +212,7 @@ TEST(GroupOrder, BigMessagesHaveAWindowOfTheirOwn) {
     auto send = [&](bool big) {
       const int rc = a.g.prepare(head, big);
       if (rc != 0) return rc;
-      const bool went = a.send({head, a.g.head_len()}, payload(a)) == 0;
+      const bool went = a.send({head, a.g.head_len()}, payload(a), false) == 0;
       a.g.sent(went);
       a.sent_msgs += went;
       return 0;
@@ -382,6 +382,33 @@ TEST(GroupOrder, AMemberThatWaitsForMessagesTellsHowFarItIs) {
   EXPECT_EQ(b.g.counters().records, 1u);
   receive_only(net, a, 8);
   EXPECT_EQ(a.g.pending(), 0u);
+  close_all(net);
+  EXPECT_EQ(net.buffers, 0u);
+}
+
+// Total order's records gate every other member's delivery: an ACK left to wait up to 20 us
+// for company in its frame (coalescing, flags 0) delayed each delivery by as much (on the
+// wire, bench/order_cost.sh: 2.07-2.19x FIFO's delay, above issue 13's 2x). A receive call
+// that found the ring emptied (light load) sends its records at once (IMAGO_FASTPATH); under
+// load (a full pull) they wait to share frames, as the throughput at full rate wants.
+TEST(GroupOrder, RecordsGoAtOnceUnderLightLoadAndShareFramesUnderLoad) {
+  Net net;
+  net.rng.seed(8);
+  net.refuse = 0;
+  ASSERT_TRUE(build(net, 3, order::Mode::kTotal, 64));
+  for (int round = 0; round < 2; ++round)  // the joins, then every member's INSTALLED
+    for (auto& x : net.m) receive_only(net, *x, 8);
+  Member& a = *net.m[0];
+  Member& b = *net.m[1];
+  ASSERT_TRUE(send_one(a));
+  const uint32_t fast = b.fast_sends, slow = b.slow_sends;
+  ASSERT_EQ(receive_only(net, b, 8), 1);
+  EXPECT_EQ(b.fast_sends, fast + 1) << "b's ACK of a lone message waited to share its frame";
+  EXPECT_EQ(b.slow_sends, slow);
+  ASSERT_TRUE(send_n(a, 40));
+  ASSERT_EQ(receive_only(net, b, 32), 32);  // a full pull: more is coming
+  EXPECT_EQ(b.fast_sends, fast + 1);
+  EXPECT_EQ(b.slow_sends, slow + 1) << "under load the ACKs share frames";
   close_all(net);
   EXPECT_EQ(net.buffers, 0u);
 }

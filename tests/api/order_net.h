@@ -33,11 +33,12 @@ struct Member final : GroupOrder::Io {
   GroupOrder g;
   bool crashed = false;
   uint32_t sent_msgs = 0;
+  uint32_t fast_sends = 0, slow_sends = 0;          ///< messages sent at once, coalesced
   std::vector<uint32_t> delivered;                  ///< per slot
   std::vector<std::pair<NodeId, uint32_t>> log;     ///< (src, seq) in delivery order
   std::vector<std::deque<imago_msg>> in;            ///< per source slot: its stream to us, FIFO
   std::deque<imago_msg> events;                     ///< events due
-  int send(std::span<const uint8_t> head, std::span<const uint8_t> body) override;
+  int send(std::span<const uint8_t> head, std::span<const uint8_t> body, bool fast) override;
   void drop(imago_msg& m) override;
 };
 
@@ -76,8 +77,9 @@ inline void give_back(Net& net, imago_msg& d) {
   d.tier = IMAGO_TIER_INLINE;
 }
 
-inline int Member::send(std::span<const uint8_t> head, std::span<const uint8_t> body) {
+inline int Member::send(std::span<const uint8_t> head, std::span<const uint8_t> body, bool fast) {
   if (net->chance(net->refuse)) return -EAGAIN;
+  ++(fast ? fast_sends : slow_sends);
   for (auto& o : net->m)
     if (o.get() != this) o->in[slot].push_back(make(*net, id, head, body));
   return 0;

@@ -51,7 +51,7 @@ struct Harness {
     uint8_t body[8] = {0xA5};
     const uint32_t seq = me.sent_msgs + 1;
     std::memcpy(body + 4, &seq, 4);
-    const int rc = me.send({head, me.g.head_len()}, body);
+    const int rc = me.send({head, me.g.head_len()}, body, false);
     me.g.sent(rc == 0);
     me.sent_msgs += rc == 0;
   }
