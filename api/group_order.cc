@@ -33,7 +33,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   head_ = order::Head{order::Kind::kData, mode, static_cast<uint8_t>(w), order::fingerprint(mode, window, members_)};
   self_ = self, window_ = window, io_ = io;
   self_slot_ = static_cast<uint32_t>(slot_of(self));
-  joined_.assign(w, 0), departed_.assign(w, 0), ended_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
+  joined_.assign(w, 0), departed_.assign(w, 0), ended_.assign(w, 0), started_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
   joined_[self_slot_] = 1, all_joined_ = false;
   scratch_.assign(w, 0);
   slots_.assign(holdable + slack, imago_msg{});
@@ -178,6 +178,10 @@ void GroupOrder::on_event(imago_msg& m) {
   if (m.len == sizeof ev) {
     std::memcpy(&ev, imago_msg_data(&m), sizeof ev);
     const bool ours = ev.source == self_;
+    if (ev.kind == order::kEventNodeGone) return node_gone(m, ev);
+    if (!ours && ev.kind == IMAGO_GROUP_STARTED && slot_of(static_cast<NodeId>(ev.source)) >= 0 &&
+        ev.source <= UINT32_MAX)
+      started_[static_cast<size_t>(slot_of(static_cast<NodeId>(ev.source)))] = 1;
     if (ours && ev.kind == IMAGO_GROUP_JOINED && ev.member <= UINT32_MAX) {
       joined(static_cast<NodeId>(ev.member));
     } else if (ours && (ev.kind == IMAGO_GROUP_LEFT || ev.kind == IMAGO_GROUP_EXPIRED)) {
@@ -189,6 +193,21 @@ void GroupOrder::on_event(imago_msg& m) {
     }
   }
   ready(store(m));  // the application's, as it came
+}
+
+// The engine side's word that a node died (kEventNodeGone). A member whose stream started
+// here leaves the order when it ends (ENDED, which follows); one whose stream never started
+// never would, and the order would wait for it for ever: it leaves now, and the application
+// gets the ENDED (GONE) its stream would have given. Anything else is ours alone.
+void GroupOrder::node_gone(imago_msg& m, const imago_group_event& ev) {
+  const int k = ev.source <= UINT32_MAX ? slot_of(static_cast<NodeId>(ev.source)) : -1;
+  if (k < 0 || static_cast<uint32_t>(k) == self_slot_ || started_[static_cast<size_t>(k)] ||
+      ended_[static_cast<size_t>(k)])
+    return io_->drop(m);
+  depart(static_cast<NodeId>(ev.source), true, true);
+  const imago_group_event ended{IMAGO_GROUP_ENDED, 0, ev.source, self_, 0, IMAGO_GROUP_END_GONE, 0, 0};
+  std::memcpy(m.u.inline_data, &ended, sizeof ended);  // an event is inline
+  ready(store(m));
 }
 
 void GroupOrder::joined(NodeId n) {

@@ -155,6 +155,7 @@ class GroupOrder {
   int slot_of(rel::NodeId n) const;
   void on_received(imago_msg& m);
   void on_event(imago_msg& m);
+  void node_gone(imago_msg& m, const imago_group_event& ev);
   void on_records(imago_msg& m, rel::NodeId src, std::span<const uint8_t> b);
   bool on_record(rel::NodeId src, const order::Head& h, std::span<const uint8_t> b);
   void on_data(imago_msg& m, rel::NodeId src, std::span<const uint8_t> b);
@@ -185,6 +186,7 @@ class GroupOrder {
   std::vector<uint8_t> joined_;       ///< per slot: joined our stream
   std::vector<uint8_t> departed_;     ///< per slot: left the order
   std::vector<uint8_t> ended_;        ///< per slot: its stream ended here
+  std::vector<uint8_t> started_;      ///< per slot: its stream started here (STARTED)
   std::vector<uint32_t> credit_;      ///< causal, per slot: how many of ours it delivered
   std::vector<uint32_t> told_;        ///< causal, per slot: its delivered count we last told
   std::vector<uint32_t> stamped_;     ///< causal: the stamp prepare() made, told once sent(true)

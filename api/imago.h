@@ -710,9 +710,12 @@ struct imago_group_event {
  * load), from imago_wait() and from a send with IMAGO_FASTPATH; under load (a receive
  * call that filled its burst of 32) and from a send without it they are coalesced with
  * what follows (waiting at most 20 us, docs/PROTOCOL.md's coalesce_ns).
- * Sends are -EAGAIN until every other member has joined this
- * node's stream (IMAGO_GROUP_JOINED), and while order_window of this node's messages are not
- * yet delivered at every member (as their credits or ACKs say).
+ * Sends are -EAGAIN until every other member has joined this node's stream
+ * (IMAGO_GROUP_JOINED) or left the order, and while order_window of this node's messages are
+ * not yet delivered at every member (as their credits or ACKs say). A member whose node this
+ * node had a session with and then declared dead (--dead-after-ms) before its stream started
+ * here leaves the order then, and this endpoint gets IMAGO_GROUP_ENDED (reason GONE) for it
+ * as if its stream had ended; a member whose node was never heard from is waited for.
  * imago_buf_alloc() and imago_send_zc() are -ENOTSUP on an ordered endpoint. Events are
  * delivered as they arrive, not held back with the messages. A member leaves the order when
  * its stream ends here (ENDED, any reason but DROPPED), or this node's stream expires it or

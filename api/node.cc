@@ -12,6 +12,7 @@
 #include "api/buffers.h"
 #include "api/handoff.h"
 #include "api/imago.h"
+#include "api/order_wire.h"
 #include "api/tiers.h"
 #include "reliability/be.h"
 
@@ -157,12 +158,21 @@ void Node::activate_group(Active& a) {
     a.staged_n = a.staged_msgs = 0;
     flush_staged(a);
   }
+  if (rc == 0 && recv && s.ordered())  // members whose node died before this opening
+    for (unsigned i = 0; i < n_peers_; ++i)
+      if (was_up_[i] && e.state(peers_[i]) == rel::PeerState::kDead) tell_node_gone(a, peers_[i]);
   if (rc == 0 && send) {
     const auto cap = static_cast<uint32_t>(std::min<uint64_t>(s.max_message.load(std::memory_order_relaxed), e.group_max_message()));
     s.max_message.store(cap, std::memory_order_relaxed);
     s.peer_ready.store(1, std::memory_order_release);
   }
   s.group_rc.store(rc, std::memory_order_release);
+}
+
+// An ordered group waits for every member to join it; one whose node died first never will.
+void Node::tell_node_gone(Active& a, uint64_t peer) {
+  const imago_group_event ev{order::kEventNodeGone, 0, peer, 0, 0, IMAGO_GROUP_END_GONE, 0, 0};
+  stage_event(a, peer, &ev, sizeof ev);
 }
 
 void Node::retire(Active& a) {
@@ -544,6 +554,7 @@ void Node::forget_remotes(uint64_t peer) {
 }
 
 void Node::on_peer_up(rel::NodeId peer) {
+  if (const int pi = peer_index(peer); pi >= 0) was_up_[pi] = true;
   for (unsigned i = 0; i < n_active_; ++i)
     if (active_[i].slot->peer == peer) queue_announce(peer, active_[i].slot->hash, kOpOpen);
 }
@@ -581,6 +592,11 @@ void Node::on_peer_reset(rel::NodeId peer, uint64_t discarded) {
 void Node::on_peer_dead(rel::NodeId peer, uint64_t discarded) {
   charge_unconfirmed(peer, discarded, true);
   forget_remotes(peer);
+  if (const int pi = peer_index(peer); pi < 0 || !was_up_[pi]) return;  // not started yet, maybe
+  for (unsigned i = 0; i < n_active_; ++i) {
+    const EndpointSlot& s = *active_[i].slot;
+    if (active_[i].group_ok && s.ordered() && (s.group_flags & IMAGO_GROUP_RECV)) tell_node_gone(active_[i], peer);
+  }
 }
 
 }  // namespace imago::api

@@ -154,6 +154,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void refresh(uint32_t gen);
   void activate(uint32_t slot_index);
   void activate_group(Active& a);
+  void tell_node_gone(Active& a, uint64_t peer);
   void retire(Active& a);
   Active* find(uint64_t peer, uint32_t hash);
   /** @return the group endpoint of @p g with @p flag (IMAGO_GROUP_SEND or _RECV), or nullptr. */
@@ -197,6 +198,9 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   dp::NodeEngine ne_;  ///< the engine and its link to the port
   uint64_t peers_[kMaxEndpoints] = {};
   History history_[kMaxEndpoints];  // parallel to peers_
+  /// Parallel to peers_: its session was up once. A node that died after that is gone for an
+  /// ordered group (tell_node_gone()); one never heard from may just not have started yet.
+  bool was_up_[kMaxEndpoints] = {};
   unsigned n_peers_ = 0;
   uint32_t seen_gen_ = UINT32_MAX;
   std::unique_ptr<Active[]> active_;  // kMaxEndpoints, the first n_active_ in use

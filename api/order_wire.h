@@ -22,6 +22,12 @@
 
 namespace imago::api::order {
 
+/** An event kind of ours (imago_group_event.kind, above the public ones) on an ordered group
+ *  endpoint's rx ring: the node of `source` died (its session, --dead-after-ms). The ordering
+ *  takes it (group_order.h): a member whose stream never started here leaves the order, which
+ *  would otherwise wait for it to join for ever. Never given to the application. */
+inline constexpr uint32_t kEventNodeGone = 0x100;
+
 inline constexpr uint8_t kMagic = 0xB7;
 inline constexpr uint32_t kMaxWidth = 64;  ///< IMAGO_GROUP_ORDER_MAX_MEMBERS
 inline constexpr uint32_t kHeadLen = 8;

@@ -81,6 +81,8 @@ struct alignas(64) EndpointSlot {
   uint32_t group = 0;        ///< a group endpoint's group (peer 0), else 0
   uint32_t group_flags = 0;  ///< IMAGO_GROUP_* for a group endpoint, IMAGO_EP_* for the others
   uint32_t rx_inline = 0;    ///< medium deliveries inline in the rx ring (CtlMsg::rx_inline)
+  /** @return whether this is an ordered group's endpoint (only those take pool buffers). */
+  bool ordered() const { return group != 0 && rx_inline == 0; }
   std::atomic<int32_t> group_rc{0};  ///< the engine's answer to the group's open (kGroupPending until then)
   std::atomic<uint32_t> max_message{0};  ///< the largest message a send takes on this endpoint
   EngineSideCounters c;

@@ -461,6 +461,78 @@ class TestSuiteGroup(TestSuite):
                         f"order_dropped: {[subs[i]['order_dropped'] for i in survivors]}")
             self._verify_one_order(logs)
 
+    @pytest.mark.parametrize("order", ["causal", "total"])
+    def test_ordered_member_whose_node_died_before_it_opened_is_left_out(self, topology: Topology,
+                                                                         tmp_path: Path, order: str) -> None:
+        """An ordered group of 3 (``imago-group all --order causal|total --members 1,2,3``) of
+        which only nodes 1 and 2 open the group: node 3 runs (its node up, a peer of both, an
+        ``imago-group sub`` of another group) and is SIGKILLed 1 s after 1 and 2 opened,
+        before it ever opened the ordered group. Its peers declare it dead after 1 s.
+
+        Expect: 1 and 2 send nothing while 3 is alive (the order waits for every member to
+        join); once its node is dead they leave it out of the order and complete: each sent
+        its 2,000 messages and delivered the other's 2,001, once, in order, intact, with no
+        order violation, each counted a member leaving the order, and their application got
+        source 3's stream ENDED (gone). Before, they waited for member 3 for ever.
+        """
+        count, ids = 2_000, [1, 2, 3]
+        ports = self._bridge(topology, 2)
+        peers = {i: [(j, p) for j, p in zip(ids, ports) if j != i] for i in ids}
+        node_opts = ["--run-to-completion", "--dead-after-ms", "1000"]
+        third = self._start(ports[2], 3, peers[3], "sub", 1, extra=["--group", str(GROUP + 1)], node_opts=node_opts)
+        procs = [self._start(ports[i - 1], i, peers[i], "all", count,
+                             extra=["--order", order, "--members", "1,2,3", "--rate", "2000", "--size", "64",
+                                    "--idle-us", "20", "--order-log", str(tmp_path / f"order{i}.log")],
+                             node_opts=node_opts) for i in (1, 2)]
+        time.sleep(1.0)
+        for proc in procs:
+            self.verify(proc.running and not re.search(r"EVENT pub joined source \d+ member 3\b", proc.output()),
+                        f"a member went on before member 3 joined:\n{proc.tail()}")
+        third.signal(signal.SIGKILL)
+        third.wait(RUN_LIMIT_S)
+        shutil.rmtree(f"/var/run/dpdk/imago-{third.pid}", ignore_errors=True)  # its EAL's, left behind
+        for i, proc in zip((1, 2), procs):
+            rc = proc.wait(RUN_LIMIT_S)
+            sub, pub = _result(proc, "sub"), _result(proc, "pub")
+            print(f"member {i} RESULT", json.dumps(sub))
+            self.verify(rc == 0, f"member {i} exited {rc}; last lines:\n{proc.tail()}")
+            self.verify(pub["msgs_sent"] == count and pub["pending"] == 0, f"member {i}: {pub}")
+            self.verify(sub["duplicated"] == 0 and sub["corrupted"] == 0 and sub["lost_silently"] == 0
+                        and sub["order_violations"] == 0 and sub["order_bad"] == 0 and sub["order_departed"] >= 1,
+                        f"member {i}: {sub}")
+            other = next(x for x in sub["sources"] if x["source"] == 3 - i)
+            self.verify(other["complete"] and other["delivered"] == count, f"member {i}: source {other}")
+            self.verify(re.search(r"EVENT sub ended source 3 .*reason gone", proc.output()) is not None,
+                        f"member {i}: no ENDED (gone) for member 3:\n{proc.tail()}")
+
+    def test_ordered_member_that_starts_late_is_waited_for(self, topology: Topology, tmp_path: Path) -> None:
+        """Total order of 3 (``imago-group all --order total --members 1,2,3``): nodes 1 and 2
+        start, and node 3 only 2.5 s later, past their --dead-after-ms of 1 s (a node never
+        heard from is declared dead too, but it may just not have started).
+
+        Expect: all three complete, each delivering the others' 2,001 messages, in one order:
+        a member whose node was never up is waited for, not left out of the order.
+        """
+        count, ids = 1_000, [1, 2, 3]
+        ports = self._bridge(topology, 2)
+        node_opts = ["--run-to-completion", "--dead-after-ms", "1000"]
+        procs = []
+        for i in ids:
+            if i == 3:
+                time.sleep(2.5)
+            procs.append(self._start(ports[i - 1], i, [(j, p) for j, p in zip(ids, ports) if j != i], "all", count,
+                                     extra=["--order", "total", "--members", "1,2,3", "--rate", "2000", "--size",
+                                            "64", "--idle-us", "20", "--order-log", str(tmp_path / f"order{i}.log")],
+                                     node_opts=node_opts))
+        for i, proc in zip(ids, procs):
+            rc = proc.wait(RUN_LIMIT_S)
+            sub = _result(proc, "sub")
+            self.verify(rc == 0 and sub["lost"] == 0 and sub["order_violations"] == 0 and sub["order_bad"] == 0
+                        and sub["order_dropped"] == 0, f"member {i} exited {rc}: {sub}")
+            self.verify(all(x["complete"] and x["delivered"] == count for x in sub["sources"]) and
+                        len(sub["sources"]) == 2, f"member {i}: {sub['sources']}")
+        self._verify_one_order({i: _order_log(tmp_path / f"order{i}.log") for i in ids})
+
     @pytest.mark.parametrize("mode", ["active-standby", "duplicate", "ping-pong"])
     def test_two_networks_members_keep_the_stream_when_one_dies(self, topology: Topology, mode: str) -> None:
         """Source and 2 members on two bridges (network A and B, imagod --redundancy MODE); a

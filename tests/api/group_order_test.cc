@@ -69,6 +69,13 @@ bool send_one(Member& me) {
   return rc == 0;
 }
 
+/** @p n members of @p mode's order of @p window, seeded @p seed, no send refused. */
+bool open_net(Net& net, uint64_t seed, uint32_t n, order::Mode mode, uint32_t window) {
+  net.rng.seed(seed);
+  net.refuse = 0;
+  return build(net, n, mode, window);
+}
+
 /** Cut @p x's streams at a random point at every member, then tell them it ended. */
 void crash(Net& net, Member& x) {
   x.crashed = true;
@@ -200,9 +207,7 @@ TEST(GroupOrder, BigMessagesHaveAWindowOfTheirOwn) {
   EXPECT_EQ(GroupOrder::big_window(order::Mode::kTotal, 64, 24), 1u);
   for (order::Mode mode : {order::Mode::kCausal, order::Mode::kTotal}) {
     Net net;
-    net.rng.seed(11);
-    net.refuse = 0;
-    ASSERT_TRUE(build(net, 2, mode, 16));
+    ASSERT_TRUE(open_net(net, 11, 2, mode, 16));
     Member& a = *net.m[0];
     Member& b = *net.m[1];
     a.g.limit_big(2);
@@ -233,9 +238,7 @@ TEST(GroupOrder, BigMessagesHaveAWindowOfTheirOwn) {
 TEST(GroupOrder, TheLastMemberOfATotalOrderSendsOn) {
   for (uint32_t n : {2u, 3u}) {
     Net net;
-    net.rng.seed(7 + n);
-    net.refuse = 0;
-    ASSERT_TRUE(build(net, n, order::Mode::kTotal, 4));
+    ASSERT_TRUE(open_net(net, 7 + n, n, order::Mode::kTotal, 4));
     std::vector<bool> crashed(n, false);
     for (uint32_t i = 1; i < n; ++i) crashed[i] = true, crash(net, *net.m[i]);
     Member& me = *net.m[0];
@@ -282,9 +285,7 @@ bool send_n(Member& me, int n) {
 /** @p n members of a causal order of @p window, seeded @p seed, no send refused, each having
  *  seen the others join its stream. */
 bool causal_net(Net& net, uint64_t seed, uint32_t n, uint32_t window) {
-  net.rng.seed(seed);
-  net.refuse = 0;
-  if (!build(net, n, order::Mode::kCausal, window)) return false;
+  if (!open_net(net, seed, n, order::Mode::kCausal, window)) return false;
   for (auto& x : net.m) receive_only(net, *x, 8);
   return true;
 }
@@ -393,9 +394,7 @@ TEST(GroupOrder, AMemberThatWaitsForMessagesTellsHowFarItIs) {
 // load (a full pull) they wait to share frames, as the throughput at full rate wants.
 TEST(GroupOrder, RecordsGoAtOnceUnderLightLoadAndShareFramesUnderLoad) {
   Net net;
-  net.rng.seed(8);
-  net.refuse = 0;
-  ASSERT_TRUE(build(net, 3, order::Mode::kTotal, 64));
+  ASSERT_TRUE(open_net(net, 8, 3, order::Mode::kTotal, 64));
   for (int round = 0; round < 2; ++round)  // the joins, then every member's INSTALLED
     for (auto& x : net.m) receive_only(net, *x, 8);
   Member& a = *net.m[0];
@@ -411,6 +410,58 @@ TEST(GroupOrder, RecordsGoAtOnceUnderLightLoadAndShareFramesUnderLoad) {
   EXPECT_EQ(b.slow_sends, slow + 1) << "under load the ACKs share frames";
   close_all(net);
   EXPECT_EQ(net.buffers, 0u);
+}
+
+// A member whose node died before it opened the group never joins anyone's stream: the
+// others' sends were -EAGAIN for ever (an outside tester: the order waited for it to join).
+// The engine side's word that a node died (kEventNodeGone) now takes such a member out of the
+// order, and the application gets the ENDED (GONE) its stream would have given; the word is
+// the ordering's alone otherwise (repeated, or of a node that is no member).
+TEST(GroupOrder, AMemberWhoseNodeDiedBeforeItOpenedLeavesTheOrder) {
+  for (const order::Mode mode : {order::Mode::kCausal, order::Mode::kTotal}) {
+    Net net;
+    ASSERT_TRUE(open_net(net, 9, 3, mode, 8));
+    Member& a = *net.m[0];
+    Member& b = *net.m[1];
+    const NodeId c = net.m[2]->id;
+    net.m[2]->crashed = true;  // it never opened: a and b never see it join
+    for (Member* x : {&a, &b})
+      std::erase_if(x->events, [&](const imago_msg& d) {
+        imago_group_event ev;
+        std::memcpy(&ev, d.u.inline_data, sizeof ev);
+        return ev.member == c;
+      });
+    for (int round = 0; round < 3; ++round) receive_only(net, a, 8), receive_only(net, b, 8);
+    EXPECT_FALSE(send_one(a)) << "c has not joined a's stream";
+    uint32_t ended = 0, other = 0;
+    for (Member* x : {&a, &b}) {
+      x->events.push_back(event(order::kEventNodeGone, c, 0, IMAGO_GROUP_END_GONE));
+      x->events.push_back(event(order::kEventNodeGone, c, 0, IMAGO_GROUP_END_GONE));   // again
+      x->events.push_back(event(order::kEventNodeGone, 99, 0, IMAGO_GROUP_END_GONE));  // no member
+      imago_msg out[16];
+      const int n = x->g.receive(out, 16, [x](imago_msg* in, unsigned max) { return pull(*x, in, max); });
+      for (int i = 0; i < n; ++i) {
+        imago_group_event ev;
+        std::memcpy(&ev, out[i].u.inline_data, sizeof ev);
+        const bool gone = (out[i].flags & IMAGO_MSG_F_EVENT) && ev.kind == IMAGO_GROUP_ENDED &&
+                          ev.reason == IMAGO_GROUP_END_GONE && ev.source == c && ev.member == x->id;
+        ++(gone ? ended : other);
+        give_back(net, out[i]);
+      }
+    }
+    EXPECT_EQ(ended, 2u) << "one ENDED (GONE) for c at each of a and b";
+    EXPECT_EQ(other, 0u) << "the ordering's own word reached the application";
+    uint32_t sent = 0;
+    for (int step = 0; step < 400 && (a.delivered[1] < 10 || b.delivered[0] < 10); ++step) {
+      if (sent < 20 && send_one(sent % 2 ? b : a)) ++sent;
+      receive_only(net, a, 8), receive_only(net, b, 8);
+    }
+    EXPECT_EQ(b.delivered[0], 10u) << "b got a's messages";
+    EXPECT_EQ(a.delivered[1], 10u) << "a got b's messages";
+    EXPECT_EQ(net.violations, 0u);
+    close_all(net);
+    EXPECT_EQ(net.buffers, 0u);
+  }
 }
 
 }  // namespace

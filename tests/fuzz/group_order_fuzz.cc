@@ -3,7 +3,8 @@
 // (tests/api/order_net.h): 2 and 3 are real and follow the protocol; member 1 is the target,
 // and the input also puts hostile messages in the members' names (and in a stranger's) into
 // its streams: raw bytes, records with a valid head and any body (DATA with any stamp, CREDIT,
-// CTL of any kind and field, GONE of anyone), and group events of any kind.
+// CTL of any kind and field, GONE of anyone), and group events of any kind (the engine
+// side's own, kEventNodeGone, too).
 //
 // Input: a byte of mode and window, a byte of seed (interleaving), then ops: an op byte, then
 // its fields (Reader).
@@ -94,7 +95,8 @@ struct Harness {
 
   void event(Reader& r) {
     hostile = true;
-    const uint32_t kind = r.u8() % 8, reason = r.u8() % 6;
+    const uint8_t k = r.u8() % 9;  // 8: the engine side's word that a node died
+    const uint32_t kind = k == 8 ? imago::api::order::kEventNodeGone : k, reason = r.u8() % 6;
     const NodeId source = r.u8() % (kN + 2), member = r.u8() % (kN + 2);
     net.m[0]->events.push_back(imago::api::test::event(kind, source, member, reason));
   }
