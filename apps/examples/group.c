@@ -73,7 +73,9 @@ static const char help[] =
 	"order_held, order_bad, order_records, order_departed and order_dropped at the end, and\n"
 	"order_held_max, the most order_held seen while it ran). Exit code 1 when a check failed.\n"
 	"What a stream that ended 'gone' or 'dropped' (its source died, or expired this node) lacks is\n"
-	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not.\n"
+	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not;\n"
+	"so is what a member the ordered group left out lacks of every source (the error said so),\n"
+	"and, ordered, what a member lacks of a member that left the order (expired, left, ended).\n"
 	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
 /* Options of some roles only: refused for the others (ex_parse()). */
 static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
@@ -115,6 +117,7 @@ struct source {
 	uint64_t lost_reported, silent; /* NACK stream: units reported lost; gaps without a report */
 	int lost_since;                 /* a LOST event since the last message */
 	int started, ended, reason, got_end;
+	int departed;       /* ordered: it left the order here (its messages past its cut dropped) */
 	uint64_t said_sent; /* what its last message said it sent before it */
 	uint64_t *delay_ns; /* role all: per message, send to delivery (one clock: one host) */
 	uint64_t n_delay;
@@ -131,6 +134,7 @@ struct sub {
 	uint64_t t0, t1, own, delay_cap;
 	unsigned want_sources; /* role all: done once this many sources sent their last message */
 	int done;
+	int left_out; /* an ordered group left this node out (-ECONNRESET): it receives no more */
 };
 
 enum { kStampAt = EX_HDR, kStampMin = EX_HDR + 8 }; /* role all: send time after the header */
@@ -299,7 +303,7 @@ static void sub_event(struct sub *s, const struct imago_group_event *e)
 	struct source *x = source_of(s, e->source);
 	if (x == NULL) return;
 	if (e->kind == IMAGO_GROUP_STARTED) x->started++;
-	if (e->kind == IMAGO_GROUP_ENDED) x->ended = 1, x->reason = (int)e->reason;
+	if (e->kind == IMAGO_GROUP_ENDED) x->ended = 1, x->reason = (int)e->reason, x->departed = s->ord != NULL;
 	int k = s->ord != NULL ? order_index(s->ord, e->source) : -1;
 	if (k >= 0 && ended_lossy(x)) s->ord->ended[k] = 1;
 	if (e->kind == IMAGO_GROUP_LOST) x->lost_reported += e->count, x->lost_since = 1;
@@ -383,6 +387,12 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 			memcpy(&e, imago_msg_data(&m[i]), sizeof e);
 			if (p != NULL && (s == NULL || e.source == s->own)) pub_event(p, &e);
 			else if (s != NULL) sub_event(s, &e);
+			/* Ordered: a member our stream expired or lost left the order (the library drops
+			 * its messages past the cut it takes of them). */
+			struct source *gone = s != NULL && s->ord != NULL && e.source == s->own &&
+					      (e.kind == IMAGO_GROUP_EXPIRED || e.kind == IMAGO_GROUP_LEFT)
+						      ? source_of(s, e.member) : NULL;
+			if (gone != NULL) gone->departed = 1;
 			continue;
 		}
 		struct source *x = s != NULL ? source_of(s, m[i].src) : NULL;
@@ -520,8 +530,11 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 		printf("}");
 		delivered += x->delivered, bytes += x->bytes, lost += x->lost + missing, dup += x->dup, bad += x->bad;
 		reported += x->lost_reported;
-		ended += ended_lossy(x) ? missing : 0;
-		silent += x->silent + (missing && !x->lost_since && !ended_lossy(x));
+		/* Left out: what it lacks the error said (every source's rest), as an ENDED would; and
+		 * of a member that left the order, the order dropped the rest (order_dropped). */
+		const int told = ended_lossy(x) || s->left_out || x->departed;
+		ended += told ? missing : 0;
+		silent += x->silent + (missing && !x->lost_since && !told);
 	}
 	printf("],\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)delivered,
 	       (unsigned long long)bytes);
@@ -639,6 +652,7 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 		else if (o->timeout_s > 0 && (double)(now - last) > o->timeout_s * 1e9) rc = -ETIMEDOUT;
 	}
 	if (do_pub && p->t0 != 0 && p->t1 == 0) p->t1 = ex_now_ns(); /* stopped: the time it sent for */
+	if (rc == -ECONNRESET && do_sub) s->left_out = 1; /* a send or a receive said so */
 	return rc < 0 ? rc : 0;
 }
 

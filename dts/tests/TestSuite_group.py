@@ -505,6 +505,44 @@ class TestSuiteGroup(TestSuite):
             self.verify(re.search(r"EVENT sub ended source 3 .*reason gone", proc.output()) is not None,
                         f"member {i}: no ENDED (gone) for member 3:\n{proc.tail()}")
 
+    def test_ordered_member_left_out_reports_its_loss_as_told(self, topology: Topology, tmp_path: Path) -> None:
+        """Total order of 3 (``imago-group all --order total``, 4,000 messages at 2,000 per
+        second each): member 3 is stopped (SIGSTOP) for 1.5 s half a second into the stream,
+        so the others' streams expire it (--group-expire-ms 500; --dead-after-ms 3000: its
+        node is not declared dead), and then goes on (SIGCONT).
+
+        Expect: members 1 and 2 complete, in one order, having left 3 out of the order;
+        member 3 stops with ``Connection reset by peer`` (left out), having delivered a prefix
+        of that order, and its RESULT counts what it lacks as told (lost_ended), none of it
+        silent (lost_silently 0: it was 1 or 2 before, one per source not ended here).
+        """
+        count, ids = 4_000, [1, 2, 3]
+        ports, procs = self._ordered(topology, tmp_path, "total", ids, count, 2000,
+                                     node_opts=["--group-expire-ms", "500", "--dead-after-ms", "3000"])
+        for proc in procs:
+            proc.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(0.5)
+        procs[2].signal(signal.SIGSTOP)
+        time.sleep(1.5)
+        procs[2].signal(signal.SIGCONT)
+        rcs = [proc.wait(RUN_LIMIT_S) for proc in procs]
+        subs = [_result(proc, "sub") for proc in procs]
+        for i in (1, 2):
+            self.verify(rcs[i - 1] == 0 and subs[i - 1]["order_departed"] >= 1,
+                        f"member {i} exited {rcs[i - 1]}: {subs[i - 1]}\n{procs[i - 1].tail()}")
+        left = subs[2]
+        print("member 3 RESULT", json.dumps(left))
+        self.verify(rcs[2] != 0 and "Connection reset by peer" in procs[2].output(),
+                    f"member 3 exited {rcs[2]}, not left out:\n{procs[2].tail()}")
+        self.verify(left["lost_silently"] == 0 and left["lost"] == left["lost_ended"] > 0 and left["duplicated"] == 0
+                    and left["order_violations"] == 0, f"member 3: {left}")
+        logs = {i: _order_log(tmp_path / f"order{i}.log") for i in ids}
+        self._verify_one_order({i: logs[i] for i in (1, 2)})
+        mine = [m for m in logs[3] if m[0] != 1]
+        theirs = [m for m in logs[1] if m[0] != 3]
+        self.verify(len(mine) < len(theirs) and theirs[:len(mine)] == mine,
+                    f"member 3's {len(mine)} deliveries (of 2's) are no prefix of member 1's {len(theirs)}")
+
     def test_ordered_member_that_starts_late_is_waited_for(self, topology: Topology, tmp_path: Path) -> None:
         """Total order of 3 (``imago-group all --order total --members 1,2,3``): nodes 1 and 2
         start, and node 3 only 2.5 s later, past their --dead-after-ms of 1 s (a node never
