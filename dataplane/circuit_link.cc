@@ -51,19 +51,21 @@ int CircuitLink::init(const CircuitSetup& s, rel::NodeId self, const EncapConfig
 }
 
 void CircuitLink::init_hello(circ::PortId p) {
-  Port& port = ports_[p];
-  circ::circ_header(port.hello, circ::CircKind::kHello, 0);
   circ::HelloBody b;
   b.node.set(static_cast<uint32_t>(self_));
   b.port.set(p);
-  std::memcpy(port.hello + sizeof(circ::CircuitHeader), &b, sizeof b);
-  circ::circ_seal(port.hello, sizeof b);
+  for (int hears = 0; hears < 2; ++hears) {
+    uint8_t* f = ports_[p].hello[hears];
+    circ::circ_header(f, circ::CircKind::kHello, hears ? circ::kHelloHears : circ::kHelloDeaf);
+    std::memcpy(f + sizeof(circ::CircuitHeader), &b, sizeof b);
+    circ::circ_seal(f, sizeof b);
+  }
   const int li = topo_.link_index(self_, p);
   if (li < 0) return;
   const circ::Link& l = topo_.links()[static_cast<size_t>(li)];
   const bool a = l.a == self_ && l.pa == p;
-  port.expect_node = a ? l.b : l.a;
-  port.expect_port = a ? l.pb : l.pa;
+  ports_[p].expect_node = a ? l.b : l.a;
+  ports_[p].expect_port = a ? l.pb : l.pa;
 }
 
 // A neighbour other than the topology's: nothing else on the wire would tell (circuits would
@@ -84,8 +86,16 @@ void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint6
   port.wrong_in_row = right ? 0 : static_cast<uint8_t>(std::min<int>(port.wrong_in_row + 1, kWrongInRow));
   if (!right && port.wrong_in_row < kWrongInRow) return;
   // The link is down while the wrong node answers (routes go round it, circuits through it
-  // are torn down: a frame sent there would reach a node that does not expect it).
-  if (right ? health_.heard(p) : health_.force_down(p)) link_changed(p, right, now);
+  // are torn down: a frame sent there would reach a node that does not expect it), and while
+  // the right one hears nothing of us (one way only: it routes round it, so must we).
+  const bool was = health_.up(p);
+  if (right) {
+    health_.heard(p);
+    health_.peer_hears(p, circ::circ_vci(frame.data()) != circ::kHelloDeaf);
+  } else {
+    health_.force_down(p);
+  }
+  if (health_.up(p) != was) link_changed(p, !was, now);
   if (right == !port.miswired) return;
   port.miswired = !right;
   if (!loud(p, port.miswire_log, "miswire", now)) return;
@@ -254,7 +264,7 @@ unsigned CircuitLink::poll(uint64_t now) {
     if (health_.went_down(p)) link_changed(p, false, now), ++work;
     // A link we stopped reading (pushed back) hears nothing: its HELLOs are not counted.
     if (!health_.hello_due(p, now, ports_[p].waiting.m == nullptr)) continue;
-    if (send(p, ports_[p].hello)) ++cc_.hellos_sent, ++work;
+    if (send(p, ports_[p].hello[health_.hears(p)])) ++cc_.hellos_sent, ++work;
   }
   sink_->poll(now);
   if (routes_log_.due(now)) show_routes("changes held back since the last table");

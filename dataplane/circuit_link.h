@@ -202,7 +202,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     uint16_t rest_n = 0, rest_at = 0;
     // Our HELLO on this link (who we are, which port), sealed once; who the topology says
     // answers here, and whether the log said that someone else does.
-    uint8_t hello[sizeof(rel::circ::CircuitHeader) + sizeof(rel::circ::HelloBody)] = {};
+    uint8_t hello[2][sizeof(rel::circ::CircuitHeader) + sizeof(rel::circ::HelloBody)] = {};  ///< [we hear it]
     rel::NodeId expect_node = 0;
     uint32_t expect_port = 0;
     bool miswired = false;

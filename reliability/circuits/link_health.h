@@ -11,6 +11,11 @@
  * hellos are what tells a node to route around a dead neighbour (routing.h) and to tear down
  * the circuits through it (CircuitNode::link_down()).
  *
+ * A link is used only both ways: each HELLO says whether its sender hears us (hears()), and
+ * a link whose neighbour does not is down here too, though its frames still come in (a link
+ * that fails one way only: otherwise this side would go on routing circuits over it, and
+ * their frames would be lost at the other, which has routed round it).
+ *
  * Pure: time comes in as an argument. Ports start up (heard at start), so a node's first
  * routes use every link of the topology.
  */
@@ -32,15 +37,31 @@ class LinkHealth {
 
   void init(const Config& c, size_t ports, uint64_t now) {
     cfg_ = c;
-    ports_.assign(ports, Port{0, now, true});
+    ports_.assign(ports, Port{0, now, true, false, 0});
   }
   /** A frame came in on @p p. @return true when that brings the link back up. */
   bool heard(PortId p) {
     if (p >= ports_.size()) return false;
     Port& x = ports_[p];
     x.unanswered = 0;
-    if (x.up) return false;
+    if (x.up || x.peer_deaf) return false;
     x.up = true;
+    return true;
+  }
+  /** @return whether we hear @p p's neighbour (fewer than `miss` HELLOs unanswered): what
+   *  our HELLOs on it say. */
+  bool hears(PortId p) const { return p < ports_.size() && ports_[p].unanswered < cfg_.miss; }
+  /** @p p's neighbour said (its HELLO) whether it @p hears us. @return true when that takes
+   *  the link down or brings it back up (up() says which). Deafness counts once we have sent
+   *  `miss` HELLOs on @p p: a neighbour that started before us, and heard nothing for a
+   *  while, says so until our first HELLOs reach it, which is no failure of the link. */
+  bool peer_hears(PortId p, bool hears) {
+    if (p >= ports_.size()) return false;
+    Port& x = ports_[p];
+    x.peer_deaf = !hears && x.said >= cfg_.miss;
+    const bool up = !x.peer_deaf && x.unanswered < cfg_.miss;
+    if (up == x.up) return false;
+    x.up = up;
     return true;
   }
   /** @return true when a HELLO is due on @p p now (and counts it unanswered, unless we are
@@ -49,6 +70,7 @@ class LinkHealth {
     if (p >= ports_.size() || now < ports_[p].next_hello) return false;
     ports_[p].next_hello = now + cfg_.hello_ns;
     ports_[p].unanswered += listening;
+    ports_[p].said += ports_[p].said < cfg_.miss;
     return true;
   }
   /** @return true when @p p has just gone down (`miss` HELLOs unanswered). */
@@ -72,6 +94,8 @@ class LinkHealth {
     uint32_t unanswered;  ///< HELLOs sent since anything was heard
     uint64_t next_hello;
     bool up;
+    bool peer_deaf;  ///< its last HELLO said it hears nothing of us
+    uint32_t said;   ///< HELLOs we sent on it, up to `miss`
   };
   Config cfg_;
   std::vector<Port> ports_;

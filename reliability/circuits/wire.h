@@ -37,7 +37,8 @@ enum class CircKind : uint8_t {
   kSetupOk = 3,   ///< ReplyBody; vci: the one the receiver gave in its SETUP (back_vci)
   kSetupFail = 4, ///< ReplyBody (reason); vci: as kSetupOk
   kTeardown = 5,  ///< ReplyBody (reason); vci: as a data frame's
-  kHello = 6,     ///< HelloBody, vci 0: a neighbour's keep-alive on a link (a link silent for a while is down)
+  kHello = 6,     ///< HelloBody, vci kHelloHears or kHelloDeaf: a neighbour's keep-alive on a link
+                  ///< (a link silent for a while, or whose neighbour hears nothing of us, is down)
 };
 
 /** Why a circuit did not come up, or went down (ReplyBody::reason, and to the application). */
@@ -83,6 +84,11 @@ struct __attribute__((packed)) ReplyBody {
 };
 static_assert(sizeof(ReplyBody) == 8);
 
+/** A HELLO's VCI: whether its sender hears the node it is sent to (a link is used only when
+ *  both ends hear each other). Any other value counts as kHelloHears. */
+inline constexpr uint32_t kHelloHears = 1;
+inline constexpr uint32_t kHelloDeaf = 2;
+
 /** Who sends a HELLO, so that a link wired or numbered otherwise than the topology says is
  *  found (same --topology everywhere, the --vdevs in port order, no --node-id twice). */
 struct __attribute__((packed)) HelloBody {
@@ -99,6 +105,13 @@ inline uint32_t circ_header_crc(const uint8_t* f) {
   uint64_t first;
   std::memcpy(&first, f, 8);
   return ~_mm_crc32_u32(static_cast<uint32_t>(_mm_crc32_u64(0xFFFFFFFFu, first)), 0);
+}
+
+/** @return the VCI of the circuit frame @p f (its header read already). */
+inline uint32_t circ_vci(const uint8_t* f) {
+  Be32 v;
+  std::memcpy(&v, f + offsetof(CircuitHeader, vci), 4);
+  return v.get();
 }
 
 /** A forwarding hop's rewrite of a DATA frame's header: @p vci in, the CRC again. The new

@@ -86,6 +86,39 @@ TEST(LinkHealth, AStallOfOurOwnCountsOneHelloNotTheTimeItLasted) {
   EXPECT_FALSE(h.went_down(0));
 }
 
+// A link failed one way: the neighbour hears nothing of us, we still hear it. It routed round
+// the link; we went on using it (an outside tester: a ring's circuit set up over it again and
+// again, both ends declared dead, 16,384 messages dropped). Its HELLOs say it is deaf: the
+// link is down here too, frames from it do not bring it up, and it is up once it hears us.
+TEST(LinkHealth, ALinkWhoseNeighbourHearsNothingOfUsIsDown) {
+  LinkHealth h;
+  h.init({.hello_ns = 1000, .miss = 3}, 1, 0);
+  EXPECT_TRUE(h.hears(0));
+  EXPECT_FALSE(h.peer_hears(0, false)) << "we sent it no HELLO yet: it cannot have heard us";
+  uint64_t now = 0;
+  for (; now < 3000; now += 1000) {
+    EXPECT_TRUE(h.hello_due(0, now));
+    EXPECT_FALSE(h.heard(0));
+  }
+  EXPECT_FALSE(h.peer_hears(0, true));  // up already
+  EXPECT_TRUE(h.peer_hears(0, false));  // goes down
+  EXPECT_FALSE(h.up(0));
+  EXPECT_FALSE(h.heard(0)) << "its frames still come: the link stays down while it is deaf";
+  EXPECT_FALSE(h.up(0));
+  EXPECT_TRUE(h.hears(0)) << "our HELLOs say we hear it";
+  EXPECT_TRUE(h.peer_hears(0, true));  // it hears us again: up
+  EXPECT_TRUE(h.up(0));
+  // We hear nothing (miss HELLOs unanswered): our HELLOs say so, and its word cannot bring
+  // the link up.
+  for (const uint64_t end = now + 3000; now < end; now += 1000) EXPECT_TRUE(h.hello_due(0, now));
+  EXPECT_FALSE(h.hears(0));
+  EXPECT_TRUE(h.went_down(0));
+  EXPECT_FALSE(h.peer_hears(0, true));
+  EXPECT_FALSE(h.up(0));
+  EXPECT_TRUE(h.heard(0));  // a frame of it: both ways again
+  EXPECT_TRUE(h.up(0));
+}
+
 TEST(CircuitWire, TheHeaderCrcsShortPathIsCrc32c) {
   Rng rng(3);
   for (int i = 0; i < 10000; ++i) {
