@@ -125,8 +125,10 @@ int check_send_window(const RuntimeOptions& o, std::string* err) {
 // A fabric node: plain Ethernet on its own ports, peers that are nodes of the topology.
 int check_fabric_options(RuntimeOptions& o, std::string* err) {
   const dp::FabricOptions& f = o.fabric;
+  if (f.specs > 1) return *err = "--topology given twice: one topology a node", -EINVAL;
   if (!f.on()) {
     if (f.show_routes) return *err = "--show-routes needs --topology", -EINVAL;
+    if (f.link_set) return *err = "--link-hello-us and --link-miss need --topology", -EINVAL;
     return 0;
   }
   if (o.pair || o.redundancy.on || o.src_ip != 0 || !o.iface.empty())
@@ -136,6 +138,9 @@ int check_fabric_options(RuntimeOptions& o, std::string* err) {
   for (const PeerAddr& p : o.peers) {
     if (p.id == o.node_id || p.id > rel::circ::kMaxNodeId || !f.topology.has_node(static_cast<rel::NodeId>(p.id)))
       return *err = "--peer " + std::to_string(p.id) + ": not another node of --topology " + f.spec, -EINVAL;
+    if (p.mac != PeerAddr{}.mac || p.ip != 0 || p.mac_b != PeerAddr{}.mac_b || p.ip_b != 0)
+      return *err = "--peer " + std::to_string(p.id) + ": a fabric node's peers are reached over circuits, by id "
+                    "alone: give --peer " + std::to_string(p.id), -EINVAL;
   }
   return 0;
 }

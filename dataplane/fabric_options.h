@@ -20,6 +20,8 @@ struct FabricOptions {
   rel::circ::Topology topology;   ///< read by check_fabric()
   rel::circ::LinkHealth::Config health;
   bool show_routes = false;
+  uint32_t specs = 0;      ///< --topology given this many times (once at most)
+  bool link_set = false;   ///< --link-hello-us or --link-miss given (with --topology only)
   bool on() const { return !spec.empty(); }
 };
 
@@ -38,9 +40,9 @@ template <typename T>
 void add_fabric_rows(OptionTable<T>& t, FabricOptions T::*m) {
   t.push_back({"topology", "SPEC",
                "a node of a multi-hop fabric: line:N, ring:N, mesh:N, fat-tree:N:PER_GROUP or a topology file; "
-               "topology port k is the node's k-th port (--vdev order); --peer ID is reached over a virtual "
-               "circuit, and a node without --peer only forwards (a router) [none]",
-               [m](T& o, const std::string& v) { return (o.*m).spec = v, !v.empty(); },
+               "topology port k is the node's k-th port (--vdev order); --peer ID (an id alone, no address) is "
+               "reached over a virtual circuit, and a node without --peer only forwards (a router) [none]",
+               [m](T& o, const std::string& v) { return (o.*m).spec = v, ++(o.*m).specs, !v.empty(); },
                [m](const T& o) { return (o.*m).spec; }});
   t.push_back({"show-routes", nullptr,
                "with --topology: print the routing table at start and when a link changes (one per 10 s "
@@ -49,11 +51,15 @@ void add_fabric_rows(OptionTable<T>& t, FabricOptions T::*m) {
   t.push_back({"link-hello-us", "US", "with --topology: a HELLO on every link this often, 10..1000000",
                [m](T& o, const std::string& v) {
                  uint64_t us;
+                 (o.*m).link_set = true;
                  return parse_num<uint64_t>(v, us, 10, 1'000'000) && ((o.*m).health.hello_ns = us * 1000, true);
                },
                [m](const T& o) { return std::to_string((o.*m).health.hello_ns / 1000); }});
   t.push_back({"link-miss", "N", "with --topology: HELLOs a link sends unanswered (nothing received) before it is down, 2..10000",
-               [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).health.miss, 2, 10000); },
+               [m](T& o, const std::string& v) {
+                 (o.*m).link_set = true;
+                 return parse_num<uint32_t>(v, (o.*m).health.miss, 2, 10000);
+               },
                [m](const T& o) { return std::to_string((o.*m).health.miss); }});
 }
 

@@ -63,6 +63,20 @@ TEST(RuntimeOptionsTest, PairRefusesWhatNamesAnotherNodeOrPort) {
   EXPECT_EQ(parse({"--pair", "--max-message", "1048576"}, &why), 0) << why;
 }
 
+// An outside tester: these were taken silently (the link options ignored without a fabric,
+// the last --topology taken, a fabric peer's address ignored).
+TEST(RuntimeOptionsTest, FabricOptionsThatCannotMeanAnythingAreRefused) {
+  std::string why;
+  EXPECT_EQ(parse({"--node-id", "1", "--link-miss", "5"}, &why), -EINVAL);
+  EXPECT_NE(why.find("need --topology"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--link-hello-us", "500"}, &why), -EINVAL);
+  EXPECT_EQ(parse({"--node-id", "1", "--topology", "line:3", "--topology", "ring:3"}, &why), -EINVAL);
+  EXPECT_NE(why.find("--topology given twice"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--topology", "line:3", "--peer", "3@02:00:00:00:00:03"}, &why), -EINVAL);
+  EXPECT_NE(why.find("by id alone"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--topology", "line:3", "--peer", "3", "--link-miss", "5"}, &why), 0) << why;
+}
+
 TEST(RuntimeOptionsTest, SizesAndTimesBeyondWhatTheyCanMeanAreRefused) {
   std::string why;
   // Each overflowed further down: a crash in DPDK's pool creation, an exit at once.
