@@ -13,7 +13,8 @@ constexpr const char* kWhy[WiringWatch::kKinds] = {
     "networks A and B crossed (--iface/--iface-b), a wrong --peer/--peer-b address, or forged frames",
     "frames without a valid two-network shim (net_bad_shim): does the peer run --redundancy too?",
     "frames of an unknown wire version (reject_bad_version): a peer on two networks (--redundancy) "
-    "talking to this node on one, or another imago version",
+    "talking to this node on one, another imago version, or frames damaged on the way (a few, with "
+    "reject_bad_crc or circ_bad_frame growing too)",
 };
 
 }  // namespace

@@ -192,6 +192,13 @@ static inline int ex_check_size(imago_ep_t *ep, const char *opt, uint32_t len, c
 	return -1;
 }
 
+/* Say that the peer's endpoint is now @p ready (imago_peer_ready()) or gone, as @p role. */
+static inline void ex_say_peer(const char *role, int ready)
+{
+	printf("%s: peer %s\n", role, ready ? "ready" : "gone (its endpoint closed, or its node died)");
+	fflush(stdout);
+}
+
 /* The end of a wait of @p timeout_s seconds from now; 0 s: never. */
 static inline uint64_t ex_deadline(double timeout_s)
 {

@@ -19,7 +19,9 @@ static const char help[] =
 	"  --hold K            sub: keep the last K messages unreleased [0]\n"
 	"  --zero-copy         pub: write into imago_buf_alloc() buffers, imago_send_zc()\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
-	"(--hold is refused for pub, --zero-copy for sub: that role would ignore it.)\n";
+	"(--hold is refused for pub, --zero-copy for sub: that role would ignore it.)\n"
+	"Each side prints 'ROLE: peer ready' and 'ROLE: peer gone (its endpoint closed, or its node\n"
+	"died)' as its peer's endpoint comes and goes.\n";
 /* Options one role ignores: refused there (ex_parse()). */
 static const char *const only[] = {"--hold", "sub, both", "--zero-copy", "pub, both", NULL};
 
@@ -27,7 +29,7 @@ struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *sc
 struct sub {
 	imago_ep_t *ep; uint8_t *seen; struct imago_msg *held;
 	uint64_t delivered, distinct, bytes, top, lost_end, dup, reord, bad, t0, t1, nheld, pos;
-	int done;
+	int done, ready;
 };
 
 /* Send what the tx ring takes now, up to a burst. @return messages taken, or -errno. */
@@ -36,8 +38,7 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 	int ready = imago_peer_ready(p->ep);
 	if (ready < 0) return ready; /* -ENOTCONN: imagod is gone */
 	if (ready && p->t0 == 0) p->t0 = ex_now_ns();
-	if (ready != p->ready)
-		printf("pub: peer %s\n", ready ? "ready" : "gone (its endpoint closed)"), fflush(stdout);
+	if (ready != p->ready) ex_say_peer("pub", ready);
 	p->ready = ready;
 	if (p->done) return 0;
 	struct imago_iov iov[32];
@@ -67,6 +68,8 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 /* Check what arrived; keep the last --hold descriptors. @return messages, or -errno. */
 static int sub_step(struct sub *s, const struct ex_opts *o)
 {
+	int ready = imago_peer_ready(s->ep);
+	if (ready >= 0 && ready != s->ready) ex_say_peer("sub", ready), s->ready = ready;
 	struct imago_msg m[32];
 	int n = imago_recv_burst(s->ep, m, 32);
 	for (int i = 0; i < n; ++i) {
