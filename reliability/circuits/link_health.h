@@ -87,6 +87,8 @@ class LinkHealth {
     return true;
   }
   bool up(PortId p) const { return p < ports_.size() && ports_[p].up; }
+  /** @return whether @p p has sent `miss` HELLOs: what it hears now is of its own link. */
+  bool settled(PortId p) const { return p < ports_.size() && ports_[p].said >= cfg_.miss; }
   size_t ports() const { return ports_.size(); }
 
  private:
