@@ -178,10 +178,9 @@ void GroupOrder::on_event(imago_msg& m) {
   if (m.len == sizeof ev) {
     std::memcpy(&ev, imago_msg_data(&m), sizeof ev);
     const bool ours = ev.source == self_;
-    if (ev.kind == order::kEventNodeGone) return node_gone(m, ev);
-    if (!ours && ev.kind == IMAGO_GROUP_STARTED && slot_of(static_cast<NodeId>(ev.source)) >= 0 &&
-        ev.source <= UINT32_MAX)
-      started_[static_cast<size_t>(slot_of(static_cast<NodeId>(ev.source)))] = 1;
+    const int src = ev.source <= UINT32_MAX ? slot_of(static_cast<NodeId>(ev.source)) : -1;
+    if (ev.kind == order::kEventNodeGone) return node_gone(m, ev, src);
+    if (!ours && ev.kind == IMAGO_GROUP_STARTED && src >= 0) started_[static_cast<size_t>(src)] = 1;
     if (ours && ev.kind == IMAGO_GROUP_JOINED && ev.member <= UINT32_MAX) {
       joined(static_cast<NodeId>(ev.member));
     } else if (ours && (ev.kind == IMAGO_GROUP_LEFT || ev.kind == IMAGO_GROUP_EXPIRED)) {
@@ -199,8 +198,7 @@ void GroupOrder::on_event(imago_msg& m) {
 // here leaves the order when it ends (ENDED, which follows); one whose stream never started
 // never would, and the order would wait for it for ever: it leaves now, and the application
 // gets the ENDED (GONE) its stream would have given. Anything else is ours alone.
-void GroupOrder::node_gone(imago_msg& m, const imago_group_event& ev) {
-  const int k = ev.source <= UINT32_MAX ? slot_of(static_cast<NodeId>(ev.source)) : -1;
+void GroupOrder::node_gone(imago_msg& m, const imago_group_event& ev, int k) {
   if (k < 0 || static_cast<uint32_t>(k) == self_slot_ || started_[static_cast<size_t>(k)] ||
       ended_[static_cast<size_t>(k)])
     return io_->drop(m);

@@ -155,7 +155,7 @@ class GroupOrder {
   int slot_of(rel::NodeId n) const;
   void on_received(imago_msg& m);
   void on_event(imago_msg& m);
-  void node_gone(imago_msg& m, const imago_group_event& ev);
+  void node_gone(imago_msg& m, const imago_group_event& ev, int slot);
   void on_records(imago_msg& m, rel::NodeId src, std::span<const uint8_t> b);
   bool on_record(rel::NodeId src, const order::Head& h, std::span<const uint8_t> b);
   void on_data(imago_msg& m, rel::NodeId src, std::span<const uint8_t> b);

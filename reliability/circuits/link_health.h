@@ -51,15 +51,15 @@ class LinkHealth {
   /** @return whether we hear @p p's neighbour (fewer than `miss` HELLOs unanswered): what
    *  our HELLOs on it say. */
   bool hears(PortId p) const { return p < ports_.size() && ports_[p].unanswered < cfg_.miss; }
-  /** @p p's neighbour said (its HELLO) whether it @p hears us. @return true when that takes
+  /** @p p's neighbour said (its HELLO) whether it hears us (@p heard). @return true when that takes
    *  the link down or brings it back up (up() says which). Deafness counts once we have sent
    *  `miss` HELLOs on @p p: a neighbour that started before us, and heard nothing for a
    *  while, says so until our first HELLOs reach it, which is no failure of the link. */
-  bool peer_hears(PortId p, bool hears) {
+  bool peer_hears(PortId p, bool heard) {
     if (p >= ports_.size()) return false;
     Port& x = ports_[p];
-    x.peer_deaf = !hears && x.said >= cfg_.miss;
-    const bool up = !x.peer_deaf && x.unanswered < cfg_.miss;
+    x.peer_deaf = !heard && settled(p);
+    const bool up = !x.peer_deaf && hears(p);
     if (up == x.up) return false;
     x.up = up;
     return true;
