@@ -83,6 +83,11 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void release_frames() {
     if (ne_.engine) ne_.engine->release_frames();
   }
+  /** Teardown, the engine lcore stopped: a fabric node closes its circuits and tells its
+   *  neighbours it stops (dp::CircuitLink::leave()); any other does nothing. */
+  void leave_fabric() {
+    if (ne_.circ) ne_.circ->leave();
+  }
   /** @return true when @p id is a peer of this node. */
   bool has_peer(uint64_t id) const;
 

@@ -430,6 +430,7 @@ void Runtime::stop_under_apps(unsigned apps) {
     runner_->join();
     engines_running_ = false;
   }
+  for (auto& n : nodes_) n->leave_fabric();
   for (auto& pb : ports_) pb->port.stop();  // no DMA into memory the next imagod may take
   eal_up_ = false;  // no rte_eal_cleanup(): it would free the memory under them
 }
@@ -452,6 +453,7 @@ void Runtime::stop() {
     runner_->join();
     engines_running_ = false;
   }
+  for (auto& n : nodes_) n->leave_fabric();  // its lcore stopped: nothing else sends
   if (shm_ != nullptr) {
     for (uint32_t i = 0; i < kMaxEndpoints; ++i)
       if (shm_->slots[i].state.load() != SlotState::kFree) reclaim(i);

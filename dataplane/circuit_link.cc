@@ -54,9 +54,10 @@ void CircuitLink::init_hello(circ::PortId p) {
   circ::HelloBody b;
   b.node.set(static_cast<uint32_t>(self_));
   b.port.set(p);
-  for (int hears = 0; hears < 2; ++hears) {
-    uint8_t* f = ports_[p].hello[hears];
-    circ::circ_header(f, circ::CircKind::kHello, hears ? circ::kHelloHears : circ::kHelloDeaf);
+  constexpr uint32_t kVci[3] = {circ::kHelloDeaf, circ::kHelloHears, circ::kHelloLeaving};
+  for (int i = 0; i < 3; ++i) {
+    uint8_t* f = ports_[p].hello[i];
+    circ::circ_header(f, circ::CircKind::kHello, kVci[i]);
     std::memcpy(f + sizeof(circ::CircuitHeader), &b, sizeof b);
     circ::circ_seal(f, sizeof b);
   }
@@ -91,13 +92,17 @@ void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint6
   // are torn down: a frame sent there would reach a node that does not expect it), and while
   // the right one hears nothing of us (one way only: it routes round it, so must we).
   const bool was = health_.up(p);
-  if (right) {
+  const uint32_t says = circ::circ_vci(frame.data());
+  if (right && says == circ::kHelloLeaving) {
+    health_.peer_left(p);
+    ++cc_.neighbours_left;
+  } else if (right) {
     health_.heard(p);
-    health_.peer_hears(p, circ::circ_vci(frame.data()) != circ::kHelloDeaf);
+    health_.peer_hears(p, says != circ::kHelloDeaf);
   } else {
     health_.force_down(p);
   }
-  if (health_.up(p) != was) link_changed(p, !was, now);
+  if (health_.up(p) != was) link_changed(p, !was, now, says == circ::kHelloLeaving ? " (its node stopped)" : "");
   if (right == !port.miswired) return;
   port.miswired = !right;
   if (!loud(p, port.miswire_log, "miswire", now)) return;
@@ -273,6 +278,25 @@ unsigned CircuitLink::poll(uint64_t now) {
   return work;
 }
 
+unsigned CircuitLink::leave() {
+  set_now(rte_rdtsc());
+  const unsigned closed = sink_->close_all(clock_.ns(now_tsc_));
+  for (circ::PortId p = 0; p < ports_.size(); ++p)  // behind the TEARDOWNs: they pass first
+    if (ports_[p].port != nullptr) send(p, ports_[p].hello[2]);
+  const uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 1000;
+  const auto pending = [this] {
+    for (const Port& p : ports_)
+      if (p.port != nullptr && p.tx.pending() != 0) return true;
+    return false;
+  };
+  do {
+    flush(rte_rdtsc());
+  } while (pending() && rte_rdtsc() < until);
+  IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": leaving the fabric: %u circuit(s) closed, neighbours told\n",
+            static_cast<uint64_t>(self_), closed);
+  return closed;
+}
+
 unsigned CircuitLink::flush(uint64_t now_tsc) {
   unsigned n = 0;
   for (Port& p : ports_)
@@ -282,12 +306,12 @@ unsigned CircuitLink::flush(uint64_t now_tsc) {
 
 // A link went silent (or spoke again): route without it (or with it), and tear down every
 // circuit through it toward both ends. Rare, and the lcore's only allocation: a new table.
-void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now) {
+void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now, const char* why) {
   ++(up ? cc_.links_up : cc_.links_down);
   const bool say = loud(p, ports_[p].link_log, "link", now);
   if (say)
-    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s\n", static_cast<uint64_t>(self_), p,
-              up ? "up" : "down");
+    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s%s\n", static_cast<uint64_t>(self_), p,
+              up ? "up" : "down", why);
   const int li = topo_.link_index(self_, p);
   if (li >= 0) {
     dead_[static_cast<size_t>(li)] = !up;

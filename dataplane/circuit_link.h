@@ -77,6 +77,7 @@ struct CircuitLinkCounters {
   uint64_t wrong_neighbour = 0;  ///< HELLOs from another node, or port, than the topology has on that link,
                                  ///< and frames dropped on a link while it answers so (it is down)
   uint64_t own_hellos = 0;       ///< HELLOs in this node's own name (a loop, or replayed to it): ignored
+  uint64_t neighbours_left = 0;  ///< last HELLOs of neighbours that stopped (their link went down at once)
   uint64_t log_quiet = 0;        ///< a port's link and miswire changes not logged (a line per 10 s each)
 };
 
@@ -122,6 +123,7 @@ void for_each_counter(const CircuitStats& s, Fn&& fn) {
   fn("links_up", l.links_up), fn("route_changes", l.route_changes), fn("circuits_up", l.circuits_up);
   fn("circuits_down", l.circuits_down), fn("pushbacks", l.pushbacks), fn("forward_dropped", l.forward_dropped);
   fn("wrong_neighbour", l.wrong_neighbour), fn("own_hellos", l.own_hellos), fn("log_quiet", l.log_quiet);
+  fn("neighbours_left", l.neighbours_left);
   fn("in_use", s.in_use), fn("ports_up", s.ports_up);
 }
 
@@ -158,6 +160,11 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   unsigned poll(uint64_t now_ns);
   /** Send every port's pending burst. @return frames the ports took. */
   unsigned flush(uint64_t now_tsc);
+  /** The node stops (control path, no lcore polling it): close our circuits (their far ends
+   *  are told *closed*) and tell every neighbour by a last HELLO that its link is gone (it
+   *  routes round at once and tears down the circuits through us, *hop-dead*), waiting up
+   *  to a millisecond for the ports to take it all. @return circuits closed. */
+  unsigned leave();
   void set_now(uint64_t now_tsc) {
     now_tsc_ = now_tsc;
     sink_->set_now(clock_.ns(now_tsc));
@@ -170,6 +177,12 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   const EngineLinkCounters& link_counters();
   const CircuitStats& stats();
   const rel::circ::RoutingTable& routes() const { return routes_; }
+  /** @return why the circuit to our peer @p peer last went down (kNone: up since, or never down). */
+  rel::circ::CircReason down_why(rel::NodeId peer) const {
+    for (const auto& [id, why] : last_down_)
+      if (id == peer) return why;
+    return rel::circ::CircReason::kNone;
+  }
 
   // CircuitPorts: control frames, and the engine's frames behind their circuit header, copied
   // into an mbuf once.
@@ -202,7 +215,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     uint16_t rest_n = 0, rest_at = 0;
     // Our HELLO on this link (who we are, which port), sealed once; who the topology says
     // answers here, and whether the log said that someone else does.
-    uint8_t hello[2][sizeof(rel::circ::CircuitHeader) + sizeof(rel::circ::HelloBody)] = {};  ///< [we hear it]
+    /// [0] we hear nothing of the neighbour, [1] we hear it, [2] we stop (leave())
+    uint8_t hello[3][sizeof(rel::circ::CircuitHeader) + sizeof(rel::circ::HelloBody)] = {};
     rel::NodeId expect_node = 0;
     uint32_t expect_port = 0;
     bool miswired = false;
@@ -220,7 +234,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   bool drain(rel::circ::PortId p, uint64_t now);
   bool on_mbuf(rel::circ::PortId p, rte_mbuf* m, uint64_t now);
   bool forward(rel::circ::PortId in, const Hop& h, uint64_t now);
-  void link_changed(rel::circ::PortId p, bool up, uint64_t now);
+  /** @p why: said after "up" or "down" in the log ("" or " (...)"). */
+  void link_changed(rel::circ::PortId p, bool up, uint64_t now, const char* why = "");
   void compute_routes();
   void show_routes(const char* why);
   bool loud(rel::circ::PortId p, LogGate& gate, const char* what, uint64_t now);

@@ -485,6 +485,58 @@ class TestSuiteCircuits(TestSuite):
         _stop(self, d1, "imagod of node 1")
         _stop(self, r4, "router 4")
 
+    def test_nodes_stopped_cleanly_tell_the_fabric(self, circuits_host, topology: Topology, request) -> None:
+        """
+        Steps:
+            ring:4 as test_ring_reroutes, node 1 streaming MSGS messages to node 3 (the
+            embedded subscriber) through node 2. Once node 2 forwards the stream, SIGTERM
+            node 2's imagod (a clean stop). The subscriber exits once it has every message
+            (imago_detach(): its node stops cleanly too).
+        Verify:
+            Node 2 exits 0 and says it left the fabric; node 1 takes its link to node 2 down
+            on node 2's last HELLO ('link on port 0 down (its node stopped)'), and its
+            circuit to node 3 goes down and up again through node 4; the subscriber gets
+            every message once, in order, intact. When the subscriber stops, node 1 logs its
+            circuit to node 3 down *closed*. Before, a clean stop told nobody: the
+            neighbours found the links dead --link-miss HELLOs later, and the far end's
+            circuit went down *hop-dead*, never closed (an outside tester).
+        """
+        f = Fabric.build(topology, request, "ring", 4)
+        r2, _ = f.router(2, slot=0), f.router(4, slot=1)
+        sub = f.subscriber(3, 1, MSGS, slots=(0, 1))
+        d1 = f.origin(1, 3)
+        pub = f.publisher(d1, 1, 3, MSGS)
+        r2.wait_until("node 2 forwarding", lambda: any(c.get("circ_data_forwarded", 0) > 1000 for c in counters(r2, 2)),
+                      READY_S)
+        mark = len(d1.proc.lines())
+        stopped = time.monotonic()
+        _stop(self, r2, "router 2")
+        self.verify(sub.proc.running, "the stream ended before node 2 was stopped: make it longer")
+        left = [l for l in r2.proc.lines() if "leaving the fabric" in l]
+        self.verify(left, f"router 2 did not say it left the fabric:\n{r2.proc.tail()}")
+        t_down, ev = wait_event(d1.proc, 3, "down", mark, REACT_S, since=stopped)
+        t_up, _ = wait_event(d1.proc, 3, "up", mark, REACT_S, since=stopped)
+        link = [l for l in d1.proc.lines()[mark:] if "link on port 0 down" in l]
+        print(f"\nrouter 2: {left[0]}\nnode 1: {link}\nnode 1: circuit to node 3 down ({ev[2]}) {t_down:.2f} s "
+              f"after the stop began, up again after {t_up:.2f} s")
+        self.verify(link and "(its node stopped)" in link[0],
+                    f"node 1 did not take its link to node 2 down on its last HELLO: {link}")
+        pub_res = pub.result(RUN_S)
+        res: DeliveryResult = sub.result(RUN_S)
+        print(f"sub RESULT {res.raw}\npub RESULT {pub_res.raw}")
+        _verify_stream(self, res, MSGS)
+        # The first event after it came back up through node 4 (node 1 then tries to open it
+        # again: no-route, since node 4 took its link to node 3 down on its last HELLO).
+        after_up = lambda: [e for e in circuit_events(d1.proc, mark) if e[0] == 3][2:3]
+        try:
+            d1.wait_until("node 1's circuit to node 3 down", after_up, REACT_S)
+        except AppTimeout:
+            pass
+        print(f"node 1's circuit to node 3 since the stop: {circuit_events(d1.proc, mark)}")
+        self.verify(after_up() == [(3, "down", "closed")],
+                    f"node 1's circuit to node 3 did not go down closed when node 3 stopped: {circuit_events(d1.proc, mark)}")
+        _stop(self, d1, "imagod of node 1")
+
     def test_ring_reroutes_round_a_link_failed_one_way(self, circuits_host, topology: Topology, request) -> None:
         """
         Steps:

@@ -52,7 +52,7 @@ bool CircuitSink::route_to(NodeId peer, PortId* port, uint32_t* vci) const {
 
 void CircuitSink::on_circuit_up(CircuitId id, NodeId peer, bool origin) {
   Peer* p = find(peer);
-  if (p == nullptr || p->opener != origin) {  // no peer of ours, or opened by the wrong end
+  if (p == nullptr || p->opener != origin || closed_) {  // no peer of ours, opened by the wrong end, or we stop
     if (!origin) node_.close(id, now_);
     return;
   }
@@ -114,10 +114,22 @@ void CircuitSink::poll(uint64_t now) {
   now_ = now;
   node_.poll(now);
   for (Peer& p : peers_) {
-    if (!p.opener || p.open || now < p.reopen_at) continue;
+    if (!p.opener || p.open || now < p.reopen_at || closed_) continue;
     ++c_.reopened;
     try_open(p, now);
   }
+}
+
+unsigned CircuitSink::close_all(uint64_t now) {
+  now_ = now;
+  closed_ = true;
+  unsigned n = 0;
+  for (Peer& p : peers_) {
+    if (p.held) node_.close(p.candidate, now), p.held = false, --held_;
+    if (p.up || p.open) n += node_.close(p.circuit, now) == 0;
+    p.up = p.open = false;
+  }
+  return n;
 }
 
 bool CircuitSink::send_frame(NodeId peer, std::span<const uint8_t> frame) {

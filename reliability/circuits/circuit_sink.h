@@ -67,6 +67,9 @@ class CircuitSink final : public FrameSink, public CircuitListener {
   void deliver(CircuitId local, std::span<const uint8_t> frame, uint64_t now);
   /** The circuits' timers, and circuits to open again. */
   void poll(uint64_t now);
+  /** The node stops: close every circuit of ours (its far end is told *closed*, 3.10.4) and
+   *  open none again. @return circuits closed. */
+  unsigned close_all(uint64_t now);
   /** Time for frames sent outside on_frame()/poll(). */
   void set_now(uint64_t now) { now_ = now; }
   /** @return whether the circuit to @p peer is up. */
@@ -114,6 +117,7 @@ class CircuitSink final : public FrameSink, public CircuitListener {
   Engine* engine_ = nullptr;
   std::vector<Peer> peers_;
   uint32_t held_ = 0;             ///< peers holding a circuit: the data path looks only then
+  bool closed_ = false;           ///< close_all(): nothing is opened again
   std::vector<uint8_t> scratch_;  ///< a header and a frame being sent or forwarded
   uint64_t now_ = 0;
   CircuitSinkCounters c_;

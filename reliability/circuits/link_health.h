@@ -64,6 +64,14 @@ class LinkHealth {
     x.up = up;
     return true;
   }
+  /** @p p's neighbour said it stops (its last HELLO): the link is down until it speaks again
+   *  and hears us (a neighbour that starts says first that it hears nothing, peer_hears()).
+   *  @return true when that takes the link down. */
+  bool peer_left(PortId p) {
+    if (p >= ports_.size()) return false;
+    ports_[p].peer_deaf = true;
+    return force_down(p);
+  }
   /** @return true when a HELLO is due on @p p now (and counts it unanswered, unless we are
    *  not @p listening: a port we stopped reading for a while cannot hear the answer). */
   bool hello_due(PortId p, uint64_t now, bool listening = true) {

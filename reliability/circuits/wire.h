@@ -37,7 +37,7 @@ enum class CircKind : uint8_t {
   kSetupOk = 3,   ///< ReplyBody; vci: the one the receiver gave in its SETUP (back_vci)
   kSetupFail = 4, ///< ReplyBody (reason); vci: as kSetupOk
   kTeardown = 5,  ///< ReplyBody (reason); vci: as a data frame's
-  kHello = 6,     ///< HelloBody, vci kHelloHears or kHelloDeaf: a neighbour's keep-alive on a link
+  kHello = 6,     ///< HelloBody, vci kHelloHears, kHelloDeaf or kHelloLeaving: a neighbour's keep-alive on a link
                   ///< (a link silent for a while, or whose neighbour hears nothing of us, is down)
 };
 
@@ -85,9 +85,11 @@ struct __attribute__((packed)) ReplyBody {
 static_assert(sizeof(ReplyBody) == 8);
 
 /** A HELLO's VCI: whether its sender hears the node it is sent to (a link is used only when
- *  both ends hear each other). Any other value counts as kHelloHears. */
+ *  both ends hear each other), or that it stops (its last HELLO: the link is down at once).
+ *  Any other value counts as kHelloHears. */
 inline constexpr uint32_t kHelloHears = 1;
 inline constexpr uint32_t kHelloDeaf = 2;
+inline constexpr uint32_t kHelloLeaving = 3;
 
 /** Who sends a HELLO, so that a link wired or numbered otherwise than the topology says is
  *  found (same --topology everywhere, the --vdevs in port order, no --node-id twice). */

@@ -89,7 +89,10 @@ TEST(CircuitLink, MessagesCrossTwoForwardersWholeAndInOrderUnderLossAndEveryMbuf
   }
 }
 
-TEST(CircuitLink, AForwarderThatStopsTakesTheCircuitDownAndOnARingItComesBackTheOtherWay) {
+/** A ring of 4 streaming 1 -> 3 through node 2, which stops mid-stream: killed (its lcore is
+ *  gone: no frame, no HELLO) or, @p clean, as imagod's SIGTERM stops it (leave(), then its
+ *  lcore is gone). */
+void forwarder_stops(bool clean) {
   Checked c(rel::circ::make_ring(4), dp::FaultConfig{});  // 1 - 2 - 3 - 4 - 1
   Fabric& f = c.f;
   ASSERT_TRUE(f.ok());
@@ -106,7 +109,10 @@ TEST(CircuitLink, AForwarderThatStopsTakesTheCircuitDownAndOnARingItComesBackThe
   }));
   EXPECT_GT(f.node(2).circ->stats().node.data_forwarded, 0u);
   EXPECT_EQ(f.node(4).circ->stats().node.data_forwarded, 0u);
-  // Do: node 2 stops (its lcore is gone: no frame, no hello) mid-stream.
+  // Do: node 2 stops mid-stream; a router, it has no circuit of its own to close.
+  if (clean) {
+    EXPECT_EQ(f.node(2).circ->leave(), 0u);
+  }
   ASSERT_TRUE(f.run(
       [&] {
         pump(f, 1, 3, kMsgs, &sent, buf);
@@ -115,16 +121,53 @@ TEST(CircuitLink, AForwarderThatStopsTakesTheCircuitDownAndOnARingItComesBackThe
       30, /*dead=*/2))
       << f.node(1).engine->debug_state(3);
   // Expect: both ends saw the circuit go down, 1 set it up again through 4, and the stream
-  // went on: every message once, whole, in order, the peer never declared dead.
+  // went on: every message once, whole, in order, the peer never declared dead. Its
+  // neighbours took their links to it down on its last HELLO when it left (not after 25 of
+  // their own unanswered), and by silence when it was killed.
   EXPECT_EQ(c.app(3).bad, 0u);
   for (rel::NodeId end : {1u, 3u}) {
     const dp::CircuitStats& s = f.node(end).circ->stats();
     EXPECT_GE(s.link.circuits_down, 1u) << end;
     EXPECT_GE(s.link.circuits_up, 2u) << end;
     EXPECT_GE(s.link.links_down, 1u) << end;
+    EXPECT_EQ(s.link.neighbours_left, clean ? 1u : 0u) << end;
   }
+  EXPECT_EQ(f.node(4).circ->stats().link.neighbours_left, 0u);
   EXPECT_GT(f.node(4).circ->stats().node.data_forwarded, 0u);
   EXPECT_EQ(f.node(1).engine->counters(3)->deaths, 0u);
+}
+
+TEST(CircuitLink, AForwarderThatStopsTakesTheCircuitDownAndOnARingItComesBackTheOtherWay) {
+  forwarder_stops(false);
+}
+
+// A node stopped cleanly (imagod's SIGTERM, imago_detach()) left its circuits and links to be
+// found dead: the far end heard `down: hop-dead` --link-miss HELLOs later, never `closed`,
+// and its neighbours routed round it only then (an outside tester). Now it leaves: its
+// circuits are torn down *closed*, and its last HELLO takes each link down at once.
+TEST(CircuitLink, AForwarderThatStopsCleanlyTellsItsNeighboursAndTheCircuitGoesTheOtherWay) {
+  forwarder_stops(true);
+}
+
+TEST(CircuitLink, AnEndThatStopsCleanlyClosesItsCircuitAndTheFarEndIsToldClosed) {
+  Checked c(rel::circ::make_line(3), dp::FaultConfig{});  // 1 - 2 - 3
+  Fabric& f = c.f;
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(dp::node_engine_add_peer(f.node(1), 3, dp::kBroadcastMac, 0), 0);
+  ASSERT_EQ(dp::node_engine_add_peer(f.node(3), 1, dp::kBroadcastMac, 0), 0);
+  ASSERT_TRUE(f.run([&] { return f.node(1).engine->state(3) == rel::PeerState::kEstablished; }));
+  const auto& s = [&](rel::NodeId n) -> const dp::CircuitStats& { return f.node(n).circ->stats(); };
+  ASSERT_EQ(s(2).in_use, 1u);
+  // Do: node 3 leaves, and is never polled again.
+  EXPECT_EQ(f.node(3).circ->leave(), 1u);
+  // Expect: node 1's circuit goes down *closed* (not hop-dead: its own link stays up), the
+  // router lets go of its entry, and takes its link to node 3 down on the last HELLO.
+  ASSERT_TRUE(f.run([&] { return s(1).link.circuits_down == 1 && s(2).link.links_down == 1; }, 10, /*dead=*/3));
+  EXPECT_EQ(f.node(1).circ->down_why(3), rel::circ::CircReason::kClosed);
+  EXPECT_EQ(s(1).link.links_down, 0u);
+  EXPECT_EQ(s(2).in_use, 0u);
+  EXPECT_EQ(s(2).link.neighbours_left, 1u);
+  EXPECT_EQ(s(3).in_use, 0u);
 }
 
 }  // namespace

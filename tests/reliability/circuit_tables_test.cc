@@ -119,6 +119,25 @@ TEST(LinkHealth, ALinkWhoseNeighbourHearsNothingOfUsIsDown) {
   EXPECT_TRUE(h.up(0));
 }
 
+TEST(LinkHealth, ALinkWhoseNeighbourLeftIsDownAtOnceUntilItHearsUsAgain) {
+  LinkHealth h;
+  h.init({.hello_ns = 1000, .miss = 3}, 1, 0);
+  EXPECT_TRUE(h.peer_left(0)) << "its last HELLO: down at once, whatever we have sent";
+  EXPECT_FALSE(h.up(0));
+  EXPECT_FALSE(h.peer_left(0)) << "down already";
+  EXPECT_FALSE(h.heard(0)) << "a frame still on its way brings it back no more";
+  uint64_t now = 0;
+  for (; now < 3000; now += 1000) EXPECT_TRUE(h.hello_due(0, now));
+  // Restarted, its HELLOs say first that it hears nothing of us: still down; then that it
+  // does: up.
+  EXPECT_FALSE(h.heard(0));
+  EXPECT_FALSE(h.peer_hears(0, false));
+  EXPECT_FALSE(h.up(0));
+  EXPECT_FALSE(h.heard(0));
+  EXPECT_TRUE(h.peer_hears(0, true));
+  EXPECT_TRUE(h.up(0));
+}
+
 TEST(CircuitWire, TheHeaderCrcsShortPathIsCrc32c) {
   Rng rng(3);
   for (int i = 0; i < 10000; ++i) {
