@@ -284,8 +284,11 @@ int Runtime::open_fabric_node() {
   }
   // One more is refused too: a port list from another topology would run with a link unused.
   if (ids.size() != need) {
+    const std::string down = dp::vdevs_not_up();
     std::fprintf(stderr, "imago: node %" PRIu64 " has %zu ports in --topology %s and %zu DPDK ports: "
-                 "give a --vdev per link, in topology port order\n", o_.node_id, need, o_.fabric.spec.c_str(), ids.size());
+                 "give a --vdev per link, in topology port order%s%s%s\n", o_.node_id, need, o_.fabric.spec.c_str(),
+                 ids.size(), down.empty() ? "" : "; did not come up: ", down.c_str(),
+                 down.empty() ? "" : " (see DPDK's lines above: no such interface, ...)");
     return -ENODEV;
   }
   dp::CircuitSetup setup;

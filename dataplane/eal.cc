@@ -4,6 +4,7 @@
 #include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -108,8 +109,20 @@ void eal_leave_devices() { g_leave_devices = true; }
 
 std::string no_port_message(const std::string& how) {
   if (rte_devargs_type_count(RTE_DEVTYPE_VIRTUAL) == 0) return "no port: give " + how;
-  return "no port: the --vdev given did not come up (see DPDK's lines above: no such interface, a memif "
-         "socket already in use, a file that does not exist, ...)";
+  return "no port: the --vdev given did not come up (" + vdevs_not_up() +
+         "; see DPDK's lines above: no such interface, a memif socket already in use, a file that does not exist, ...)";
+}
+
+std::string vdevs_not_up() {
+  std::string out;
+  struct rte_devargs* da;
+  RTE_EAL_DEVARGS_FOREACH("vdev", da) {
+    uint16_t id;
+    if (rte_eth_dev_get_port_by_name(da->name, &id) == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::string(da->name);
+    if (da->args != nullptr && da->args[0] != '\0') out += "," + std::string(da->args);
+  }
+  return out;
 }
 
 int eal_stop() {

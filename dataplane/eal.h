@@ -44,6 +44,9 @@ void eal_leave_devices();
  *  that ask for one), or the --vdev asked for came up as none (the reason is in DPDK's lines
  *  before). Control path. */
 std::string no_port_message(const std::string& how);
+/** @return the --vdev devices asked for that came up as no port ("net_af_packet0,iface=x0",
+ *  separated by ", "), or "" when each did. Control path. */
+std::string vdevs_not_up();
 
 /** Route SIGINT and SIGTERM to the stop request (async-signal-safe). */
 void install_stop_signals();

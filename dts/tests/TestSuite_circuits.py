@@ -673,13 +673,15 @@ class TestSuiteCircuits(TestSuite):
     def test_a_node_given_other_ports_than_its_links_is_refused(self, circuits_host) -> None:
         """
         Steps:
-            imagod as node 2 of line:3 (two links) with one, then three net_null ports.
+            imagod as node 2 of line:3 (two links) with one, then three net_null ports; then
+            with a net_null port and a net_af_packet one on an interface that does not exist.
         Verify:
-            Both refused at start (exit 1) with a message naming the two counts and what to
-            give; neither runs with a link missing or a port unused.
+            All refused at start (exit 1) with a message naming the two counts and what to
+            give, the last one naming the --vdev that did not come up (before: only the
+            counts, an outside tester); none runs with a link missing or a port unused.
         """
-        for n in (1, 3):
-            vdevs = [f"net_null{k}" for k in range(n)]
+        for n, vdevs in ((1, ["net_null0"]), (3, ["net_null0", "net_null1", "net_null2"]),
+                         (1, ["net_null0", "net_af_packet1,iface=imago-nosuch"])):
             argv = ([str(imagod_binary())] + _eal(f"imago-dts-ports{n}-{os.getpid()}", 0, 0, vdevs)
                     + ["--", "--no-huge", "--topology", "line:3", "--node-id", "2"])
             cp = run_to_completion(argv, timeout=60)
@@ -687,3 +689,5 @@ class TestSuiteCircuits(TestSuite):
             self.verify(cp.returncode == 1, f"{n} port(s): exit {cp.returncode}")
             self.verify(f"has 2 ports in --topology line:3 and {n} DPDK ports: give a --vdev per link" in cp.stderr,
                         f"{n} port(s): no clear reason: {cp.stderr[-500:]}")
+            for v in vdevs[n:2]:
+                self.verify(f"did not come up: {v}" in cp.stderr, f"{v} not named: {cp.stderr[-500:]}")
