@@ -11,7 +11,8 @@ namespace imago::dp {
 /**
  * Claim interface @p if_index of this network namespace for this process, until it ends: a
  * lock on /run/imago/iface-NETNS-NAME.lock, which the kernel drops when the process dies
- * however it ends (so a killed process's claim goes with it).
+ * however it ends (so a killed process's claim goes with it). Files no process holds (left
+ * by processes that ended) are removed at each claim.
  * @return 0 claimed (or nothing to claim with: no /run), -EBUSY another live process holds it.
  */
 int iface_claim(unsigned if_index);
