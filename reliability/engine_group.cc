@@ -236,7 +236,10 @@ bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
   // the start of a message it delivered part of).
   Seq start = from_oldest ? t.tx.una() : t.tx.end();
   while (start != t.tx.end() && (t.tx.at(start).rec_flags & rec_flag::kCont)) ++start;
-  if (!push_view(t, GroupEvent::kJoined, p.id, start, now)) return false;  // window full: it asks again
+  // With the window full (a member holds it back), the record is skipped, as a leave's is:
+  // the member is admitted all the same, and one asking from the oldest gets what is held
+  // now, not what is held once the window moved (nothing old, often).
+  if (!push_view(t, GroupEvent::kJoined, p.id, start, now)) ++t.view;
   event(GroupEvent::kJoined, cfg_.node_id, t.g, p.id, t.view, start);
   t.members.push_back(GroupMember{p.id, start, start, now, now, false});
   group_release(t);  // it may start beyond what was sent, with every other member (t.ahead)

@@ -28,6 +28,14 @@ class GroupTest : public GroupStreamTest {
       return ++it->second <= members && (*first_sends % 10) == 0;  // its first copy to each member
     };
   }
+  /** @p n nodes, node 1 the group's source and node 2 its one member; the others join later. */
+  void source_and_one_member(int n) {
+    make(n);
+    run_for(20 * kMs);
+    ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+    ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
+    run_for(20 * kMs);
+  }
 };
 
 TEST_F(GroupTest, EveryMemberDeliversEveryMessageInOrderOnce) {
@@ -466,11 +474,7 @@ TEST_F(GroupTest, AClosedSourceDeliversWhatItSentThenEveryMemberLeavesAndRejoins
 }
 
 TEST_F(GroupTest, ALateJoinerStartsAtTheCurrentPositionOrTheOldestHeld) {
-  make(4);
-  run_for(20 * kMs);
-  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
-  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
-  run_for(20 * kMs);
+  source_and_one_member(4);
   node(2).accept = false;  // holds the stream back: the source keeps everything
   send(30, 100);
   run_for(2 * kMs);
@@ -490,13 +494,30 @@ TEST_F(GroupTest, ALateJoinerStartsAtTheCurrentPositionOrTheOldestHeld) {
   EXPECT_EQ(node(2).count(GroupEvent::kJoined, 3), 1u);
 }
 
+// A join that found the window full (a member holding it back) waited for room: by then the
+// oldest held was where the stream was, so IMAGO_GROUP_FROM_OLDEST gave nothing old (an
+// outside tester: a joiner from the oldest started where one without it did, 3 of 3).
+TEST_F(GroupTest, AJoinerFromTheOldestIsAdmittedWhileTheWindowIsFullAndGetsWhatIsHeld) {
+  source_and_one_member(3);
+  node(2).accept = false;  // holds the stream back until the window is full
+  uint32_t sent = 0;
+  while (node(1).e->group_send(kG, gmsg(100, sent), send_flag::kFastpath, now) == 0) ++sent, settle();
+  ASSERT_GT(sent, 0u);
+  // Do: node 3 joins from the oldest held while the window is still full.
+  ASSERT_EQ(node(3).e->group_join(kG, true, now), 0);
+  run_for(20 * kMs);
+  // Expect: admitted now, at the first message, which it gets (repaired) with the rest.
+  EXPECT_EQ(node(3).count(GroupEvent::kStarted), 1u);
+  node(2).accept = true;
+  send(10, 100, sent);
+  run_for(40 * kMs);
+  expect_all(2, sent + 10, 100);
+  expect_all(3, sent + 10, 100);
+}
+
 TEST_F(GroupTest, AJoinerFromTheOldestStartsAtAWholeMessage) {
   const uint64_t join_at = 40 * kMs;
-  make(3);
-  run_for(20 * kMs);
-  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
-  ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
-  run_for(20 * kMs);
+  source_and_one_member(3);
   // Node 2 loses the frame with the last fragment of message 1 (of 3 fragments), and every
   // repair of it for a while: it delivers the first two units into its reassembly and
   // acknowledges them, so the source releases up to the middle of that message.
