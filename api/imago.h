@@ -129,7 +129,9 @@ int imago_attach_secondary(const char *file_prefix, imago_t **out);
  * Close every endpoint still open and detach (embedded: stop the engines, the ports and
  * EAL, once this process's nodes left the groups they received, each source having answered
  * its LEAVE, or after 250 ms at most: a source that did not hear it expires the member
- * instead, group_expire_ns later; a node of a fabric, its engines stopped, then closes its
+ * instead, group_expire_ns later; and once each group they closed as a source (imago_close()
+ * of a SEND endpoint) ended at every member, or after 1 s at most: a member still waiting
+ * then ends GONE when it declares this node dead; a node of a fabric, its engines stopped, then closes its
  * circuits, each far end told `closed`, and tells its neighbours it leaves, so they route
  * round it at once: docs/PROTOCOL.md 3.10.5; secondary: stop EAL, unless imagod died: then EAL's
  * shared state is left as it is, since its cleanup could wait for ever on a lock imagod

@@ -449,7 +449,7 @@ void Runtime::stop() {
     rte_mp_action_unregister(kCtlAction);
     g_runtime = nullptr;
   }
-  linger_leaves();
+  linger_groups();
   if (apps > 0) return stop_under_apps(apps);
   if (engines_running_) {
     runner_->stop();
@@ -578,20 +578,25 @@ int Runtime::poll_inline() {
 // A member whose stream of a group ended (imago_close(), or its source's END) says LEAVE until
 // the source answers LEAVE_OK; stopped before that, it would be expired by the source
 // (group_expire_ns later) instead of leaving. So a stop waits for the answers, up to
-// kLeaveLingerMs: with every try lost, the source expires it as before.
-void Runtime::linger_leaves() {
-  constexpr uint64_t kLeaveLingerMs = 250;
+// kLeaveLingerMs: with every try lost, the source expires it as before. A source closed
+// (imago_close() of a SEND endpoint) still owes its members what it sent, then END; stopped
+// before that, they would end GONE once they declared this node dead (--dead-after-ms), as
+// if what it sent were lost. So a stop waits for those too, up to kCloseLingerMs.
+void Runtime::linger_groups() {
+  constexpr uint64_t kLeaveLingerMs = 250, kCloseLingerMs = 1000;
   if (shm_ == nullptr || !(engines_running_ || o_.run_to_completion)) return;
-  const uint64_t start = rte_rdtsc(), end = start + rte_get_tsc_hz() / 1000 * kLeaveLingerMs;
+  const uint64_t ms = rte_get_tsc_hz() / 1000, start = rte_rdtsc(), leaves_until = start + ms * kLeaveLingerMs;
   thread_local dp::NodeSnapshot snap;
-  const auto answered = [&] {
+  const auto done = [&] {
+    const bool leaves_due = rte_rdtsc() < leaves_until;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       // A board published since the stop began: the engine's state after the last close.
-      if (!shm_->boards[i].read(&snap) || snap.published_tsc <= start || snap.groups_leaving != 0) return false;
+      if (!shm_->boards[i].read(&snap) || snap.published_tsc <= start) return false;
+      if (snap.groups_closing != 0 || (leaves_due && snap.groups_leaving != 0)) return false;
     }
     return true;
   };
-  wait_engine(answered, end);
+  wait_engine(done, start + ms * kCloseLingerMs);
 }
 
 bool Runtime::wait_engine(const std::function<bool()>& done, uint64_t until) {

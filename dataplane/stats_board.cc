@@ -21,6 +21,7 @@ void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const Engi
   snap_.link = link;
   snap_.group = engine.group_counters();
   snap_.groups_leaving = engine.groups_leaving();
+  snap_.groups_closing = engine.groups_closing();
   snap_.redundant = set != nullptr;
   if (set != nullptr) {
     snap_.mode = set->config().mode;

@@ -36,6 +36,7 @@ struct NodeSnapshot {
   EngineLinkCounters link;
   rel::GroupCounters group;    ///< Engine::group_counters()
   uint32_t groups_leaving = 0;  ///< Engine::groups_leaving()
+  uint32_t groups_closing = 0;  ///< Engine::groups_closing()
   /** A node on two networks (reliability/redundancy/): its mode, network B's link, and each
    *  network's counters and state. */
   bool redundant = false;

@@ -228,6 +228,9 @@ class Engine {
   /** @return this node's streams from sources still saying LEAVE (until LEAVE_OK, at most
    *  8 tries, one every group_status_ns): a clean stop waits for them. */
   uint32_t groups_leaving() const;
+  /** @return groups this node closed as a source whose members have not all left yet (each
+   *  gets what was sent, then END): a clean stop waits for them too, a while. */
+  uint32_t groups_closing() const;
   /** @return the members of this node's stream of @p g (up to @p max ids into @p out). */
   size_t group_members(GroupId g, NodeId* out, size_t max) const;
   /** This node's stream of a group as its application sees it. */

@@ -192,6 +192,12 @@ uint32_t Engine::groups_leaving() const {
   return n;
 }
 
+uint32_t Engine::groups_closing() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < cfg_.group_sources; ++i) n += gtx_[i].g != 0 && gtx_[i].closing;
+  return n;
+}
+
 size_t Engine::group_members(GroupId g, NodeId* out, size_t max) const {
   const GroupTx* t = find_tx(g);
   if (t == nullptr) return 0;

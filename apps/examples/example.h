@@ -36,7 +36,7 @@ struct ex_opts {
 	const char *own;
 	/* Options of some roles only: pairs {"--option", "role, role"}, NULL-ended (NULL: none). */
 	const char *const *only;
-	uint32_t group, members, from_oldest, nack;
+	uint32_t group, members, from_oldest, nack, wait_end;
 	double rate;
 	uint32_t idle_us, fastpath;
 	const char *members_list, *order, *order_log; /* --members ID,ID,..; --order; --order-log */
@@ -251,6 +251,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			o->members_list = strchr(v, ',') ? v : NULL;
 			if (o->members_list == NULL) bad = ex_u32(argv[0], a, v, 1, EX_MAX_MEMBERS, &o->members);
 		} else if (!strcmp(a, "--from-oldest")) o->from_oldest = 1;
+		else if (!strcmp(a, "--wait-end")) o->wait_end = 1;
 		else if (!strcmp(a, "--nack")) o->nack = 1;
 		else if (!strcmp(a, "--rate")) bad = ex_real(argv[0], a, v, 0, 1e9, &o->rate);
 		else if (!strcmp(a, "--idle-us")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->idle_us);

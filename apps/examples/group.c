@@ -38,6 +38,8 @@ static const char help[] =
 	"  --fastpath          pub, all: send with IMAGO_FASTPATH (each burst at once, not waiting\n"
 	"                      to coalesce with the next messages)\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
+	"  --wait-end          sub: a source is done only once its stream ended here (EVENT\n"
+	"                      ended; RESULT sources' ended says why), not at its last message\n"
 	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
 	"                      waits for a member; what a member misses for good it is told (EVENT\n"
 	"                      lost, RESULT lost_reported: stream units, not messages). A subscriber\n"
@@ -79,7 +81,7 @@ static const char help[] =
 	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
 /* Options of some roles only: refused for the others (ex_parse()). */
 static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
-				   "--fastpath", "pub, both, all", "--from-oldest", "sub, both, all", "--order-log",
+				   "--fastpath", "pub, both, all", "--from-oldest", "sub, both, all", "--wait-end", "sub", "--order-log",
 				   "sub, both, all", "--order", "all", "--order-window", "all", NULL};
 
 enum { kMaxSources = EX_MAX_MEMBERS, kMaxMembers = EX_MAX_MEMBERS }; /* ex_parse() holds --members N to it */
@@ -410,9 +412,10 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 	 * the sources expected did). */
 	unsigned open = 0, any = 0, ended = 0;
 	for (unsigned i = 0; i < s->n_src; ++i) {
+		const int end = (s->src[i].got_end && !o->wait_end) || s->src[i].ended;
 		any |= s->src[i].started > 0;
-		open += s->src[i].started > 0 && !s->src[i].got_end && !s->src[i].ended;
-		ended += s->src[i].got_end || s->src[i].ended;
+		open += s->src[i].started > 0 && !end;
+		ended += end;
 	}
 	s->done = s->want_sources ? ended >= s->want_sources && !open : any && !open;
 	return n;

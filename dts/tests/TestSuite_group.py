@@ -288,6 +288,43 @@ class TestSuiteGroup(TestSuite):
             self._verify_member(res, sent)
             self.verify(res["sources"][0]["sent"] == sent, f"member {res['node']}: {res['sources']}")
 
+    def test_a_source_that_closes_and_detaches_at_once_ends_its_members_closed(self, topology: Topology) -> None:
+        """2 members; the source drives its node from its own thread (--run-to-completion),
+        streams as fast as the group takes, and gets two SIGINTs 20 ms apart after 1 s: it
+        closes its endpoint with messages still in flight and detaches at once.
+
+        Expect: both members deliver the same messages (what the source's engine took: those
+        still in its tx ring at the close are dropped, as imago_close() says), none
+        duplicated or corrupted, and each stream ends ``closed``. Before, the detach
+        stopped the node before its END went out: the members ended ``gone`` when they
+        declared it dead, 3 s later (an outside tester: 8 of 15 member ends).
+        """
+        ports = self._bridge(topology, 2)
+        count = 50_000_000
+        subs = self._members(ports, count, extra={i: ["--wait-end"] for i in (2, 3)})
+        pub = self._source(ports, count, 2, node_opts=["--run-to-completion"])
+        pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
+        time.sleep(1.0)
+        pub.signal(signal.SIGINT)
+        time.sleep(0.02)
+        pub.signal(signal.SIGINT)
+        pub.wait(RUN_LIMIT_S)
+        src = _result(pub)
+        print("source RESULT", json.dumps(src))
+        sent = src["msgs_sent"]
+        self.verify(0 < sent < count, f"source stopped at: {src}")
+        delivered = []
+        for s in subs:
+            s.wait(RUN_LIMIT_S)
+            res = _result(s)
+            print("member RESULT", json.dumps(res))
+            x = res["sources"][0]
+            delivered.append(x["delivered"])
+            self.verify(res["duplicated"] == 0 and res["corrupted"] == 0 and res["reordered"] == 0
+                        and 0 < x["delivered"] <= sent, f"member {res['node']} delivered {x['delivered']} of {sent}: {res}")
+            self.verify(x["ended"] == "closed", f"member {res['node']}'s stream ended {x['ended']!r}, not closed")
+        self.verify(delivered[0] == delivered[1], f"the members delivered {delivered}")
+
     def test_a_late_joiner_starts_where_the_stream_is_or_at_the_oldest_held(self, topology: Topology) -> None:
         """One member from the start; two more join while the source sends (paced): member 3
         from now, member 4 from the oldest message the source still holds.
