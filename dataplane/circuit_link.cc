@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "dataplane/log.h"
 
@@ -269,6 +270,7 @@ unsigned CircuitLink::poll(uint64_t now) {
   for (circ::PortId p = 0; p < ports_.size(); ++p) {
     if (ports_[p].port == nullptr) continue;
     if (health_.went_down(p)) link_changed(p, false, now), ++work;
+    if (uint64_t quiet; ports_[p].link_log.due(now, &quiet)) log_link(p, " (as it is now)", quiet);
     // A link we stopped reading (pushed back) hears nothing: its HELLOs are not counted.
     if (!health_.hello_due(p, now, ports_[p].waiting.m == nullptr)) continue;
     if (send(p, ports_[p].hello[health_.hears(p)])) ++cc_.hellos_sent, ++work;
@@ -308,10 +310,8 @@ unsigned CircuitLink::flush(uint64_t now_tsc) {
 // circuit through it toward both ends. Rare, and the lcore's only allocation: a new table.
 void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now, const char* why) {
   ++(up ? cc_.links_up : cc_.links_down);
-  const bool say = loud(p, ports_[p].link_log, "link", now);
-  if (say)
-    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s%s\n", static_cast<uint64_t>(self_), p,
-              up ? "up" : "down", why);
+  HeldLine& line = ports_[p].link_log;
+  if (line.changed(now, cc_.log_quiet)) log_link(p, why, std::exchange(line.gate.quiet, 0));
   const int li = topo_.link_index(self_, p);
   if (li >= 0) {
     dead_[static_cast<size_t>(li)] = !up;
@@ -320,6 +320,14 @@ void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now, const char
     if (routes_log_.changed(now, cc_.log_quiet)) show_routes(up ? "a link came back" : "a link went down");
   }
   if (!up) sink_->node().link_down(p, now);
+}
+
+void CircuitLink::log_link(circ::PortId p, const char* why, uint64_t quiet) {
+  if (quiet != 0)
+    IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": port %u: %" PRIu64 " link changes not logged\n",
+              static_cast<uint64_t>(self_), p, quiet);
+  IMAGO_LOG(NOTICE, dataplane, "node %" PRIu64 ": link on port %u %s%s\n", static_cast<uint64_t>(self_), p,
+            health_.up(p) ? "up" : "down", why);
 }
 
 // @return whether a line of @p gate may be logged now; first says how many were not.

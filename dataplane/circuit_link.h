@@ -221,7 +221,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     uint32_t expect_port = 0;
     bool miswired = false;
     uint8_t wrong_in_row = 0;  ///< HELLOs from another node than expected, none right since
-    LogGate link_log, miswire_log;  ///< its "link up/down" and miswire lines
+    HeldLine link_log;    ///< its "link up/down" lines: a change held back is shown when the gap ends
+    LogGate miswire_log;  ///< its miswire lines
   };
   // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of
   // reach fails every re-open the same way: logged once, not every back-off.
@@ -239,6 +240,8 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
   void compute_routes();
   void show_routes(const char* why);
   bool loud(rel::circ::PortId p, LogGate& gate, const char* what, uint64_t now);
+  /** Log @p p's link state now, after @p why; first how many changes were not (@p quiet). */
+  void log_link(rel::circ::PortId p, const char* why, uint64_t quiet);
 
   rel::NodeId self_ = 0;
   rel::circ::Topology topo_;

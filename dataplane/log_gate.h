@@ -36,9 +36,11 @@ struct HeldLine {
     held = !gate.open(now, total);
     return !held;
   }
-  /** @return whether a held change is to be shown now (it then counts as shown). */
-  bool due(uint64_t now) {
+  /** @return whether a held change is to be shown now (it then counts as shown; @p quiet,
+   *  if given: how many changes were not shown). */
+  bool due(uint64_t now, uint64_t* quiet = nullptr) {
     if (!held || now - gate.at < LogGate::kGapNs) return false;
+    if (quiet != nullptr) *quiet = gate.quiet;
     held = false, gate.at = now, gate.quiet = 0;
     return true;
   }

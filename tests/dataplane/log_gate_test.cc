@@ -41,5 +41,22 @@ TEST(HeldLine, AChangeHeldBackIsShownOnceTheGapHasPassed) {
   EXPECT_FALSE(h.due(60 * kS));            // nothing held
 }
 
+// A link's up and down lines (the fabric tester: a link back within the gap logged no 'up', so
+// the log said down for a link that forwarded 547k frames): shown when the gap ends, with
+// how many changes were not.
+TEST(HeldLine, AHeldChangeIsShownWithHowManyWereNot) {
+  HeldLine h;
+  uint64_t total = 0, quiet = 99;
+  EXPECT_TRUE(h.changed(1 * kS, total));   // down: shown
+  EXPECT_FALSE(h.changed(2 * kS, total));  // up
+  EXPECT_FALSE(h.changed(3 * kS, total));  // down
+  EXPECT_FALSE(h.changed(4 * kS, total));  // up: held, the state now
+  EXPECT_FALSE(h.due(5 * kS, &quiet));
+  EXPECT_EQ(quiet, 99u);
+  EXPECT_TRUE(h.due(11 * kS, &quiet));
+  EXPECT_EQ(quiet, 3u);
+  EXPECT_EQ(total, 3u);
+}
+
 }  // namespace
 }  // namespace imago::dp
