@@ -235,10 +235,10 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 	}
 	double secs = (double)(ex_now_ns() - t0) / 1e9;
 	unsigned ok = 0, bad = 0, expired = 0;
-	printf("RESULT {\"mode\":\"cp\",\"role\":\"send\",\"bytes\":%llu,\"seconds\":%.3f,\"mib_per_s\":%.2f,\"members\":[",
-	       (unsigned long long)sent, secs, (double)sent / 1048576.0 / secs);
 	for (unsigned j = 0; j < s.n; ++j)
 		if (s.m[j].state == 0) printf("member %llu unfinished\n", (unsigned long long)s.m[j].id);
+	printf("RESULT {\"mode\":\"cp\",\"role\":\"send\",\"bytes\":%llu,\"seconds\":%.3f,\"mib_per_s\":%.2f,\"members\":[",
+	       (unsigned long long)sent, secs, (double)sent / 1048576.0 / secs);
 	for (unsigned j = 0; j < s.n; ++j) {
 		static const char *const st[] = {"unfinished", "done", "mismatch", "expired", "failed"};
 		printf("%s{\"node\":%llu,\"state\":\"%s\"}", j ? "," : "", (unsigned long long)s.m[j].id, st[s.m[j].state]);
@@ -326,7 +326,9 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 				if (strchr(c.name, '/') != NULL || c.name[0] == '.' || c.name[0] == 0) { fate = "bad name"; break; }
 				snprintf(path, sizeof path, "%s/%s", o->out, c.name);
 				if ((f = open_part(o->out, c.name, node, part, sizeof part)) == NULL) { fate = "cannot write"; break; }
-			} else if (p[0] == kData && f != NULL) {
+			} else if ((p[0] == kData || p[0] == kEof) && f == NULL) {
+				fate = "joined late"; /* the file goes out once, from its start: we missed it */
+			} else if (p[0] == kData) {
 				if (fwrite(p + 1, 1, d[i].len - 1, f) != d[i].len - 1) { fate = "cannot write"; break; }
 				size += d[i].len - 1, sum = fnv64(sum, p + 1, d[i].len - 1);
 			} else if (p[0] == kEof && d[i].len == sizeof eof && f != NULL) {
@@ -343,7 +345,7 @@ static int run_recv(imago_t *im, struct cp_opts *o, uint64_t node)
 	const int judged = !strcmp(fate, "done") || !strcmp(fate, "mismatch");
 	if (!judged) done.type = kFailed, snprintf(done.name, sizeof done.name, "%s%s%s", fate, path[0] ? ": " : "", path);
 	const int tell = back != NULL && (judged || !strcmp(fate, "cannot write") || !strcmp(fate, "bad name") ||
-	                                  !strcmp(fate, "stopped"));
+	                                  !strcmp(fate, "stopped") || !strcmp(fate, "joined late"));
 	if (tell) rc = send_one(back, &done, sizeof done, o->timeout_s);
 	/* The DONE must reach the sender before we detach: wait until the engine took it and the
 	 * sender's node confirmed everything (nothing to wait for when we told nothing: the
