@@ -130,8 +130,10 @@ int imago_attach_secondary(const char *file_prefix, imago_t **out);
  * EAL, once this process's nodes left the groups they received, each source having answered
  * its LEAVE, or after 250 ms at most: a source that did not hear it expires the member
  * instead, group_expire_ns later; and once each group they closed as a source (imago_close()
- * of a SEND endpoint) ended at every member, or after 1 s at most: a member still waiting
- * then ends GONE when it declares this node dead; a node of a fabric, its engines stopped, then closes its
+ * of a SEND endpoint) ended at every member, and each live peer acknowledged what its
+ * engine had taken to send to it (the endpoints' closes among it: the peer's endpoint learns
+ * it closed), or after 1 s at most: a member or peer still waiting then learns it when it
+ * declares this node dead; a node of a fabric, its engines stopped, then closes its
  * circuits, each far end told `closed`, and tells its neighbours it leaves, so they route
  * round it at once: docs/PROTOCOL.md 3.10.5; secondary: stop EAL, unless imagod died: then EAL's
  * shared state is left as it is, since its cleanup could wait for ever on a lock imagod
@@ -481,8 +483,9 @@ int imago_wait(imago_ep_t *ep, int64_t timeout_us);
 int imago_peer_ready(imago_ep_t *ep);
 
 /** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live;
- *  on a group endpoint also at most half the node's --group-window units, about 3 MB with
- *  4096 units and a 1500-byte MTU). */
+ *  on a group endpoint that sends also at most half the node's --group-window units, about
+ *  3 MB with 4096 units and a 1500-byte MTU; a RECV-only one, which sends nothing, answers
+ *  the peer endpoints' largest). */
 uint32_t imago_max_message(const imago_ep_t *ep);
 
 /** Per-endpoint statistics, counted since the endpoint opened. */
@@ -627,7 +630,10 @@ enum imago_group_event_kind {
 	IMAGO_GROUP_JOINED = 1,  /**< member joined the source's view; position: its first message's */
 	IMAGO_GROUP_LEFT = 2,    /**< member left the view; position: how far it had acknowledged */
 	IMAGO_GROUP_EXPIRED = 3, /**< member was expired (it held the source back longer than the
-	                              node's --group-expire-ms, or its node died); position as LEFT */
+	                              node's --group-expire-ms, or its node died); position as LEFT.
+	                              Views are per source: with several sources, one member's
+	                              expiry comes once in each source's stream this node
+	                              receives (and once from this node's own, if it sends) */
 	IMAGO_GROUP_STARTED = 4, /**< this node receives source's stream from position on */
 	IMAGO_GROUP_ENDED = 5,   /**< this node no longer receives source's stream; reason says why,
 	                              position is the first unit not delivered (it comes after
@@ -774,7 +780,9 @@ int imago_group_open(imago_t *im, uint32_t group, const struct imago_group_opts 
 /** @return the group of a group endpoint, 0 for a peer endpoint or a handle not live. */
 uint32_t imago_ep_group(const imago_ep_t *ep);
 
-/** @return the name of @p ep, or NULL (@p ep not live). */
+/** @return the name of @p ep, or NULL (@p ep not live): a group endpoint's is "group-G"
+ *  (telemetry's too), which a peer endpoint may be named as well; imago_ep_group() tells
+ *  them apart. */
 const char *imago_ep_name(const imago_ep_t *ep);
 /** @return the peer node of @p ep, or 0 (@p ep not live, or a group endpoint). */
 uint64_t imago_ep_peer(const imago_ep_t *ep);

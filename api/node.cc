@@ -86,6 +86,7 @@ unsigned Node::poll(uint64_t now_tsc) {
     work += drain_tx(active_[i], now_ns_);
     work += free_returned(*active_[i].slot, caches_);
   }
+  ne_.pub.app_queued = announce_n_;  // a clean stop waits for them too (Runtime::linger())
   const uint64_t board_due = ne_.pub.next_tsc;
   work += dp::node_engine_poll(ne_, now_tsc);  // receive, deliver (staged), timers, send; publish
   // Otherwise group senders' views are published with the node's board (every ms).

@@ -107,7 +107,7 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
     g_runtime = this;
     if (rte_mp_action_register(kCtlAction, on_ctl) < 0) {
       IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s%s\n", rte_strerror(rte_errno),
-                rte_errno == ENOTSUP ? " (EAL runs without a shared config: drop --no-shconf / --in-memory)" : "");
+                rte_errno == ENOTSUP ? " (EAL runs without a shared config: drop --no-shconf / --in-memory, or give imagod's own --no-huge after --, which serves no application)" : "");
       return -EIO;
     }
   }
@@ -449,7 +449,7 @@ void Runtime::stop() {
     rte_mp_action_unregister(kCtlAction);
     g_runtime = nullptr;
   }
-  linger_groups();
+  linger();
   if (apps > 0) return stop_under_apps(apps);
   if (engines_running_) {
     runner_->stop();
@@ -575,14 +575,18 @@ int Runtime::poll_inline() {
   return static_cast<int>(std::min<unsigned>(work, INT32_MAX));
 }
 
-// A member whose stream of a group ended (imago_close(), or its source's END) says LEAVE until
-// the source answers LEAVE_OK; stopped before that, it would be expired by the source
-// (group_expire_ns later) instead of leaving. So a stop waits for the answers, up to
-// kLeaveLingerMs: with every try lost, the source expires it as before. A source closed
-// (imago_close() of a SEND endpoint) still owes its members what it sent, then END; stopped
-// before that, they would end GONE once they declared this node dead (--dead-after-ms), as
-// if what it sent were lost. So a stop waits for those too, up to kCloseLingerMs.
-void Runtime::linger_groups() {
+// What a clean stop waits for (bounded), so that the other nodes are told, not left to find
+// this one dead (--dead-after-ms later):
+// - a member whose stream of a group ended (imago_close(), or its source's END) says LEAVE
+//   until the source answers LEAVE_OK; stopped before that, it would be expired
+//   (group_expire_ns later) instead of leaving: up to kLeaveLingerMs;
+// - a source closed (imago_close() of a SEND endpoint) still owes its members what it sent,
+//   then END; stopped before that, they would end GONE, as if what it sent were lost;
+// - a peer endpoint closed is announced to its peer in the session's stream, behind what the
+//   engine took to send on it; stopped before those are acknowledged, the peer's endpoint
+//   would wait for the peer's death to learn it closed, and lose them:
+// those up to kCloseLingerMs.
+void Runtime::linger() {
   constexpr uint64_t kLeaveLingerMs = 250, kCloseLingerMs = 1000;
   if (shm_ == nullptr || !(engines_running_ || o_.run_to_completion)) return;
   const uint64_t ms = rte_get_tsc_hz() / 1000, start = rte_rdtsc(), leaves_until = start + ms * kLeaveLingerMs;
@@ -592,11 +596,21 @@ void Runtime::linger_groups() {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       // A board published since the stop began: the engine's state after the last close.
       if (!shm_->boards[i].read(&snap) || snap.published_tsc <= start) return false;
-      if (snap.groups_closing != 0 || (leaves_due && snap.groups_leaving != 0)) return false;
+      if (snap.groups_closing != 0 || (leaves_due && snap.groups_leaving != 0) || !sessions_settled(snap))
+        return false;
     }
     return true;
   };
   wait_engine(done, start + ms * kCloseLingerMs);
+}
+
+bool Runtime::sessions_settled(const dp::NodeSnapshot& s) {
+  if (s.app_queued != 0) return false;
+  for (uint32_t i = 0; i < s.n_peers && i < dp::NodeSnapshot::kMaxPeers; ++i) {
+    const rel::PeerView& v = s.peers[i].view;
+    if (v.state == rel::PeerState::kEstablished && (v.tx_unconfirmed_msgs != 0 || v.tx_queued != 0)) return false;
+  }
+  return true;
 }
 
 bool Runtime::wait_engine(const std::function<bool()>& done, uint64_t until) {

@@ -97,9 +97,12 @@ class Runtime {
   static void free_rings(EndpointSlot& s);
   void hold_intr_thread_once_linked();
   bool wait_drained(uint32_t slot, uint64_t until);
-  /** Before the engines stop: let the nodes' group LEAVEs be answered, and the groups they
-   *  closed as sources end at every member (bounded). */
-  void linger_groups();
+  /** Before the engines stop: let the nodes' group LEAVEs be answered, the groups they
+   *  closed as sources end at every member, and their sessions' messages and endpoint
+   *  announcements be acknowledged (bounded). */
+  void linger();
+  /** @return whether @p s's node has nothing left to send or be acknowledged on a live session. */
+  static bool sessions_settled(const dp::NodeSnapshot& s);
   /** Wait (up to a second and to TSC @p until; run-to-completion: polling the nodes) until
    *  @p done. Time-bounded, not counted: a loaded machine stretches every sleep. */
   bool wait_engine(const std::function<bool()>& done, uint64_t until = kForever);

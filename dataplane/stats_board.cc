@@ -10,7 +10,7 @@ namespace imago::dp {
 
 void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link,
                          uint64_t now_tsc, const rel::red::LinkSet* set, const EngineLinkCounters* link_b,
-                         const CircuitStats* circ) {
+                         const CircuitStats* circ, uint32_t app_queued) {
   const uint32_t s = seq_.load(std::memory_order_relaxed);
   seq_.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -22,6 +22,7 @@ void StatsBoard::publish(uint64_t node_id, const rel::Engine& engine, const Engi
   snap_.group = engine.group_counters();
   snap_.groups_leaving = engine.groups_leaving();
   snap_.groups_closing = engine.groups_closing();
+  snap_.app_queued = app_queued;
   snap_.redundant = set != nullptr;
   if (set != nullptr) {
     snap_.mode = set->config().mode;

@@ -37,6 +37,7 @@ struct NodeSnapshot {
   rel::GroupCounters group;    ///< Engine::group_counters()
   uint32_t groups_leaving = 0;  ///< Engine::groups_leaving()
   uint32_t groups_closing = 0;  ///< Engine::groups_closing()
+  uint32_t app_queued = 0;      ///< messages the node above the engine holds for it (BoardPublisher::app_queued)
   /** A node on two networks (reliability/redundancy/): its mode, network B's link, and each
    *  network's counters and state. */
   bool redundant = false;
@@ -56,7 +57,7 @@ class StatsBoard {
   /** The writer (the lcore polling @p engine; nobody else): copy its state now. */
   void publish(uint64_t node_id, const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc,
                const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr,
-               const CircuitStats* circ = nullptr);
+               const CircuitStats* circ = nullptr, uint32_t app_queued = 0);
   /** Any thread or process: copy the board into @p out. @return false when no consistent
    *  copy could be had (the writer kept publishing; try again). */
   bool read(NodeSnapshot* out) const;
@@ -101,13 +102,14 @@ struct BoardPublisher {
   uint64_t node_id = 0;
   uint64_t period_tsc = 0;
   uint64_t next_tsc = 0;
+  uint32_t app_queued = 0;  ///< set by the node above the engine: messages it still holds for it (published)
 
   void maybe(const rel::Engine& engine, const EngineLinkCounters& link, uint64_t now_tsc,
              const rel::red::LinkSet* set = nullptr, const EngineLinkCounters* link_b = nullptr,
              const CircuitStats* circ = nullptr) {
     if (board == nullptr || now_tsc < next_tsc) return;
     next_tsc = now_tsc + period_tsc;
-    board->publish(node_id, engine, link, now_tsc, set, link_b, circ);
+    board->publish(node_id, engine, link, now_tsc, set, link_b, circ, app_queued);
   }
 };
 

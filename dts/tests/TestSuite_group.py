@@ -333,9 +333,11 @@ class TestSuiteGroup(TestSuite):
         member 3 started after message 0; the source saw three joins.
         """
         ports = self._bridge(topology, 3)
-        count = 6_000
+        # 8 s of stream: an embedded node busy-polling beside three others takes up to 2 s
+        # to start on 2 cores, and the joiners start one after the other.
+        count = 8_000
         first = self._start(ports[1], 2, [(1, ports[0])], "sub", count)
-        pub = self._source(ports, count, 1, extra=["--rate", "2000"])
+        pub = self._source(ports, count, 1, extra=["--rate", "1000"])
         pub.wait_for_line("EVENT pub joined", READY_TIMEOUT_S)
         time.sleep(1.0)
         late = self._start(ports[2], 3, [(1, ports[0])], "sub", count)
