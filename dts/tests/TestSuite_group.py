@@ -725,6 +725,44 @@ class TestSuiteGroup(TestSuite):
             self.verify(r.wait(RUN_LIMIT_S) == 0, f"{r.name}; last lines:\n{r.tail()}")
             self.verify((out / src.name).read_bytes() == src.read_bytes(), f"{out / src.name} differs")
 
+    def test_a_receiver_that_joins_after_the_transfer_began_says_so(self, topology: Topology,
+                                                                    tmp_path: Path) -> None:
+        """imago-cp sends a 40 MB file to member 2 (losing 10 % of what it receives, so the
+        transfer lasts); member 3 starts its receiver once the transfer is under way.
+
+        Expect: member 2 done with the original bytes; member 3 ends ``joined late`` (exit
+        1, no file, no part file) and the sender reports it ``failed``, its RESULT one JSON
+        line. Before, member 3 waited for the end and said ``source gone``, which USER.md
+        called ``timed out``, and the sender's ``member N unfinished`` lines could land in
+        its RESULT line (an outside tester).
+        """
+        ports = self._bridge(topology, 2)
+        src = tmp_path / "big.bin"
+        src.write_bytes(bytes((i * 7919 + (i >> 11)) & 0xFF for i in range(256)) * (40_000_000 // 256))
+        out2, out3 = tmp_path / "out2", tmp_path / "out3"
+        out2.mkdir(), out3.mkdir()
+        first = self._cp(ports[1], 2, [(1, ports[0])], ["recv", "--out", str(out2)],
+                         ["--fault-rx", "loss=0.1,seed=5"])
+        sender = self._cp(ports[0], 1, [(2, ports[1]), (3, ports[2])],
+                          ["send", str(src), "--members", "1", "--chunk", "8000"])
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not any("joined" in l for l in sender.lines("stdout")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        late = self._cp(ports[2], 3, [(1, ports[0])], ["recv", "--out", str(out3)])
+        self.verify(late.wait(RUN_LIMIT_S) == 1, f"the late receiver; last lines:\n{late.tail()}")
+        late_res = _result(late)
+        print("late receiver RESULT", json.dumps(late_res))
+        self.verify(sender.running, "the transfer ended before the late receiver joined: make it longer")
+        self.verify(late_res["state"] == "joined late", f"late receiver: {late_res}")
+        self.verify(not list(out3.iterdir()), f"the late receiver left {list(out3.iterdir())}")
+        self.verify(sender.wait(RUN_LIMIT_S) == 1, f"sender; last lines:\n{sender.tail()}")
+        res = _result(sender)
+        print("sender RESULT", json.dumps(res))
+        states = {m["node"]: m["state"] for m in res["members"]}
+        self.verify(states == {2: "done", 3: "failed"}, f"members: {states}")
+        self.verify(first.wait(RUN_LIMIT_S) == 0, f"{first.name}; last lines:\n{first.tail()}")
+        self.verify((out2 / src.name).read_bytes() == src.read_bytes(), f"{out2 / src.name} differs")
+
     def test_a_sender_that_dies_ends_its_receivers_at_once(self, topology: Topology, tmp_path: Path) -> None:
         """imago-cp sends a 64 MB file named `a"b\\c.bin` to one member losing 2 % of what it
         receives; the sender is SIGKILLed a fifth of a second into the transfer.
