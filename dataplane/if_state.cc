@@ -28,7 +28,7 @@ void sweep_claims() {
   if (d == nullptr) return;
   while (const dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name.rfind("iface-", 0) != 0 || name.size() < 5 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
+    if (name.rfind("iface-", 0) != 0 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
     const std::string path = std::string(kClaimDir) + "/" + name;
     const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) continue;

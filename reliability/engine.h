@@ -380,7 +380,7 @@ class Engine {
   GroupRx* find_rx(NodeId src, GroupId g);
   GroupWant* find_want(GroupId g);
   bool admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now);
-  bool push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq position, uint64_t now);
+  void push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq position, uint64_t now);
   void remove_member(GroupTx& t, size_t i, GroupEvent::Kind why, uint64_t now);
   void group_release(GroupTx& t);
   void group_flush(GroupTx& t, uint64_t now, bool all);

@@ -222,8 +222,11 @@ void Engine::event(GroupEvent::Kind kind, NodeId src, GroupId g, NodeId member, 
 
 // --- the source's side ---
 
-bool Engine::push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq position, uint64_t now) {
-  if (!t.tx.fits(1, sizeof(GroupViewRecord))) return false;
+// The view steps; its record goes in the stream unless the window is full (others hold it
+// back): then the members do not meet this change in the stream, and the view number says a
+// change was there when the next record comes.
+void Engine::push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq position, uint64_t now) {
+  if (!t.tx.fits(1, sizeof(GroupViewRecord))) return void(++t.view);
   GroupViewRecord v{};
   v.kind = kind;
   v.member.set(member);
@@ -233,7 +236,6 @@ bool Engine::push_view(GroupTx& t, GroupEvent::Kind kind, NodeId member, Seq pos
   t.tx.push({reinterpret_cast<const uint8_t*>(&v), sizeof v}, rec_flag::kView | rec_flag::kFast, now);
   t.unsent_bytes += sizeof v + record_header_size(sizeof v, false);
   t.fast_pending += 1;  // flushed by the next group_poll(): its callers make it due
-  return true;
 }
 
 bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
@@ -242,10 +244,9 @@ bool Engine::admit(GroupTx& t, Peer& p, bool from_oldest, uint64_t now) {
   // the start of a message it delivered part of).
   Seq start = from_oldest ? t.tx.una() : t.tx.end();
   while (start != t.tx.end() && (t.tx.at(start).rec_flags & rec_flag::kCont)) ++start;
-  // With the window full (a member holds it back), the record is skipped, as a leave's is:
-  // the member is admitted all the same, and one asking from the oldest gets what is held
-  // now, not what is held once the window moved (nothing old, often).
-  if (!push_view(t, GroupEvent::kJoined, p.id, start, now)) ++t.view;
+  // Admitted even when the window is full (its record skipped): one asking from the oldest
+  // gets what is held now, not what is held once the window moved (nothing old, often).
+  push_view(t, GroupEvent::kJoined, p.id, start, now);
   event(GroupEvent::kJoined, cfg_.node_id, t.g, p.id, t.view, start);
   t.members.push_back(GroupMember{p.id, start, start, now, now, false});
   group_release(t);  // it may start beyond what was sent, with every other member (t.ahead)
@@ -259,9 +260,7 @@ void Engine::remove_member(GroupTx& t, size_t i, GroupEvent::Kind why, uint64_t 
   t.members.erase(t.members.begin() + static_cast<ptrdiff_t>(i));
   (why == GroupEvent::kLeft ? gc_.leaves : gc_.expiries)++;
   group_release(t);  // what it held back, first: its view change then finds room
-  // With the window still full (others hold it back), the members do not meet this change
-  // in the stream; the view number says a change was there when the next one comes.
-  if (!push_view(t, why, m.id, m.ack, now)) ++t.view;
+  push_view(t, why, m.id, m.ack, now);
   event(why, cfg_.node_id, t.g, m.id, t.view, m.ack);
 }
 
