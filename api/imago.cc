@@ -533,6 +533,7 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->msgs_by_ref = c.msgs_by_ref;
   st->msgs_no_endpoint = im->shm->no_endpoint[index].get();
   st->group_parity_sent = g.parity_sent, st->group_parity_rebuilt = g.parity_rebuilt;
+  st->group_flight_cuts = g.flight_cuts;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;
   net_stats(*snap, st);
   fabric_stats(*snap, st);

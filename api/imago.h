@@ -263,6 +263,10 @@ struct imago_node_stats {
 	                                    (never opened, closed, or its process died), dropped
 	                                    (imagod's line: no_endpoint); group messages for a group
 	                                    left meanwhile too */
+	uint64_t group_flight_cuts;    /**< times a member of this node's group streams asked for
+	                                    --group-burst frames or more lost in a row (its queue
+	                                    overflowed) and its source halved the frames it keeps in
+	                                    flight (docs/PROTOCOL.md 3.7.8) */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */

@@ -47,7 +47,7 @@ bool is_protocol_option(const std::string& name);
 
 /** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,
  *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms,
- *  --group-sources, --group-streams, --group-window, --group-nack-backoff-us, --group-parity, --no-multicast,
+ *  --group-sources, --group-streams, --group-window, --group-nack-backoff-us, --group-parity, --group-burst, --no-multicast,
  *  --group-expire-ms. */
 template <typename T>
 void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
@@ -66,6 +66,15 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                           return parse_num<uint64_t>(v, n, lo, hi) && ((o.*m).engine.*f = n * unit, true);
                         },
                         [=](const T& o) { return std::to_string((o.*m).engine.*f / unit); }};
+  };
+  // A count of frames: 0 (off) or 2..@p hi (one frame makes no block and no run).
+  auto frames = [m](const char* name, const char* help, uint32_t rel::Config::*f, uint32_t hi) {
+    return OptionRow<T>{name, "FRAMES", help,
+                        [=](T& o, const std::string& v) {
+                          uint32_t& k = (o.*m).engine.*f;
+                          return parse_num<uint32_t>(v, k, 0, hi) && k != 1;
+                        },
+                        [=](const T& o) { return std::to_string((o.*m).engine.*f); }};
   };
   t.push_back({"mtu", "BYTES", "IP MTU the frames are sized for, 576..9000 (net_af_packet: at most the interface's)",
                [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).mtu, 576, 9000); },
@@ -111,14 +120,15 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                    "a group member waits a random time up to this long before asking for a hole another's "
                    "repair may fill (NACK suppression; repairs then go to the group), 0..1000000",
                    &rel::Config::group_nack_backoff_ns, kUs, 0, 1'000'000));
-  t.push_back({"group-parity", "FRAMES",
-               "a group source whose members lose about two frames or more in every FRAMES sends an XOR parity "
-               "frame per block of FRAMES, from which a member rebuilds one lost frame of it; 0: never, else 2..64",
-               [m](T& o, const std::string& v) {
-                 uint32_t& k = (o.*m).engine.group_parity_frames;
-                 return parse_num<uint32_t>(v, k, 0, 64) && k != 1;
-               },
-               [m](const T& o) { return std::to_string((o.*m).engine.group_parity_frames); }});
+  t.push_back(frames("group-parity",
+                     "a group source whose members lose about two frames or more in every FRAMES sends an XOR parity "
+                     "frame per block of FRAMES, from which a member rebuilds one lost frame of it; 0: never, else 2..64",
+                     &rel::Config::group_parity_frames, 64));
+  t.push_back(frames("group-burst",
+                     "a member's ask for FRAMES or more frames lost in a row (its queue overflowed) halves the frames "
+                     "its group source keeps in flight; they grow back a frame a round and double every 50 ms without "
+                     "another; 0: never, else 2..1024",
+                     &rel::Config::group_burst_frames, 1024));
   t.push_back(flag("no-multicast", "send group frames to each member by unicast instead of once to the group",
                    &rel::Config::group_multicast, false));
   t.push_back(time("group-expire-ms", "MS", "a group member that holds its source back this long is expired, 10..3600000",

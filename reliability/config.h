@@ -96,6 +96,11 @@ struct Config {
    *  else 2 to 64 (needs max_sack >= 2: a parity frame is 12 bytes above its longest frame's
    *  records). */
   uint32_t group_parity_frames = 32;
+  /** A member's NACK of a hole of this many frames in a row or more says it overflowed (its
+   *  port's queue, while it was off its core), not a random loss: its source halves the frames
+   *  it keeps in flight, and grows them back by an eighth a round (docs/PROTOCOL.md 3.7.8).
+   *  0: never (a group keeps its whole window in flight). */
+  uint32_t group_burst_frames = 8;
 };
 
 /**

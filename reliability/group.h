@@ -88,6 +88,11 @@ struct GroupTx {
   static constexpr size_t kSentParities = 8;
   SentParity sent_par[kSentParities];
   uint32_t sent_par_n = 0;  ///< parity frames recorded (the next goes at n % kSentParities)
+  // Frames in flight after a member overflowed (3.7.8): 0, no limit but the window.
+  uint32_t flight_cap = 0;
+  uint32_t flight_grow = 0;  ///< frames released since the cap last grew
+  Seq cut_at = 0;            ///< no second cut before the slowest member passes this
+  uint64_t cut_ns = 0;       ///< when it was last cut, or doubled
 };
 
 /** A (source, group) stream this node receives. */
@@ -178,6 +183,7 @@ struct GroupCounters {
   uint64_t parity_bad = 0;      ///< parity frames malformed, or rebuilding a frame that failed its checks
   uint64_t nack_frames_sent = 0;  ///< NACK_FRAMES entries sent (frames of a parity block asked)
   uint64_t interests_full = 0;  ///< JOINs of groups not open here met a full table (remembered or not)
+  uint64_t flight_cuts = 0;     ///< a member's NACK of a long hole halved the frames in flight (3.7.8)
 };
 
 /** Call @p fn(name, value) for every counter of @p c, in a stable order (the names are the
@@ -186,7 +192,7 @@ template <typename Fn>
 void for_each_counter(const GroupCounters& c, Fn&& fn) {
   // Every field is a uint64_t and each is named below: a counter added to the struct and not
   // here fails this, so none is kept that an operator cannot read.
-  static_assert(sizeof(GroupCounters) == 24 * sizeof(uint64_t), "name the new group counter here");
+  static_assert(sizeof(GroupCounters) == 25 * sizeof(uint64_t), "name the new group counter here");
   fn("msgs_sent", c.msgs_sent), fn("data_frames", c.data_frames), fn("unicast_copies", c.unicast_copies);
   fn("repair_frames", c.repair_frames), fn("repair_multicast", c.repair_multicast);
   fn("status_sent", c.status_sent), fn("joins", c.joins), fn("leaves", c.leaves), fn("expiries", c.expiries);
@@ -195,6 +201,7 @@ void for_each_counter(const GroupCounters& c, Fn&& fn) {
   fn("nack_freed", c.nack_freed), fn("lost_told", c.lost_told), fn("units_lost", c.units_lost);
   fn("lost_events", c.lost_events), fn("parity_sent", c.parity_sent), fn("parity_rebuilt", c.parity_rebuilt);
   fn("parity_bad", c.parity_bad), fn("nack_frames_sent", c.nack_frames_sent), fn("interests_full", c.interests_full);
+  fn("flight_cuts", c.flight_cuts);
 }
 
 }  // namespace imago::rel

@@ -156,6 +156,9 @@ class SendWindow {
   uint32_t slots() const { return slots_; }
   uint64_t capacity_bytes() const { return uint64_t{frames_n_} * rec_budget_; }
   bool has_unsent() const { return nxt_ != end_; }
+  /** @return the frames sent and not yet released, and the frames the window holds at most. */
+  uint32_t sent_frames() const { return fr_sent_; }
+  uint32_t frames() const { return frames_n_; }
   bool has_outstanding() const { return una_ != nxt_; }
   /** @return true when @p s was transmitted and is not yet acknowledged. */
   bool outstanding(Seq s) const { return seq_le(una_, s) && seq_lt(s, nxt_); }

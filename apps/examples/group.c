@@ -493,11 +493,11 @@ static void print_pub(const struct pub *p, const struct ex_opts *o, uint64_t nod
 	       st.group_members, st.group_view, (unsigned long long)st.group_pending, p->joined, p->left, p->expired);
 	for (uint32_t i = 0; i < p->expired; ++i) printf("%s%llu", i ? "," : "", (unsigned long long)p->expired_ids[i]);
 	printf("],\"tx_ring_full\":%llu,\"events_lost\":%llu,\"data_frames\":%llu,\"unicast_copies\":%llu,"
-	       "\"repair_frames\":%llu,\"parity_frames\":%llu,\"process_cpu_ns_per_msg\":%.1f}\n",
+	       "\"repair_frames\":%llu,\"parity_frames\":%llu,\"flight_cuts\":%llu,\"process_cpu_ns_per_msg\":%.1f}\n",
 	       (unsigned long long)st.tx_ring_full, (unsigned long long)st.events_lost,
 	       (unsigned long long)ns.group_data_frames, (unsigned long long)ns.group_unicast_copies,
 	       (unsigned long long)ns.group_repair_frames, (unsigned long long)ns.group_parity_sent,
-	       sent ? cpu_ns / (double)sent : 0.0);
+	       (unsigned long long)ns.group_flight_cuts, sent ? cpu_ns / (double)sent : 0.0);
 }
 
 /* The sub RESULT's order part: the application's check, and the endpoint's ordering counters. */

@@ -130,7 +130,11 @@ class GroupPair : public ::testing::Test {
       GWire::Frame f = std::move(w.q.front());
       w.q.pop_front();
       if (asleep(f.to, now)) {
-        held.push_back(std::move(f));
+        // Its port's queue takes held_cap frames; the rest overflow.
+        if (held_cap == ~size_t{0} || held_for(f.to) < held_cap)
+          held.push_back(std::move(f));
+        else
+          ++overflowed;
         continue;
       }
       if (w.drop(f) || w.nodes[f.to] == nullptr || !w.nodes[f.to]->e) continue;
@@ -163,6 +167,13 @@ class GroupPair : public ::testing::Test {
   /** A node off its core at a time (a loaded machine): not polled, its frames held for it. */
   std::function<bool(NodeId, uint64_t)> asleep = [](NodeId, uint64_t) { return false; };
   std::deque<GWire::Frame> held;
+  size_t held_cap = ~size_t{0};  ///< frames held for each node asleep at most
+  uint64_t overflowed = 0;       ///< frames dropped beyond held_cap
+  size_t held_for(NodeId id) const {
+    size_t n = 0;
+    for (const GWire::Frame& f : held) n += f.to == id;
+    return n;
+  }
 };
 
 static constexpr GroupId kG = 0x10;
