@@ -78,7 +78,10 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
 
 int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip,
                          const MacAddr& mac_b, uint32_t ip_b) {
-  const uint64_t now = e.clock.ns(rte_rdtsc());
+  const uint64_t now_tsc = rte_rdtsc(), now = e.clock.ns(now_tsc);
+  // The peer's silence counts from now: so does the time until the first poll (a
+  // run-to-completion application that sets up at length before it polls).
+  if (e.last_poll_tsc == 0) e.last_poll_tsc = now_tsc;
   if (e.circ) {
     if (int rc = e.circ->add_peer(peer, now); rc < 0) return rc;
     return e.engine->add_peer(peer, now);

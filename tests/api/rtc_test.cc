@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,28 @@
 namespace {
 
 imago_t* g_im = nullptr;
+
+// First, before any poll: the nodes added their peers at the attach, and an application
+// that takes longer than --dead-after-ms (3 s) before its first imago_engine_poll() (it sets
+// up, or waits for something else) must not find them dead: that time is not their silence.
+TEST(RunToCompletion, TheFirstPollLongAfterTheAttachFindsNoPeerDead) {
+  imago_ep_t *a = nullptr, *b = nullptr;
+  imago_ep_opts oa{.local_node = 1, .ring_size = 0, .reserved = 0};
+  imago_ep_opts ob{.local_node = 2, .ring_size = 0, .reserved = 0};
+  ASSERT_EQ(imago_open(g_im, "first", 2, &oa, &a), 0);
+  ASSERT_EQ(imago_open(g_im, "first", 1, &ob, &b), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  for (int polls = 0; polls < 1000000 && !(imago_peer_ready(a) == 1 && imago_peer_ready(b) == 1); ++polls)
+    ASSERT_GE(imago_engine_poll(g_im), 0);
+  for (unsigned i = 0; i < 2; ++i) {
+    imago_node_stats st{};
+    ASSERT_EQ(imago_node_stats_get(g_im, i, &st), 0);
+    EXPECT_EQ(st.peer_deaths, 0u) << "node " << st.node;
+    EXPECT_EQ(st.msgs_unconfirmed, 0u) << "node " << st.node;
+  }
+  EXPECT_EQ(imago_close(a), 0);
+  EXPECT_EQ(imago_close(b), 0);
+}
 
 TEST(RunToCompletion, TheApplicationThreadDrivesTheNodes) {
   EXPECT_EQ(imago_engine_poll(nullptr), -EINVAL);
