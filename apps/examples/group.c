@@ -78,6 +78,8 @@ static const char help[] =
 	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not;\n"
 	"so is what a member the ordered group left out lacks of every source (the error said so),\n"
 	"and, ordered, what a member lacks of a member that left the order (expired, left, ended).\n"
+	"Stopped by a signal or by --timeout, what had not come yet of streams that had not ended is\n"
+	"RESULT unfinished (counted in lost, not in lost_silently).\n"
 	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
 /* Options of some roles only: refused for the others (ex_parse()). */
 static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
@@ -514,10 +516,13 @@ static void print_order(const struct sub *s)
 	       (unsigned long long)st.order_departed, (unsigned long long)st.order_dropped);
 }
 
-static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node, imago_t *im)
+/* @p cut: the run was stopped (a signal) or gave up (--timeout) before every stream ended:
+ * what had not come yet is unfinished, not lost silently. */
+static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node, imago_t *im, int cut)
 {
 	struct imago_node_stats ns = node_stats(im, node);
 	uint64_t delivered = 0, bytes = 0, lost = 0, dup = 0, bad = 0, reported = 0, silent = 0, ended = 0;
+	uint64_t unfinished = 0;
 	printf("RESULT {\"mode\":\"group\",\"role\":\"sub\",\"node\":%llu,\"group\":%u,\"sources\":[", (unsigned long long)node,
 	       o->group);
 	for (unsigned i = 0; i < s->n_src; ++i) {
@@ -537,14 +542,15 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 		 * of a member that left the order, the order dropped the rest (order_dropped). */
 		const int told = ended_lossy(x) || s->left_out || x->departed;
 		ended += told ? missing : 0;
-		silent += x->silent + (missing && !x->lost_since && !told);
+		unfinished += !told && cut ? missing : 0;
+		silent += x->silent + (missing && !x->lost_since && !told && !cut);
 	}
 	printf("],\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)delivered,
 	       (unsigned long long)bytes);
 	ex_print_rate(delivered, bytes, s->t1 - s->t0);
-	printf(",\"lost\":%llu,\"lost_reported\":%llu,\"lost_ended\":%llu,\"lost_silently\":%llu",
+	printf(",\"lost\":%llu,\"lost_reported\":%llu,\"lost_ended\":%llu,\"lost_silently\":%llu,\"unfinished\":%llu",
 	       (unsigned long long)lost, (unsigned long long)reported, (unsigned long long)ended,
-	       (unsigned long long)silent);
+	       (unsigned long long)silent, (unsigned long long)unfinished);
 	printf(",\"duplicated\":%llu,\"reordered\":0,\"corrupted\":%llu,\"frames_rejected\":%llu,"
 	       "\"frames_not_allowed\":%llu,\"nacks_sent\":%llu,\"parity_rebuilt\":%llu",
 	       (unsigned long long)dup, (unsigned long long)bad, (unsigned long long)ns.frames_rejected, (unsigned long long)ns.frames_not_allowed,
@@ -705,7 +711,7 @@ int main(int argc, char **argv)
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
 	int bad = 0;
 	if (do_pub) print_pub(&p, &o, pub_node, im);
-	if (do_sub) bad = print_sub(&s, &o, sub_node, im);
+	if (do_sub) bad = print_sub(&s, &o, sub_node, im, ex_stop || rc == -ETIMEDOUT);
 	fflush(stdout);
 	if (o.order_log && write_log(&s, o.order_log, argv[0]) < 0) bad = 1;
 	rc = rc < 0 || bad ? 1 : 0;
