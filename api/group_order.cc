@@ -33,7 +33,7 @@ int GroupOrder::init(order::Mode mode, std::span<const NodeId> members, NodeId s
   head_ = order::Head{order::Kind::kData, mode, static_cast<uint8_t>(w), order::fingerprint(mode, window, members_)};
   self_ = self, window_ = window, io_ = io;
   self_slot_ = static_cast<uint32_t>(slot_of(self));
-  joined_.assign(w, 0), departed_.assign(w, 0), ended_.assign(w, 0), started_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
+  joined_.assign(w, 0), departed_.assign(w, 0), ended_.assign(w, 0), told_ended_.assign(w, 0), started_.assign(w, 0), credit_.assign(w, 0), told_.assign(w, 0), stamped_.assign(w, 0);
   joined_[self_slot_] = 1, all_joined_ = false;
   scratch_.assign(w, 0);
   slots_.assign(holdable + slack, imago_msg{});
@@ -199,13 +199,29 @@ void GroupOrder::on_event(imago_msg& m) {
 // never would, and the order would wait for it for ever: it leaves now, and the application
 // gets the ENDED (GONE) its stream would have given. Anything else is ours alone.
 void GroupOrder::node_gone(imago_msg& m, const imago_group_event& ev, int k) {
+  io_->drop(m);
   if (k < 0 || static_cast<uint32_t>(k) == self_slot_ || started_[static_cast<size_t>(k)] ||
       ended_[static_cast<size_t>(k)])
-    return io_->drop(m);
+    return;
   depart(static_cast<NodeId>(ev.source), true, true);
-  const imago_group_event ended{IMAGO_GROUP_ENDED, 0, ev.source, self_, 0, IMAGO_GROUP_END_GONE, 0, 0};
-  std::memcpy(m.u.inline_data, &ended, sizeof ended);  // an event is inline
-  ready(store(m));
+  end_unstarted(static_cast<NodeId>(ev.source));
+}
+
+// A member that left the order while its stream had not started here: no ENDED of its stream
+// would ever come, and an application waiting for each member's end would wait for ever. It
+// gets the ENDED (GONE) now, once; not in causal order, which waits for such a member's
+// messages until its stream ended here.
+void GroupOrder::end_unstarted(NodeId n) {
+  const int k = slot_of(n);
+  if (k < 0 || static_cast<uint32_t>(k) == self_slot_) return;
+  const auto i = static_cast<size_t>(k);
+  if (started_[i] || told_ended_[i] || (causal() && !ended_[i])) return;
+  told_ended_[i] = 1;
+  const imago_group_event ended{IMAGO_GROUP_ENDED, 0, n, self_, 0, IMAGO_GROUP_END_GONE, 0, 0};
+  imago_msg d{};
+  d.src = n, d.len = sizeof ended, d.flags = IMAGO_MSG_F_EVENT, d.tier = IMAGO_TIER_INLINE;
+  std::memcpy(d.u.inline_data, &ended, sizeof ended);  // an event is inline
+  ready(store(d));
 }
 
 void GroupOrder::joined(NodeId n) {
@@ -358,6 +374,7 @@ void GroupOrder::depart(NodeId n, bool tell, bool ended_here) {
   note_membership();
   ++c_.departed;
   if (tell) tell_gone(n);  // the others may not have seen it: total order would wait for it for ever
+  end_unstarted(n);
   if (causal()) return;
   std::vector<NodeId> view;
   for (size_t i = 0; i < members_.size(); ++i)

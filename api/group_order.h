@@ -161,6 +161,7 @@ class GroupOrder {
   void on_data(imago_msg& m, rel::NodeId src, std::span<const uint8_t> b);
   void credit_from(int slot, std::span<const uint8_t> stamp);
   void depart(rel::NodeId n, bool tell, bool ended_here);
+  void end_unstarted(rel::NodeId n);
   void joined(rel::NodeId n);
   void tell_gone(rel::NodeId n);
   void drain();
@@ -187,6 +188,7 @@ class GroupOrder {
   std::vector<uint8_t> departed_;     ///< per slot: left the order
   std::vector<uint8_t> ended_;        ///< per slot: its stream ended here
   std::vector<uint8_t> started_;      ///< per slot: its stream started here (STARTED)
+  std::vector<uint8_t> told_ended_;   ///< per slot: given an ENDED of our own (end_unstarted())
   std::vector<uint32_t> credit_;      ///< causal, per slot: how many of ours it delivered
   std::vector<uint32_t> told_;        ///< causal, per slot: its delivered count we last told
   std::vector<uint32_t> stamped_;     ///< causal: the stamp prepare() made, told once sent(true)

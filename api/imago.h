@@ -729,7 +729,9 @@ struct imago_group_event {
  * not yet delivered at every member (as their credits or ACKs say). A member whose node this
  * node had a session with and then declared dead (--dead-after-ms) before its stream started
  * here leaves the order then, and this endpoint gets IMAGO_GROUP_ENDED (reason GONE) for it
- * as if its stream had ended; a member whose node was never heard from is waited for.
+ * as if its stream had ended; a member whose node was never heard from is waited for. In
+ * total order a member that leaves the order on any word (below) while its stream had not
+ * started here gets that ENDED (GONE) then too, once: no end of its stream ever comes.
  * imago_buf_alloc() and imago_send_zc() are -ENOTSUP on an ordered endpoint. Events are
  * delivered as they arrive, not held back with the messages. A member leaves the order when
  * its stream ends here (ENDED, any reason but DROPPED), or this node's stream expires it or

@@ -412,6 +412,45 @@ TEST(GroupOrder, RecordsGoAtOnceUnderLightLoadAndShareFramesUnderLoad) {
   EXPECT_EQ(net.buffers, 0u);
 }
 
+/** One receive call of @p x. @return the ENDED (GONE) events of member @p c it gave, the
+ *  other messages it gave added to @p other. */
+uint32_t ended_of(Net& net, Member& x, NodeId c, uint32_t* other) {
+  uint32_t ended = 0;
+  imago_msg out[16];
+  const int n = x.g.receive(out, 16, [&x](imago_msg* in, unsigned max) { return pull(x, in, max); });
+  for (int i = 0; i < n; ++i) {
+    imago_group_event ev;
+    std::memcpy(&ev, out[i].u.inline_data, sizeof ev);
+    const bool gone = (out[i].flags & IMAGO_MSG_F_EVENT) && ev.kind == IMAGO_GROUP_ENDED &&
+                      ev.reason == IMAGO_GROUP_END_GONE && ev.source == c && ev.member == x.id;
+    ++(gone ? ended : *other);
+    give_back(net, out[i]);
+  }
+  return ended;
+}
+
+/** Forget every event of member @p c at @p x: it never opened there. */
+void never_opened(Member& x, NodeId c) {
+  std::erase_if(x.events, [&](const imago_msg& d) {
+    imago_group_event ev;
+    std::memcpy(&ev, d.u.inline_data, sizeof ev);
+    return ev.member == c;
+  });
+}
+
+/** Three members of @p mode seeded @p seed, the third of which never opened: the first two
+ *  never see it join, and have taken what they gave each other. @return its id. */
+NodeId open_without_third(Net& net, uint64_t seed, order::Mode mode) {
+  EXPECT_TRUE(open_net(net, seed, 3, mode, 8));
+  Member& a = *net.m[0];
+  Member& b = *net.m[1];
+  const NodeId c = net.m[2]->id;
+  net.m[2]->crashed = true;
+  for (Member* x : {&a, &b}) never_opened(*x, c);
+  for (int round = 0; round < 3; ++round) receive_only(net, a, 8), receive_only(net, b, 8);
+  return c;
+}
+
 // A member whose node died before it opened the group never joins anyone's stream: the
 // others' sends were -EAGAIN for ever (an outside tester: the order waited for it to join).
 // The engine side's word that a node died (kEventNodeGone) now takes such a member out of the
@@ -420,34 +459,16 @@ TEST(GroupOrder, RecordsGoAtOnceUnderLightLoadAndShareFramesUnderLoad) {
 TEST(GroupOrder, AMemberWhoseNodeDiedBeforeItOpenedLeavesTheOrder) {
   for (const order::Mode mode : {order::Mode::kCausal, order::Mode::kTotal}) {
     Net net;
-    ASSERT_TRUE(open_net(net, 9, 3, mode, 8));
+    const NodeId c = open_without_third(net, 9, mode);
     Member& a = *net.m[0];
     Member& b = *net.m[1];
-    const NodeId c = net.m[2]->id;
-    net.m[2]->crashed = true;  // it never opened: a and b never see it join
-    for (Member* x : {&a, &b})
-      std::erase_if(x->events, [&](const imago_msg& d) {
-        imago_group_event ev;
-        std::memcpy(&ev, d.u.inline_data, sizeof ev);
-        return ev.member == c;
-      });
-    for (int round = 0; round < 3; ++round) receive_only(net, a, 8), receive_only(net, b, 8);
     EXPECT_FALSE(send_one(a)) << "c has not joined a's stream";
     uint32_t ended = 0, other = 0;
     for (Member* x : {&a, &b}) {
       x->events.push_back(event(order::kEventNodeGone, c, 0, IMAGO_GROUP_END_GONE));
       x->events.push_back(event(order::kEventNodeGone, c, 0, IMAGO_GROUP_END_GONE));   // again
       x->events.push_back(event(order::kEventNodeGone, 99, 0, IMAGO_GROUP_END_GONE));  // no member
-      imago_msg out[16];
-      const int n = x->g.receive(out, 16, [x](imago_msg* in, unsigned max) { return pull(*x, in, max); });
-      for (int i = 0; i < n; ++i) {
-        imago_group_event ev;
-        std::memcpy(&ev, out[i].u.inline_data, sizeof ev);
-        const bool gone = (out[i].flags & IMAGO_MSG_F_EVENT) && ev.kind == IMAGO_GROUP_ENDED &&
-                          ev.reason == IMAGO_GROUP_END_GONE && ev.source == c && ev.member == x->id;
-        ++(gone ? ended : other);
-        give_back(net, out[i]);
-      }
+      ended += ended_of(net, *x, c, &other);
     }
     EXPECT_EQ(ended, 2u) << "one ENDED (GONE) for c at each of a and b";
     EXPECT_EQ(other, 0u) << "the ordering's own word reached the application";
@@ -459,6 +480,27 @@ TEST(GroupOrder, AMemberWhoseNodeDiedBeforeItOpenedLeavesTheOrder) {
     EXPECT_EQ(b.delivered[0], 10u) << "b got a's messages";
     EXPECT_EQ(a.delivered[1], 10u) << "a got b's messages";
     EXPECT_EQ(net.violations, 0u);
+    close_all(net);
+    EXPECT_EQ(net.buffers, 0u);
+  }
+}
+
+// Total order: a member that left the order on another's word (b's node saw c's die; a never
+// had a session with c) while its stream had not started here: an outside tester's members
+// then waited for its stream's end until their --timeout, for none would come. It gets the
+// ENDED (GONE) at once, and once; causal order still waits for the stream to end here.
+TEST(GroupOrder, AMemberThatLeftOnAnothersWordBeforeItsStreamStartedHereEndsHere) {
+  for (const order::Mode mode : {order::Mode::kTotal, order::Mode::kCausal}) {
+    Net net;
+    const NodeId c = open_without_third(net, 11, mode);
+    Member &a = *net.m[0], &b = *net.m[1];
+    b.events.push_back(event(order::kEventNodeGone, c, 0, IMAGO_GROUP_END_GONE));  // at b alone
+    uint32_t at_a = 0, at_b = 0, other = 0;
+    for (int round = 0; round < 20; ++round) at_b += ended_of(net, b, c, &other), at_a += ended_of(net, a, c, &other);
+    EXPECT_EQ(at_b, 1u);
+    EXPECT_EQ(at_a, mode == order::Mode::kTotal ? 1u : 0u) << "at a, which heard of c's end from b alone";
+    EXPECT_EQ(other, 0u);
+    EXPECT_EQ(a.g.counters().departed, 1u) << "b's word reached a";
     close_all(net);
     EXPECT_EQ(net.buffers, 0u);
   }
