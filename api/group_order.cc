@@ -264,7 +264,9 @@ bool GroupOrder::on_record(NodeId src, const order::Head& h, std::span<const uin
       if (n == self_) {
         left_out_ = true;
       } else if (n <= UINT32_MAX) {
-        depart(static_cast<NodeId>(n), false, false);
+        // Told on, once: the member left out may not receive the teller's stream (it never
+        // joined it), but does ours, and must learn it was left out (-ECONNRESET).
+        depart(static_cast<NodeId>(n), true, false);
       }
       return true;
     }

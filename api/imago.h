@@ -735,7 +735,8 @@ struct imago_group_event {
  * imago_buf_alloc() and imago_send_zc() are -ENOTSUP on an ordered endpoint. Events are
  * delivered as they arrive, not held back with the messages. A member leaves the order when
  * its stream ends here (ENDED, any reason but DROPPED), or this node's stream expires it or
- * it leaves it (EXPIRED, LEFT), and the others are told so by this node: causal order stops
+ * it leaves it (EXPIRED, LEFT), and the others are told so by this node (and by each member
+ * told, once, so a member left out hears it from any whose stream it has): causal order stops
  * waiting for its messages that never came (once its stream ended here); total order starts
  * a new epoch (the lowest member left cuts that member's messages where every member left has
  * them all, so what any member delivered, every member delivers; its messages beyond the cut

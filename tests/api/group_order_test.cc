@@ -506,4 +506,34 @@ TEST(GroupOrder, AMemberThatLeftOnAnothersWordBeforeItsStreamStartedHereEndsHere
   }
 }
 
+// A departure is told on: b saw c's stream end and told the others GONE of c, but c never
+// received b's stream (its joins to b were lost: an outside tester dropped them), so c never
+// learnt it was left out, and went on holding the others' messages for an order that had
+// moved on without it. a, which c does receive, now tells it too: c is left out
+// (-ECONNRESET) and a and b go on.
+TEST(GroupOrder, AMemberLeftOutOnlyByAMemberWhoseStreamItLacksIsToldByAnother) {
+  for (const order::Mode mode : {order::Mode::kTotal, order::Mode::kCausal}) {
+    Net net;
+    ASSERT_TRUE(open_net(net, 13, 3, mode, 8));
+    Member &a = *net.m[0], &b = *net.m[1], &c = *net.m[2];
+    for (int round = 0; round < 3; ++round)
+      for (auto& x : net.m) receive_only(net, *x, 8);
+    b.events.push_back(event(IMAGO_GROUP_ENDED, c.id, b.id, IMAGO_GROUP_END_GONE));
+    int rc = 0;
+    for (int round = 0; round < 20 && rc >= 0; ++round) {
+      receive_only(net, a, 8), receive_only(net, b, 8);
+      for (imago_msg& d : c.in[b.slot]) give_back(net, d);
+      c.in[b.slot].clear();  // b's stream never reaches c
+      imago_msg out[16];
+      rc = c.g.receive(out, 16, [&c](imago_msg* in, unsigned max) { return pull(c, in, max); });
+      for (int i = 0; i < rc; ++i) give_back(net, out[i]);
+    }
+    EXPECT_EQ(rc, -ECONNRESET) << "c was not told it was left out";
+    EXPECT_EQ(a.g.counters().departed, 1u);
+    EXPECT_TRUE(send_one(a)) << "a goes on with b";
+    close_all(net);
+    EXPECT_EQ(net.buffers, 0u);
+  }
+}
+
 }  // namespace
