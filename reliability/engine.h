@@ -385,8 +385,7 @@ class Engine {
   void group_release(GroupTx& t);
   void group_flush(GroupTx& t, uint64_t now, bool all);
   void group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t now);
-  void flight_cut(GroupTx& t);
-  void flight_grow(GroupTx& t, uint32_t released);
+  void flight_hole(GroupTx& t, uint32_t frames);
   void send_ctl(Peer& p, uint8_t op, GroupId g, uint32_t a, uint32_t b, uint8_t flags = 0);
   void flush_ctl();
   void ctl_frame_out(Peer& p, uint8_t* buf, uint32_t n);

@@ -106,7 +106,7 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   t->losses = t->judged = t->parities = 0;
   t->loss_acc = t->block_acc = 0;
   t->judged_ns = 0;
-  t->flight_cap = t->flight_grow = 0;
+  t->flight.reset();
   // Peers that asked before the group was open here.
   for (size_t i = 0; i < interests_.size();) {
     Peer* p = interests_[i].second == g ? find(interests_[i].first) : nullptr;
@@ -281,41 +281,21 @@ void Engine::group_release(GroupTx& t) {
   const uint32_t held = t.tx.free_frames();
   t.tx.release_to(upto);
   parity_released(t, t.tx.free_frames() - held);
-  flight_grow(t, t.tx.free_frames() - held);
+  // What waited for room under the cap goes at the next poll.
+  if (t.flight.released(t.tx.free_frames() - held, t.tx, now_) && t.tx.has_unsent()) group_deadline_ = 0;
 }
 
-// A member asked for a hole of group_burst_frames frames or more: its port's queue overflowed
-// (it was off its core while the source sent), which a random loss almost never looks like.
-// Halve what is in flight, once a round: the frames that went out before this cut are the
-// ones members are still finding lost (3.7.8).
-void Engine::flight_cut(GroupTx& t) {
-  constexpr uint32_t kLeast = 16;  // half a parity block: a round trip always moves some
-  if (t.nack) return;  // it never waits for its members: its frames go by age and room
-  if (t.flight_cap != 0 && seq_lt(t.tx.una(), t.cut_at)) return;
-  t.flight_cap = std::max(kLeast, t.tx.sent_frames() / 2);
-  t.flight_grow = 0;
-  t.cut_at = t.tx.nxt();
-  t.cut_ns = now_;
-  gc_.flight_cuts++;
-}
-
-// The cap grows by a frame a round (as many frames released as it holds), and doubles after
-// kFlightQuiet without a cut: a member that overflowed once, in a burst, does not slow its
-// group for long. It is gone once it reaches the window.
-void Engine::flight_grow(GroupTx& t, uint32_t released) {
-  constexpr uint64_t kFlightQuiet = 50 * kMs;
-  if (t.flight_cap == 0 || released == 0) return;
-  for (t.flight_grow += released; t.flight_grow >= t.flight_cap; ++t.flight_cap) t.flight_grow -= t.flight_cap;
-  if (now_ - t.cut_ns >= kFlightQuiet) t.flight_cap *= 2, t.cut_ns = now_;
-  if (t.flight_cap >= t.tx.frames()) t.flight_cap = 0;
-  if (t.tx.has_unsent()) group_deadline_ = 0;  // what waited for room goes at the next poll
+// A member asked for @p frames frames in a row (flight_cap.h). Not in a NACK stream, which
+// never waits for its members: its frames go by age and room.
+void Engine::flight_hole(GroupTx& t, uint32_t frames) {
+  if (!t.nack && t.flight.hole(frames, cfg_.group_burst_frames, t.tx, now_)) gc_.flight_cuts++;
 }
 
 void Engine::group_flush(GroupTx& t, uint64_t now, bool all) {
   SendWindow& tx = t.tx;
   uint32_t pos;
   while (tx.next_unsent(&pos)) {
-    if (t.flight_cap != 0 && tx.sent_frames() >= t.flight_cap) break;  // a member overflowed lately
+    if (!t.flight.allows(tx)) break;  // a member overflowed lately
     if (!all && t.fast_pending == 0 && t.unsent_bytes < cfg_.mtu && now - tx.unsent_enq_ns() < cfg_.coalesce_ns)
       break;
     TxFrame& f = tx.frame(pos);
@@ -375,7 +355,7 @@ void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t no
     if (step >= n) break;
     n -= step, s = end;
   }
-  if (cfg_.group_burst_frames != 0 && frames >= cfg_.group_burst_frames) flight_cut(t);
+  flight_hole(t, frames);
   t.repair_due = std::min(t.repair_due, now + cfg_.group_repair_delay_ns);
   if (cfg_.group_repair_delay_ns == 0) repair_round(t, now);
   group_deadline_ = std::min(group_deadline_, t.repair_due);

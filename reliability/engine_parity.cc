@@ -132,10 +132,10 @@ void Engine::send_parity(GroupTx& t, uint64_t now) {
 // parity (parity_withheld()).
 void Engine::repair_frames(GroupTx& t, Peer& p, uint32_t first, uint32_t bits, uint8_t flags, uint64_t now) {
   if (flags & group_ctl_flag::kNoParity) bits &= ~parity_withheld(t, first, bits, now);
-  // A run of that many frames lost in a row: the member overflowed (3.7.8), as a long hole says.
+  // The longest run of frames lost in a row: a long one says the member overflowed (3.7.8).
   uint32_t run = 0;
   for (uint32_t b = bits; b != 0; b &= b << 1) ++run;
-  if (cfg_.group_burst_frames != 0 && run >= cfg_.group_burst_frames) flight_cut(t);
+  flight_hole(t, run);
   for (; bits != 0; bits &= bits - 1) {
     uint32_t pos;
     if (t.tx.sent_frame(first + static_cast<uint32_t>(std::countr_zero(bits)), &pos))

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "reliability/flight_cap.h"
 #include "reliability/parity.h"
 #include "reliability/reassembly.h"
 #include "reliability/recv_window.h"
@@ -88,11 +89,7 @@ struct GroupTx {
   static constexpr size_t kSentParities = 8;
   SentParity sent_par[kSentParities];
   uint32_t sent_par_n = 0;  ///< parity frames recorded (the next goes at n % kSentParities)
-  // Frames in flight after a member overflowed (3.7.8): 0, no limit but the window.
-  uint32_t flight_cap = 0;
-  uint32_t flight_grow = 0;  ///< frames released since the cap last grew
-  Seq cut_at = 0;            ///< no second cut before the slowest member passes this
-  uint64_t cut_ns = 0;       ///< when it was last cut, or doubled
+  FlightCap flight;  ///< frames in flight after a member overflowed (3.7.8)
 };
 
 /** A (source, group) stream this node receives. */
