@@ -99,8 +99,8 @@ struct Config {
   /** A member's NACK of a hole of this many frames in a row or more says it overflowed (its
    *  port's queue, while it was off its core), not a random loss: its source halves the frames
    *  it keeps in flight, and grows them back by an eighth a round (docs/PROTOCOL.md 3.7.8).
-   *  0: never (a group keeps its whole window in flight). */
-  uint32_t group_burst_frames = 8;
+   *  0 (the default): never (a group keeps its whole window in flight); 8 is the value measured. */
+  uint32_t group_burst_frames = 0;
 };
 
 /**
