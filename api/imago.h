@@ -265,8 +265,8 @@ struct imago_node_stats {
 	                                    left meanwhile too */
 	uint64_t group_flight_cuts;    /**< times a member of this node's group streams asked for
 	                                    --group-burst frames or more lost in a row (its queue
-	                                    overflowed) and its source halved the frames it keeps in
-	                                    flight (docs/PROTOCOL.md 3.7.8) */
+	                                    overflowed) and its source cut the frames it keeps in
+	                                    flight (docs/PROTOCOL.md 3.7.8; 0 unless --group-burst) */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */

@@ -97,8 +97,8 @@ struct Config {
    *  records). */
   uint32_t group_parity_frames = 32;
   /** A member's NACK of a hole of this many frames in a row or more says it overflowed (its
-   *  port's queue, while it was off its core), not a random loss: its source halves the frames
-   *  it keeps in flight, and grows them back by an eighth a round (docs/PROTOCOL.md 3.7.8).
+   *  port's queue, while it was off its core), not a random loss: its source caps the frames
+   *  it keeps in flight (flight_cap.h, docs/PROTOCOL.md 3.7.8).
    *  0 (the default): never (a group keeps its whole window in flight); 8 is the value measured. */
   uint32_t group_burst_frames = 0;
 };

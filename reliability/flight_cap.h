@@ -32,8 +32,6 @@ class FlightCap {
 
   /** @return whether a new frame may go with @p tx as it is. */
   bool allows(const SendWindow& tx) const { return cap_ == 0 || tx.sent_frames() < cap_; }
-  /** @return the cap (0: none). */
-  uint32_t cap() const { return cap_; }
   void reset() { cap_ = grow_ = 0; }
 
   /** A hole of @p frames frames in a row was found at @p now. @return whether the cap was cut. */
