@@ -679,13 +679,15 @@ class TestSuiteCircuits(TestSuite):
         print(f"\nnode 2 counted, idle: {d_idle}")
         for k, n in want.items():
             self.verify(d_idle[k] >= n, f"idle: node 2's {k} rose by {d_idle[k]}, {n} such frames were sent: {d_idle}")
-        # During the stream.
+        # During the stream. The set is built first: building it (scapy) takes seconds on a
+        # machine this busy, which left the stream ended before the first frame went out.
+        during = forged_set()
         pub = f.publisher(d1, 1, 3, FORGED_MSGS)
         r2.wait_until("node 2 forwarding", lambda: any(c.get("circ_data_forwarded", 0) > idle.get("circ_data_forwarded", 0)
                                                        + 100 for c in counters(r2, 2)), READY_S)
         base = latest_counters(r2, 2)
         started = time.monotonic()
-        inject_raw(f.nodes[1], src, forged_set())
+        inject_raw(f.nodes[1], src, during)
         print(f"injected {sum(want.values())} forged frames in {time.monotonic() - started:.2f} s during the stream")
         self.verify(sub.proc.running, "the stream ended before every forged frame was sent: make it longer")
         pub_res = pub.result(RUN_S)
