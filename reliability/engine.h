@@ -449,6 +449,7 @@ class Engine {
   // engine_timer.cc.
   void run_timers(Peer& p, uint64_t now);
   void on_rto(Peer& p, uint64_t now);
+  bool credit_starved(const Peer& p) const;
   void arm_tail_probe(Peer& p, uint64_t now);
   void on_tail_probe(Peer& p);
   uint64_t peer_deadline(const Peer& p) const;

@@ -632,7 +632,10 @@ void Engine::ctl_frame_out(Peer& p, uint8_t* buf, uint32_t n) {
   encode_header(h, buf);
   const size_t len = sizeof(FrameHeader) + size_t{n} * sizeof(GroupCtl);
   finish_frame(buf, len, cfg_.crc);
-  if (frames_->send_frame(p.id, {buf, len})) p.last_sent = now_;
+  // Not a keep-alive: it carries no credit, and a peer whose last credit was 0 or got lost
+  // hears a new one only from ACKs. Group traffic every 100 ms starved the refresh, and a
+  // credit-limited stream waited forever (the engine fuzzer).
+  frames_->send_frame(p.id, {buf, len});
 }
 
 bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {

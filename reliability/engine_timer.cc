@@ -70,10 +70,26 @@ void Engine::run_timers(Peer& p, uint64_t now) {
   if (p.s.known && now - p.last_sent >= keepalive_ns()) p.ack_now = true;  // refresh
 }
 
+// Nothing in flight, and what would go next (a queued repair first, else a new unit) lies
+// beyond the peer's credit: only a credit update moves the stream.
+bool Engine::credit_starved(const Peer& p) const {
+  uint32_t oldest;
+  if (p.tx.flight_oldest(&oldest)) return false;
+  if (p.tx.retx_frames() > 0) return !p.credit_out.allows(p.retx_cursor);
+  return p.tx.has_unsent() && !p.credit_out.allows(p.tx.nxt());
+}
+
 void Engine::on_rto(Peer& p, uint64_t now) {
   SendWindow& tx = p.tx;
   p.rto_deadline = kNever;
-  if (tx.has_outstanding()) {
+  if (credit_starved(p)) {
+    // The zero-window probe (RFC 9293 3.8.6.1), for repairs as for new data: the credit
+    // that would free them may have been lost, and the peer sends none unasked.
+    p.c.rto_expired++;
+    p.probe_now = true;
+    p.rto.backoff();
+    p.rto_deadline = now + p.rto.rto();
+  } else if (tx.has_outstanding()) {
     const uint64_t rto = p.rto.rto();
     uint32_t oldest;  // the frame in flight transmitted longest ago (not SACKed, not queued)
     const uint64_t sent = tx.flight_oldest(&oldest) ? tx.frame(oldest).last_tx_ns : now;
@@ -92,11 +108,6 @@ void Engine::on_rto(Peer& p, uint64_t now) {
     p.tlp_deadline = kNever;
     p.rto.backoff();
     p.probe_now = true;  // ask for an ACK with the repair, so the next one is not a guess
-    p.rto_deadline = now + p.rto.rto();
-  } else if (tx.has_unsent() && !p.credit_out.allows(tx.nxt())) {
-    p.c.rto_expired++;
-    p.probe_now = true;  // zero credit and nothing in flight: ask for a credit update
-    p.rto.backoff();
     p.rto_deadline = now + p.rto.rto();
   }
 }

@@ -62,7 +62,7 @@ struct Peer {
 
   // Session and liveness.
   uint64_t last_heard = 0;  ///< last valid frame from the peer
-  uint64_t last_sent = 0;   ///< last frame to the peer (keep-alive)
+  uint64_t last_sent = 0;   ///< last frame with our ACK and credit to the peer (keep-alive)
   uint32_t ctl_sent = 0;    ///< GROUP_CTL frames sent to it: each carries its number in `seq`
   ReplayWindow ctl_rx;      ///< the numbers of its GROUP_CTL frames heard (replays dropped)
   uint64_t hello_deadline = 0;

@@ -16,7 +16,19 @@
 namespace imago::rel::test {
 namespace {
 
-using EngineTest = Pair;
+class EngineTest : public Pair {
+ protected:
+  /** A sends 100 fast messages, more than B's receive window, while B's application takes
+   *  nothing (B overflows and advertises credit 0). */
+  void overrun_refusing_b() {
+    b.accept = false;
+    for (int i = 0; i < 100; ++i) {
+      a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
+      move(a);
+      settle();
+    }
+  }
+};
 
 size_t reject(const Node& n, Reject r) {
   return n.e->total_counters().reject[static_cast<size_t>(r)];
@@ -652,13 +664,8 @@ TEST_F(EngineTest, FrameWithWrongTokenIsDropped) {
 
 TEST_F(EngineTest, RefusedDeliveryDrivesCreditToZeroThenUnlimitedAgain) {
   connect();
-  b.accept = false;
   // Do: send more than B's receive window while B's application takes nothing.
-  for (int i = 0; i < 100; ++i) {
-    a.e->send(2, msg(8, 1), send_flag::kFastpath, now);
-    move(a);
-    settle();
-  }
+  overrun_refusing_b();
   // Expect: B overflowed and advertised credit 0; A stopped with messages queued.
   EXPECT_GT(b.e->counters(1)->overflow, 0u);
   EXPECT_GT(a.e->counters(2)->credit_stalls, 0u);
@@ -668,6 +675,34 @@ TEST_F(EngineTest, RefusedDeliveryDrivesCreditToZeroThenUnlimitedAgain) {
   for (int i = 0; i < 100 && b.got.size() < 100; ++i) tick();
   // Expect: everything arrives, exactly once.
   EXPECT_EQ(b.got.size(), 100u);
+}
+
+TEST_F(EngineTest, RepairsHeldBackByAZeroCreditAskForANewOneAtTheRto) {
+  connect();
+  overrun_refusing_b();
+  ASSERT_GT(b.e->counters(1)->overflow, 0u);
+  // Do: B's application drains, and B's frames are lost (the credit update among them) for
+  // a second, less than its keep-alive; A runs to its deadlines alone.
+  b.accept = true;
+  const uint64_t until = now + kSec;
+  bool asked = false;
+  for (int i = 0; i < 100 && now < until && !asked; ++i) {
+    now = std::max(now, std::min(a.e->next_deadline(), until));
+    b.e->poll(now);
+    b.out.clear();
+    a.e->poll(now);
+    for (auto& [p, f] : a.out) asked |= (header_of(f).flags & frame_flag::kAckReq) != 0;
+    a.out.clear();
+  }
+  // Expect: A, its repairs all waiting on credit and nothing in flight, asked for an ACK
+  // (before: it re-armed its RTO and waited for B's next keep-alive, which group traffic
+  // could put off forever; the engine fuzzer).
+  EXPECT_TRUE(asked);
+  EXPECT_GT(a.e->counters(2)->rto_expired, 0u);
+  // Expect: with the wire back, everything arrives, once.
+  for (int i = 0; i < 100 && b.got.size() < 100; ++i) tick();
+  EXPECT_EQ(b.got.size(), 100u);
+  EXPECT_EQ(b.e->counters(1)->dup_received, 0u);
 }
 
 TEST_F(EngineTest, SendReportsBackPressureAndSizeLimits) {
