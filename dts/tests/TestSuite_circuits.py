@@ -648,10 +648,6 @@ class TestSuiteCircuits(TestSuite):
         if reason:
             pytest.skip(reason)
         f = Fabric.build(topology, request, "line", 3)
-        r2 = f.router(2, slot=0)
-        sub = f.subscriber(3, 1, FORGED_MSGS, slots=(0, 1))
-        d1 = f.origin(1, 3)
-        wait_event(d1.proc, 3, "up", 0, READY_S)
         rng = random.Random(13)
         src = f.links[(1, 2)][0]
         want = {"circ_unknown_vci": FORGED_VCI, "circ_bad_frame": FORGED_BAD_CRC + FORGED_SETUP_LEN,
@@ -671,17 +667,23 @@ class TestSuiteCircuits(TestSuite):
             rng.shuffle(out)
             return out
 
+        # Both sets are built before anything starts: building one (scapy) takes seconds on a
+        # busy machine, time the subscriber's --timeout counts and the stream would not wait.
+        idle_set, during = forged_set(), forged_set()
+        r2 = f.router(2, slot=0)
+        sub = f.subscriber(3, 1, FORGED_MSGS, slots=(0, 1))
+        d1 = f.origin(1, 3)
+        wait_event(d1.proc, 3, "up", 0, READY_S)
         # While idle: every forged frame reaches the router and is counted.
         base = fresh_counters(r2, 2, lines=1)
-        inject_raw(f.nodes[1], src, forged_set())
+        inject_raw(f.nodes[1], src, idle_set)
         idle = fresh_counters(r2, 2)
         d_idle = {k: idle.get(k, 0) - base.get(k, 0) for k in keys}
         print(f"\nnode 2 counted, idle: {d_idle}")
         for k, n in want.items():
             self.verify(d_idle[k] >= n, f"idle: node 2's {k} rose by {d_idle[k]}, {n} such frames were sent: {d_idle}")
-        # During the stream. The set is built first: building it (scapy) takes seconds on a
-        # machine this busy, which left the stream ended before the first frame went out.
-        during = forged_set()
+        # During the stream.
+        self.verify(sub.proc.running, "the subscriber's --timeout ran out before the stream started")
         pub = f.publisher(d1, 1, 3, FORGED_MSGS)
         r2.wait_until("node 2 forwarding", lambda: any(c.get("circ_data_forwarded", 0) > idle.get("circ_data_forwarded", 0)
                                                        + 100 for c in counters(r2, 2)), READY_S)
