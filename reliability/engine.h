@@ -422,6 +422,7 @@ class Engine {
   void parity_bound(GroupRx& r, uint32_t first, uint32_t no);
   void on_group_ctl(Peer& p, std::span<const uint8_t> body, uint64_t now);
   bool on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now);
+  void answer_forgotten(Peer& p, const GroupCtl& e);
   bool remember_interest(NodeId who, GroupId g);
   void repair_round(GroupTx& t, uint64_t now);
   /** Group frames go once to the group (the sink can, and the node wants it). */
@@ -495,6 +496,15 @@ class Engine {
   std::vector<GroupWant> wants_;                           ///< capacity group_streams
   std::vector<std::pair<NodeId, GroupId>> interests_;      ///< joins of groups not open yet
   std::vector<uint16_t> interest_count_;                   ///< per peer: its interests_ (scratch)
+  /** Streams this node sent whose slot was freed, newest last: where each ended, to tell a
+   *  member that asks after it (its END or EXPIRED lost) where, not at its own position. */
+  struct EndedStream {
+    GroupId g = 0;
+    Seq end = 0;
+  };
+  static constexpr uint32_t kEndsKept = 16;
+  EndedStream ends_[kEndsKept] = {};
+  uint32_t ends_next_ = 0;
   uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
   GroupCounters gc_;
   std::unique_ptr<uint8_t[]> rebuilt_;  ///< a frame rebuilt from parity (mtu bytes)

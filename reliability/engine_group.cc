@@ -486,6 +486,7 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     ++i;
   }
   if (t.closing && t.members.empty()) {
+    ends_[ends_next_++ % kEndsKept] = {t.g, t.tx.nxt()};
     t.g = 0;  // every member left or was expired: the slot is free
     return;
   }
@@ -493,6 +494,24 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
   parity_close(t, now);
   if (t.tx.has_unsent())  // coalescing, or the sink pushed back: then retry shortly, never spin
     group_deadline_ = std::min(group_deadline_, std::max(t.tx.unsent_enq_ns() + cfg_.coalesce_ns, now + cfg_.tx_retry_ns));
+}
+
+// An ACK or NACK for a stream this node no longer sends (its END or EXPIRED to the member
+// lost). A NACK asks for units no longer held: EXPIRED, the member ends DROPPED. An ACK is told
+// END where the stream ended if that is remembered (a member short of it ends DROPPED, never
+// CLOSED at its own position as though it had everything), else at its own position.
+void Engine::answer_forgotten(Peer& p, const GroupCtl& e) {
+  const GroupId g = e.group.get();
+  if (e.op != group_op::kAck) return send_ctl(p, group_op::kExpired, g, e.a.get(), 0);
+  Seq end = e.a.get();
+  for (uint32_t k = 1; k <= kEndsKept; ++k) {
+    const EndedStream& x = ends_[(ends_next_ - k) % kEndsKept];
+    if (x.g == g) {
+      end = x.end;
+      break;
+    }
+  }
+  send_ctl(p, group_op::kEnd, g, end, 0);
 }
 
 // A closing source's member that holds the whole stream is told it ended (every interval
@@ -539,9 +558,8 @@ bool Engine::on_source_ctl(Peer& p, const GroupCtl& e, uint64_t now) {
     case group_op::kNack:
     case group_op::kNackFrames: {
       if (t == nullptr) {
-        // A member of a stream that ended here (its END lost): it ends there too.
         if (cfg_.group_sources == 0) return false;
-        send_ctl(p, group_op::kEnd, g, e.a.get(), 0);
+        answer_forgotten(p, e);
         return true;
       }
       if (!member) {

@@ -36,6 +36,48 @@ class GroupTest : public GroupStreamTest {
     ASSERT_EQ(node(2).e->group_join(kG, false, now), 0);
     run_for(20 * kMs);
   }
+  /** Node 3 is cut off from the source's group control both ways, and gets only every
+   *  @p every th group data frame (none if 0) of 200 messages sent after 20 it has; the source
+   *  closes, node 2 ends and leaves, node 3 is expired (its EXPIRED lost) and the source frees
+   *  the stream. The wire is whole again after. @return the last GROUP_CTL frame node 3 sent
+   *  with an ACK in it, numbered after its last one: that ACK held back until now. */
+  std::vector<uint8_t> forget_node_3(int every) {
+    start(3);
+    bool cut = false;
+    int data3 = 0;
+    uint32_t last_ctl = 0;
+    std::vector<uint8_t> ack;
+    w.drop = [&](const GWire::Frame& f) {
+      const bool ctl = !f.group && header_of(f.bytes).type == FrameType::kGroupCtl;
+      if (ctl && f.from == 3) last_ctl = ctl_number(f.bytes);
+      if (ctl && f.from == 3 && f.bytes[sizeof(FrameHeader)] == group_op::kAck) ack = f.bytes;
+      if (!cut) return false;
+      if (ctl && (f.from == 3 || f.to == 3)) return true;
+      return f.group && f.to == 3 && (every == 0 || data3++ % every != every - 1);
+    };
+    send(20, 100);
+    run_for(10 * kMs);
+    cut = true;
+    send(200, 100, 20);
+    EXPECT_EQ(node(1).e->group_close(kG, now), 0);
+    run_for(300 * kMs);
+    EXPECT_EQ(node(1).count(GroupEvent::kExpired, 3), 1u);
+    expect_all(2, 220, 100);
+    EXPECT_EQ(node(3).count(GroupEvent::kEnded), 0u);
+    w.drop = [](const GWire::Frame&) { return false; };
+    if (!ack.empty()) renumber_ctl(ack, last_ctl + 1);  // as though never sent before
+    return ack;
+  }
+  /** Node 3's stream of node 1 ended once, DROPPED, short of the 220 messages sent. */
+  void expect_dropped_3() {
+    std::vector<GroupEvent> ends;
+    for (const GroupEvent& ev : node(3).events)
+      if (ev.kind == GroupEvent::kEnded) ends.push_back(ev);
+    ASSERT_EQ(ends.size(), 1u);
+    EXPECT_EQ(ends[0].why, GroupEvent::kDropped);
+    EXPECT_LT(node(3).got.size(), 220u);
+    EXPECT_GE(node(3).got.size(), 20u);
+  }
 };
 
 TEST_F(GroupTest, EveryMemberDeliversEveryMessageInOrderOnce) {
@@ -511,6 +553,28 @@ TEST_F(GroupTest, AFrameOfEntriesIsAnsweredInAsFewFrames) {
   run_for(1 * kMs);
   EXPECT_EQ(answers, 100u);
   EXPECT_EQ(frames, 2u);
+}
+
+TEST_F(GroupTest, AMemberAskingForAStreamItsSourceForgotEndsDroppedNotClosedWhereItStands) {
+  // Do: node 3 gets every 8th frame after the first 20 messages: it holds frames beyond holes
+  // its NACKs do not reach until the source forgot the stream; then they do.
+  forget_node_3(8);
+  run_for(300 * kMs);
+  // Expect: node 3's stream ended once, DROPPED, at the first unit it lacks (before: the
+  // source answered END at that very unit, and node 3 ended CLOSED as though it had it all).
+  expect_dropped_3();
+}
+
+TEST_F(GroupTest, AMemberWhoseAckReachesASourceThatForgotTheStreamIsToldWhereItEnded) {
+  // Do: node 3 gets nothing after the first 20 messages (no hole: it does not know it lacks
+  // the tail); its last ACK, held back, reaches the source once it forgot the stream.
+  const std::vector<uint8_t> ack = forget_node_3(0);
+  ASSERT_FALSE(ack.empty());
+  node(1).e->on_frame(ack, now);
+  run_for(10 * kMs);
+  // Expect: told END where the stream ended, not where node 3 stands: DROPPED (before: END at
+  // its own ACK, and CLOSED).
+  expect_dropped_3();
 }
 
 TEST_F(GroupTest, AClosedSourceDeliversWhatItSentThenEveryMemberLeavesAndRejoinsAReopening) {
