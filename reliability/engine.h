@@ -26,6 +26,7 @@
 #include "reliability/frame_sink.h"
 #include "reliability/group.h"
 #include "reliability/reassembly.h"
+#include "reliability/recent.h"
 #include "reliability/rng.h"
 #include "reliability/session.h"
 #include "reliability/wire.h"
@@ -496,15 +497,9 @@ class Engine {
   std::vector<GroupWant> wants_;                           ///< capacity group_streams
   std::vector<std::pair<NodeId, GroupId>> interests_;      ///< joins of groups not open yet
   std::vector<uint16_t> interest_count_;                   ///< per peer: its interests_ (scratch)
-  /** Streams this node sent whose slot was freed, newest last: where each ended, to tell a
-   *  member that asks after it (its END or EXPIRED lost) where, not at its own position. */
-  struct EndedStream {
-    GroupId g = 0;
-    Seq end = 0;
-  };
-  static constexpr uint32_t kEndsKept = 16;
-  EndedStream ends_[kEndsKept] = {};
-  uint32_t ends_next_ = 0;
+  /** Streams this node sent whose slot was freed: where each ended, to tell a member that
+   *  asks after it (its END or EXPIRED lost) where, not at its own position. */
+  Recent<GroupId, Seq, 16> ends_;
   uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
   GroupCounters gc_;
   std::unique_ptr<uint8_t[]> rebuilt_;  ///< a frame rebuilt from parity (mtu bytes)

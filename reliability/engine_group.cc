@@ -486,7 +486,7 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
     ++i;
   }
   if (t.closing && t.members.empty()) {
-    ends_[ends_next_++ % kEndsKept] = {t.g, t.tx.nxt()};
+    ends_.put(t.g, t.tx.nxt());
     t.g = 0;  // every member left or was expired: the slot is free
     return;
   }
@@ -503,15 +503,8 @@ void Engine::poll_source(GroupTx& t, uint64_t now) {
 void Engine::answer_forgotten(Peer& p, const GroupCtl& e) {
   const GroupId g = e.group.get();
   if (e.op != group_op::kAck) return send_ctl(p, group_op::kExpired, g, e.a.get(), 0);
-  Seq end = e.a.get();
-  for (uint32_t k = 1; k <= kEndsKept; ++k) {
-    const EndedStream& x = ends_[(ends_next_ - k) % kEndsKept];
-    if (x.g == g) {
-      end = x.end;
-      break;
-    }
-  }
-  send_ctl(p, group_op::kEnd, g, end, 0);
+  const Seq* end = ends_.find(g);
+  send_ctl(p, group_op::kEnd, g, end != nullptr ? *end : e.a.get(), 0);
 }
 
 // A closing source's member that holds the whole stream is told it ended (every interval

@@ -624,6 +624,46 @@ class TestSuiteCircuits(TestSuite):
         self.verify(dropped and int(dropped[0]) > 0, "nftables cut nothing")
         _stop(self, d1, "imagod of node 1")
 
+    def test_ring_reroutes_round_a_link_beyond_the_first_hop(self, circuits_host, topology: Topology,
+                                                              request) -> None:
+        """
+        Steps:
+            ring:4 as test_ring_reroutes, node 1 streaming MSGS messages to node 3 through
+            node 2. Once node 2 forwards the stream, node 2's end of the link 2-3 is set
+            down (ip link): node 1 knows only its own links, both still up.
+        Verify:
+            Node 1 logs its circuit to node 3 down and up again; node 4 forwarded the stream
+            (circ_data_forwarded > 0); the subscriber gets every message once, in order,
+            intact (neither end declared the other dead). Before, node 1 set the circuit up
+            through node 2 again and again, node 2 refused it (no-route), the ends declared
+            each other dead and hundreds to thousands of messages were dropped (an outside
+            tester, 4 of 4 runs).
+        """
+        f = Fabric.build(topology, request, "ring", 4)
+        r2, r4 = f.router(2, slot=0), f.router(4, slot=1)
+        sub = f.subscriber(3, 1, MSGS, slots=(0, 1))
+        d1 = f.origin(1, 3)
+        first = d1.wait_until("node 1's routing table", lambda: (route_tables(d1.proc) or [None])[0], READY_S)
+        self.verify(first.get(3) == (2, 0, 2), f"node 1 routes node 3 by {first.get(3)}, want (next 2, port 0, 2 hops)")
+        pub = f.publisher(d1, 1, 3, MSGS)
+        r2.wait_until("node 2 forwarding", lambda: any(c.get("circ_data_forwarded", 0) > 1000 for c in counters(r2, 2)),
+                      READY_S)
+        mark = len(d1.proc.lines())
+        end = f.links[(2, 3)][0]  # node 2's end of the link to node 3
+        host.ip("link", "set", end.name, "down", netns=end.netns)
+        cut = time.monotonic()
+        self.verify(sub.proc.running, "the stream ended before the link was cut: make it longer")
+        t_down, ev = wait_event(d1.proc, 3, "down", mark, REACT_S, since=cut)
+        t_up, _ = wait_event(d1.proc, 3, "up", mark, REACT_S, since=cut)
+        print(f"\nnode 1: circuit to node 3 down ({ev[2]}) {t_down:.2f} s after the cut, up again after {t_up:.2f} s")
+        pub_res = pub.result(RUN_S)
+        res: DeliveryResult = sub.result(RUN_S)
+        print(f"sub RESULT {res.raw}\npub RESULT {pub_res.raw}")
+        _verify_stream(self, res, MSGS)
+        fwd4 = max((c.get("circ_data_forwarded", 0) for c in counters(r4, 4)), default=0)
+        self.verify(fwd4 > 0, "node 4 forwarded nothing: the stream did not go round")
+        _stop(self, d1, "imagod of node 1")
+
     def test_forged_vcis(self, circuits_host, topology: Topology, request) -> None:
         """
         Steps:

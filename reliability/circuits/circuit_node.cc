@@ -145,7 +145,8 @@ void CircuitNode::end_down(CircuitId id, CircReason why) {
 int CircuitNode::open(NodeId dst, uint64_t now, CircuitId* id) {
   if (dst == self_ || dst == 0) return -EINVAL;
   Route r;
-  if (!routes_->lookup(dst, &r)) return -EHOSTUNREACH;
+  const PortId* no = refused_.find(dst);
+  if (!(no != nullptr ? routes_->lookup_avoiding(dst, *no, &r) : routes_->lookup(dst, &r))) return -EHOSTUNREACH;
   const int i = alloc(true);
   if (i < 0) return -ENOSPC;
   Circuit& k = table_[i];

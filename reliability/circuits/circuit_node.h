@@ -29,6 +29,7 @@
 
 #include "reliability/circuits/flat_map.h"
 #include "reliability/circuits/routing.h"
+#include "reliability/recent.h"
 #include "reliability/circuits/wire.h"
 #include "reliability/rng.h"
 
@@ -185,6 +186,10 @@ class CircuitNode {
   uint32_t used_ = 0, pending_ = 0;
   uint64_t next_poll_ = 0;
   CircuitCounters c_;
+  /** Destinations whose last set-up of ours a hop refused with no-route, and the port it
+   *  left by: the next open() goes out of another (a link beyond our own died, which our
+   *  table cannot know). The latest 16; a circuit up clears its entry. */
+  Recent<NodeId, PortId, 16> refused_;
 };
 
 }  // namespace imago::rel::circ

@@ -94,6 +94,7 @@ void CircuitNode::on_setup_ok(PortId port, uint32_t vci, const ReplyBody& b, uin
   k->last_used = now;
   ++c_.setups_ok;
   if (k->origin == self_) {
+    refused_.erase(k->dst);
     if (listener_ != nullptr) listener_->on_circuit_up(id, k->dst, true);
     return;
   }
@@ -110,6 +111,11 @@ void CircuitNode::on_setup_fail(PortId port, uint32_t vci, CircReason why) {
   }
   const auto id = static_cast<CircuitId>(k - table_.data());
   ++c_.setups_failed;
+  if (k->origin == self_ && why == CircReason::kNoRoute) {
+    // Refused beyond our first hop: the next set-up goes out another way (and, refused there
+    // too, back this one).
+    refused_.put(k->dst, k->side[1].port);
+  }
   if (k->origin == self_) return end_down(id, why);
   teardown_side(*k, 0, why);
   release(id);

@@ -46,6 +46,10 @@ class RoutingTable {
   /** The route to @p dst into @p out. @return false when @p dst is unreachable, unknown or
    *  ourselves. */
   bool lookup(NodeId dst, Route* out) const;
+  /** As lookup(), but not out of port @p avoid: the shortest way whose first hop leaves by
+   *  another port and never comes back through us. Our table knows only our own links, so a
+   *  hop that refused our set-up (a link of its died) is gone round this way. */
+  bool lookup_avoiding(NodeId dst, PortId avoid, Route* out) const;
   /** @return whether @p node is a node of the topology (reachable or not). */
   bool knows(NodeId node) const { return std::binary_search(known_.begin(), known_.end(), node); }
   /** @return how many destinations (not counting ourselves) we reach. */
@@ -59,8 +63,11 @@ class RoutingTable {
   }
 
  private:
+  void compute_others(const Topology& t, uint32_t self_index, const std::vector<bool>& link_dead);
+
   NodeId self_ = 0;
   std::vector<std::pair<NodeId, Route>> routes_;  ///< sorted by destination
+  std::vector<std::pair<NodeId, Route>> others_;  ///< per destination, the best route by another first port
   std::vector<NodeId> known_;                     ///< the topology's nodes, sorted
 };
 

@@ -84,15 +84,22 @@ class CircuitSim {
   uint64_t now() const { return now_; }
   uint64_t frames() const { return frames_; }
 
-  /** Kill link @p i: no frame crosses it, both ends are told, every table is recomputed. */
+  /** Kill link @p i: no frame crosses it, both ends are told and compute their tables again.
+   *  As in the dataplane, a node knows only its own links: the others' tables stay. */
   void kill_link(size_t i) {
     dead_[i] = true;
-    for (auto& [n, nd] : nodes_) nd->routes.compute(topo_, n, dead_);
+    for (auto& [n, nd] : nodes_) nd->routes.compute(topo_, n, seen_by(n));
     const Link& l = topo_.links()[i];
     cn(l.a).link_down(l.pa, now_);
     cn(l.b).link_down(l.pb, now_);
   }
   bool link_dead(size_t i) const { return dead_[i]; }
+  /** The dead links node @p n knows of: its own. */
+  std::vector<bool> seen_by(NodeId n) const {
+    std::vector<bool> d(dead_.size(), false);
+    for (size_t i = 0; i < dead_.size(); ++i) d[i] = dead_[i] && (topo_.links()[i].a == n || topo_.links()[i].b == n);
+    return d;
+  }
 
   /** Move time on by @p ns, delivering frames and polling every node each 100 us. */
   void run(uint64_t ns) {
