@@ -315,6 +315,20 @@ def circuits_host() -> None:
     require(hugepages_missing_reason())
 
 
+def _rides_out_the_cut(suite: TestSuite, d1: ImagodRun, sub: ExampleRun, pub: ExampleRun, mark: int,
+                       cut: float) -> None:
+    """A link of node 1's stream to node 3 was just cut (at @p cut; node 1's log from line
+    @p mark on): its circuit goes down and up again, and the stream delivers everything."""
+    suite.verify(sub.proc.running, "the stream ended before the link was cut: make it longer")
+    t_down, ev = wait_event(d1.proc, 3, "down", mark, REACT_S, since=cut)
+    t_up, _ = wait_event(d1.proc, 3, "up", mark, REACT_S, since=cut)
+    print(f"\nnode 1: circuit to node 3 down ({ev[2]}) {t_down:.2f} s after the cut, up again after {t_up:.2f} s")
+    pub_res = pub.result(RUN_S)
+    res: DeliveryResult = sub.result(RUN_S)
+    print(f"sub RESULT {res.raw}\npub RESULT {pub_res.raw}")
+    _verify_stream(suite, res, MSGS)
+
+
 def _verify_stream(suite: TestSuite, res: DeliveryResult, msgs: int) -> None:
     suite.verify(res.msgs_delivered == msgs, f"delivered {res.msgs_delivered} of {msgs}")
     suite.verify(res.clean, f"lost {res.lost} duplicated {res.duplicated} reordered {res.reordered} "
@@ -607,15 +621,7 @@ class TestSuiteCircuits(TestSuite):
         host.run_cmd(nft + ["add", "chain", "netdev", "imago_dts_oneway", "eg",
                             f'{{ type filter hook egress device "{end.name}" priority 0; }}'])
         host.run_cmd(nft + ["add", "rule", "netdev", "imago_dts_oneway", "eg", "counter", "drop"])
-        cut = time.monotonic()
-        self.verify(sub.proc.running, "the stream ended before the link was cut: make it longer")
-        t_down, ev = wait_event(d1.proc, 3, "down", mark, REACT_S, since=cut)
-        t_up, _ = wait_event(d1.proc, 3, "up", mark, REACT_S, since=cut)
-        print(f"node 1: circuit to node 3 down ({ev[2]}) {t_down:.2f} s after the cut, up again after {t_up:.2f} s")
-        pub_res = pub.result(RUN_S)
-        res: DeliveryResult = sub.result(RUN_S)
-        print(f"sub RESULT {res.raw}\npub RESULT {pub_res.raw}")
-        _verify_stream(self, res, MSGS)
+        _rides_out_the_cut(self, d1, sub, pub, mark, time.monotonic())
         tables = route_tables(d1.proc)
         self.verify(any(t.get(3) == (4, 1, 2) for t in tables[1:]),
                     f"no routing table of node 1 sends node 3 through node 4 on port 1: {tables}")
@@ -651,15 +657,7 @@ class TestSuiteCircuits(TestSuite):
         mark = len(d1.proc.lines())
         end = f.links[(2, 3)][0]  # node 2's end of the link to node 3
         host.ip("link", "set", end.name, "down", netns=end.netns)
-        cut = time.monotonic()
-        self.verify(sub.proc.running, "the stream ended before the link was cut: make it longer")
-        t_down, ev = wait_event(d1.proc, 3, "down", mark, REACT_S, since=cut)
-        t_up, _ = wait_event(d1.proc, 3, "up", mark, REACT_S, since=cut)
-        print(f"\nnode 1: circuit to node 3 down ({ev[2]}) {t_down:.2f} s after the cut, up again after {t_up:.2f} s")
-        pub_res = pub.result(RUN_S)
-        res: DeliveryResult = sub.result(RUN_S)
-        print(f"sub RESULT {res.raw}\npub RESULT {pub_res.raw}")
-        _verify_stream(self, res, MSGS)
+        _rides_out_the_cut(self, d1, sub, pub, mark, time.monotonic())
         fwd4 = max((c.get("circ_data_forwarded", 0) for c in counters(r4, 4)), default=0)
         self.verify(fwd4 > 0, "node 4 forwarded nothing: the stream did not go round")
         _stop(self, d1, "imagod of node 1")
