@@ -49,7 +49,7 @@ void add_redundancy_rows(OptionTable<T>& t, RedundancyOptions T::*m) {
                [m](const T& o) { return (o.*m).on ? std::string(rel::red::mode_name((o.*m).cfg.mode)) : std::string("off"); }});
   t.push_back(time("heartbeat-us", "US", "a heartbeat on each network to each peer this often, 50..1000000",
                    [](rel::red::Config& c) { return &c.health.heartbeat_ns; }, kUs, 50, 1'000'000));
-  t.push_back({"net-miss", "N", "heartbeat intervals of silence that take a network down toward a peer, 2..1000",
+  t.push_back({"net-miss", "N", "heartbeats a network lags the other by (and intervals it is silent for) to go down toward a peer, 2..1000",
                [m](T& o, const std::string& v) { return parse_num<uint32_t>(v, (o.*m).cfg.health.heartbeat_miss, 2, 1000); },
                [m](const T& o) { return std::to_string((o.*m).cfg.health.heartbeat_miss); }});
   t.push_back({"net-fail-threshold", "N",

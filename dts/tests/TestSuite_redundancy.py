@@ -57,7 +57,8 @@ class TestSuiteRedundancy(TestSuite):
         return topology.add_bridge([tx, rx], mtu=1500), topology.add_bridge([tx, rx], mtu=1500)
 
     # ------------------------------------------------------------ the stream
-    def _start(self, node: str, nets: tuple[Bridge, Bridge], mode: str, lcore: int) -> PerfRun:
+    def _start(self, node: str, nets: tuple[Bridge, Bridge], mode: str, lcore: int,
+               net_miss: int = NET_MISS) -> PerfRun:
         a, b = nets
         me, other = a.port(node), a.port("rx" if node == "tx" else "tx")
         me_b, other_b = b.port(node), b.port("rx" if node == "tx" else "tx")
@@ -69,16 +70,17 @@ class TestSuiteRedundancy(TestSuite):
         app = ["--mode", "rate", "--role", node, "--msgs", str(MSGS), "--size", str(SIZE), "--rate", str(RATE),
                "--duration", str(RUN_LIMIT_S), "--idle-timeout-ms", "8000", "--dead-after-ms", "8000",
                "--peer-mac", other.mac, "--redundancy", mode, "--peer-b", f"{peer_id}@{other_b.mac}",
-               "--stats-period", "0.5", "--net-miss", str(NET_MISS)]
+               "--stats-period", "0.5", "--net-miss", str(net_miss)]
         perf = ImagoPerf(me.node)
         return PerfRun(me.node.start([str(perf.binary)] + eal + ["--"] + app, name=f"perf-{node}"), None, None)
 
-    def _run(self, nets: tuple[Bridge, Bridge], mode: str, pull) -> tuple[Result, Result]:
+    def _run(self, nets: tuple[Bridge, Bridge], mode: str, pull, lcores: tuple[int, int] = (1, 0),
+             net_miss: int = NET_MISS) -> tuple[Result, Result]:
         """Stream tx -> rx; call @p pull() PULL_AT_S after tx started. @return both RESULTs;
         self.pull_done_us is the wall-clock time pull() returned."""
-        rx = self._start("rx", nets, mode, 1)
+        rx = self._start("rx", nets, mode, lcores[0], net_miss)
         rx.wait_ready(READY_TIMEOUT_S)
-        tx = self._start("tx", nets, mode, 0)
+        tx = self._start("tx", nets, mode, lcores[1], net_miss)
         tx.wait_ready(READY_TIMEOUT_S)
         time.sleep(PULL_AT_S)
         pulled = time.monotonic()
@@ -217,6 +219,27 @@ class TestSuiteRedundancy(TestSuite):
         self.verify(self._net(tx, "A", "net_a")["state_name"] == "down", f"tx: net_a {self._net(tx, 'A', 'net_a')}")
         back = [e for e in self._events_after(tx, "A", self.pull_done_us) if e["net"] == "b" and e["state"] == "up"]
         self.verify(back, f"tx never saw network B up again: {tx.raw['engine_A']['net_events']}")
+
+    def test_two_healthy_networks_stay_up_with_defaults(self, nets, mode) -> None:
+        """
+        Steps:
+            The stream of test_network_a_link_down, nothing broken, with the default
+            --net-miss (3), both processes on one lcore (CPU 1): each is off its core for
+            milliseconds at a time, often between its heartbeat on A and the one on B.
+        Verify:
+            Everything delivered; on both sides no network went down (no event), failovers
+            is 0 on both networks, and neither ends down (an outside tester, idle nodes sharing a
+            core: B down for whole runs, failovers 1, no heartbeat lost).
+        """
+        tx, rx = self._run(nets, mode, lambda: None, lcores=(1, 1), net_miss=3)
+        self._verify(tx, rx)
+        for res, side in ((tx, "A"), (rx, "B")):
+            eng = res.raw[f"engine_{side}"]
+            downs = [e for e in eng["net_events"] if e["state"] == "down"]
+            self.verify(not downs, f"{side}: a healthy network went down: {eng['net_events']}")
+            for net in ("net_a", "net_b"):
+                self.verify(eng[net]["failovers"] == 0 and eng[net]["state_name"] != "down",
+                            f"{side} {net}: {eng[net]}")
 
     # ------------------------------------------------------------ miswiring, said in a line
     def _imagod(self, topology: Topology, port: Interface, node_id: int, opts: list[str]) -> ImagodRun:

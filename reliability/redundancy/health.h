@@ -2,15 +2,19 @@
 /**
  * @file
  * How one peer looks on one network (NASA KSC's failure count, with heartbeats): up, suspect
- * or down. A network is down toward a peer when nothing came from the peer on it for
- * `heartbeat_miss` heartbeat intervals while the other network carried something (silent on
- * both at once, the silence is the peer's: a stall, a restart, or both networks dead alike;
- * suspect then, and the engine's dead-peer timer decides), when the peer says it hears
+ * or down. A network is down toward a peer when it lags the other by `heartbeat_miss` of the
+ * peer's heartbeats and nothing came on it for as many intervals (the peer sends them on both
+ * together: its stall delays both, so time alone would blame the network its stall fell
+ * before; the link set counts the lag; silent
+ * on both at once, the silence is the peer's: a stall, a restart, or both networks dead
+ * alike; suspect then, and the engine's dead-peer timer decides), when the peer says it hears
  * nothing from us on it (and something on the other), or when `fail_threshold` failures
  * (frames sent on it that had to be sent again, heartbeats missed) fall within
  * `fail_window_ns`. A down network is up again only after it has stayed
  * healthy for `heal_ns`, so a flapping link does not flap the traffic with it; it is suspect
- * (in use, but watched) while failures are recent or a heartbeat is late.
+ * (in use, but watched) while failures are recent or a heartbeat is late (it lags by two,
+ * quiet for 1.5 intervals)
+ * or the peer has been silent on both for `heal_ns`.
  */
 #pragma once
 
@@ -27,7 +31,7 @@ inline const char* net_state_name(NetState s) {
 
 struct HealthConfig {
   uint64_t heartbeat_ns = 1'000'000;   ///< a heartbeat on every network to every peer this often
-  uint32_t heartbeat_miss = 3;         ///< heartbeat intervals of silence: down (>= 2)
+  uint32_t heartbeat_miss = 3;         ///< heartbeats behind the other network, and intervals quiet: down (>= 2)
   uint32_t fail_threshold = 10;        ///< failures within fail_window_ns: down
   uint64_t fail_window_ns = 100'000'000;
   uint64_t heal_ns = 50'000'000;       ///< healthy this long: a down network is up again
@@ -37,7 +41,7 @@ class NetHealth {
  public:
   void start(uint64_t now) {
     last_rx_ = now, state_ = NetState::kUp, up_since_ = now, peer_hears_ = true, peer_heard_ = false;
-    failures_ = 0, window_start_ = now, last_failure_ = 0, healthy_since_ = kNever;
+    failures_ = 0, window_start_ = now, last_failure_ = 0, healthy_since_ = kNever, behind_ = false;
   }
   /** A valid frame from the peer arrived on this network. */
   void heard(uint64_t now) { last_rx_ = now; }
@@ -58,18 +62,18 @@ class NetHealth {
   /** The peer was silent on every network and is heard again: this network's silence
    *  counts from @p now (it was the peer's, not this network's). */
   void peer_back(uint64_t now) { last_rx_ = std::max(last_rx_, now); }
-  /** Re-evaluate at @p now; @p peer_silent: the peer is silent on every network (then this
-   *  one's silence alone takes it no lower than suspect). @return true when the state changed. */
-  bool update(const HealthConfig& c, uint64_t now, bool peer_silent = false) {
+  /** Re-evaluate at @p now; @p peer_silent: the peer is silent on every network (for
+   *  heal_ns, that makes this one suspect, never down); @p lag: the peer's heartbeats that came
+   *  on the other network and not (nor anything later) on this one. @return true when the
+   *  state changed. */
+  bool update(const HealthConfig& c, uint64_t now, bool peer_silent, uint32_t lag) {
     const NetState before = state_;
-    const uint64_t quiet = now - last_rx_;
+    // Both: a backlog on one network (its receive ring filled before the other's) lags it
+    // by a few heartbeats while it delivers; a silence with no lag is the peer's.
+    const uint64_t silence = now - last_rx_;
+    behind_ = lag >= c.heartbeat_miss && silence > c.heartbeat_miss * c.heartbeat_ns;
     const bool failing = failures_ >= c.fail_threshold && now - window_start_ <= c.fail_window_ns;
-    const bool silent = quiet > c.heartbeat_miss * c.heartbeat_ns;
-    if (silent && peer_silent && peer_hears_ && !failing && state_ != NetState::kDown) {
-      state_ = NetState::kSuspect;
-      return state_ != before;
-    }
-    if (silent || !peer_hears_ || failing) {
+    if (behind_ || !peer_hears_ || failing) {
       state_ = NetState::kDown;
       healthy_since_ = kNever;
       return state_ != before;
@@ -80,16 +84,21 @@ class NetHealth {
       up_since_ = now;
     }
     const bool recent = last_failure_ != 0 && now - last_failure_ <= c.fail_window_ns;
-    state_ = quiet > c.heartbeat_ns + c.heartbeat_ns / 2 || recent ? NetState::kSuspect : NetState::kUp;
+    // The peer silent on both: suspect once that outlasts a stall of its lcore (or ours not
+    // credited), which on a loaded machine recur every few milliseconds and blame no network.
+    const bool late = (lag >= 2 && silence > c.heartbeat_ns + c.heartbeat_ns / 2) ||
+                      (peer_silent && silence > std::max(c.heal_ns, c.heartbeat_miss * c.heartbeat_ns));
+    state_ = late || recent ? NetState::kSuspect : NetState::kUp;
     return state_ != before;
   }
-  /** @return true when the peer was heard on this network lately (the shim's heard bit). */
-  bool heard_lately(const HealthConfig& c, uint64_t now) const {
-    return now - last_rx_ <= c.heartbeat_miss * c.heartbeat_ns;
-  }
-  /** @return true when the peer was heard lately and says it hears us: the network works
+  /** @return true when nothing came on this network for the down-detection time. */
+  bool quiet(const HealthConfig& c, uint64_t now) const { return now - last_rx_ > c.heartbeat_miss * c.heartbeat_ns; }
+  /** @return true when the peer, heard lately on some network (@p peer_heard), is heard on
+   *  this one too (not behind at the last update(): the shim's heard bit). */
+  bool heard_lately(bool peer_heard) const { return peer_heard && !behind_; }
+  /** @return true when the peer is heard here and says it hears us: the network works
    *  both ways now, whatever its failure count says. */
-  bool both_ways(const HealthConfig& c, uint64_t now) const { return heard_lately(c, now) && peer_hears_; }
+  bool both_ways(bool peer_heard) const { return heard_lately(peer_heard) && peer_hears_; }
   NetState state() const { return state_; }
   bool down() const { return state_ == NetState::kDown; }
   /** @return true when the network is down but healthy again, waiting out heal_ns. */
@@ -109,6 +118,7 @@ class NetHealth {
   uint64_t window_start_ = 0;
   uint64_t last_failure_ = 0;
   uint64_t healthy_since_ = kNever;
+  bool behind_ = false;  ///< at the last update(): lagging the other by heartbeat_miss, and quiet
 };
 
 }  // namespace imago::rel::red

@@ -72,10 +72,15 @@ uint8_t LinkSet::active(NodeId peer) const {
   return p != nullptr && cfg_.mode == Mode::kActiveStandby ? p->active : 0;
 }
 
+bool LinkSet::peer_heard(const Peer& p) const {
+  return !p.health[0].quiet(cfg_.health, now_) || !p.health[1].quiet(cfg_.health, now_);
+}
+
 uint8_t LinkSet::heard_bits(const Peer& p) const {
+  const bool heard = peer_heard(p);
   uint8_t b = 0;
   for (uint8_t n = 0; n < kMaxNets; ++n)
-    if (p.health[n].heard_lately(cfg_.health, now_)) b |= bit(n);
+    if (p.health[n].heard_lately(heard)) b |= bit(n);
   return b;
 }
 
@@ -86,10 +91,11 @@ uint8_t LinkSet::heard_bits(const Peer& p) const {
 // is what took them down).
 uint8_t LinkSet::usable(const Peer& p) const {
   uint8_t up = 0, healing = 0, working = 0;
+  const bool heard = peer_heard(p);
   for (uint8_t n = 0; n < kMaxNets; ++n) {
     if (!p.health[n].down()) up |= bit(n);
     if (p.health[n].healing()) healing |= bit(n);
-    if (p.health[n].both_ways(cfg_.health, now_)) working |= bit(n);
+    if (p.health[n].both_ways(heard)) working |= bit(n);
   }
   if (up != 0) return up;
   if (healing != 0) return healing;
@@ -144,11 +150,26 @@ void LinkSet::event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s) {
   if (listener_ != nullptr) listener_->on_net_event({k, peer, net, s, now_});
 }
 
+// A heartbeat lifts its network to the peer's number (a new epoch: both networks start level
+// there); anything else lifts its network level with the other, as it is alive now too.
+void LinkSet::raise_level(Peer& p, uint8_t net, const Shim& s) {
+  const auto ahead = [](uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; };
+  if (static_cast<ShimKind>(s.kind) != ShimKind::kHeartbeat) {
+    if (ahead(p.level[net ^ 1], p.level[net])) p.level[net] = p.level[net ^ 1];
+  } else if (s.epoch.get() != p.level_epoch) {
+    p.level_epoch = s.epoch.get();
+    p.level[0] = p.level[1] = s.seq.get();
+  } else if (ahead(s.seq.get(), p.level[net])) {
+    p.level[net] = s.seq.get();
+  }
+}
+
 void LinkSet::evaluate(Peer& p, uint64_t now) {
-  const bool silent = heard_bits(p) == 0;  // on every network: the peer's silence (NetHealth)
+  const bool silent = !peer_heard(p);  // on every network: the peer's silence (NetHealth)
   for (uint8_t n = 0; n < kMaxNets; ++n) {
     NetHealth& h = p.health[n];
-    if (!h.update(cfg_.health, now, silent)) continue;
+    const auto lag = static_cast<int32_t>(p.level[n ^ 1] - p.level[n]);
+    if (!h.update(cfg_.health, now, silent, lag > 0 ? static_cast<uint32_t>(lag) : 0)) continue;
     event(NetEvent::kState, p.id, n, h.state());
     if (h.down() && !p.health[n ^ 1].down()) ++c_[n].failovers;
   }
@@ -341,11 +362,14 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
     return;
   }
   // Heard again after a silence on every network: that was the peer's (or ours toward it),
-  // and each network's own silence counts from now, so one that stays silent while the
-  // other carries frames is found down, and neither is for the silence they shared.
-  if (heard_bits(*p) == 0)
+  // and each network's lag counts from now, so one that stays silent while the other
+  // carries frames is found down, and neither is for the silence they shared.
+  const bool back = !peer_heard(*p);
+  if (back)
     for (auto& h : p->health) h.peer_back(now);
   p->health[net].heard(now);
+  raise_level(*p, net, s);
+  if (back) p->level[net ^ 1] = p->level[net];
   const auto kind = static_cast<ShimKind>(s.kind);
   // A group frame's shim is the same for every member: no news. A peer that hears us on
   // neither network heard our silence (a stall of ours), which says nothing of either.

@@ -168,6 +168,10 @@ class LinkSet final : public FrameSink {
     uint32_t hb_tx[kMaxNets] = {};
     uint32_t hb_rx[kMaxNets] = {};
     bool hb_rx_seen[kMaxNets] = {};
+    /** The peer's heartbeat number each network has caught up with (anything but a heartbeat
+     *  brings it level with the other): one that lags the other lost what the other carried. */
+    uint32_t level[kMaxNets] = {};
+    uint32_t level_epoch = 0;  ///< the peer's epoch those numbers are of
     DedupWindow frames, groups;
   };
   /** What the link set keeps at the start of each held slot (before its networks' own). */
@@ -180,7 +184,11 @@ class LinkSet final : public FrameSink {
 
   Peer* find(NodeId id);
   const Peer* find(NodeId id) const;
+  /** @return true when @p p was heard on some network within the down-detection time. */
+  bool peer_heard(const Peer& p) const;
+  /** @return the networks @p p is heard on (the shim's heard bits). */
   uint8_t heard_bits(const Peer& p) const;
+  void raise_level(Peer& p, uint8_t net, const Shim& s);
   uint8_t usable(const Peer& p) const;
   uint8_t nets_for(Peer& p, bool answer, uint8_t last);
   uint8_t group_nets();
