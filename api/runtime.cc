@@ -23,6 +23,7 @@
 #include "api/handoff.h"
 #include "api/telemetry.h"
 #include "dataplane/eal.h"
+#include "dataplane/if_state.h"
 #include "dataplane/log.h"
 #include "dataplane/telemetry.h"
 
@@ -246,8 +247,8 @@ int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
   for (const auto& [iface, k] : {std::pair{o_.iface, 0}, std::pair{o_.iface_b, 1}}) {
     const std::string vdev = pmd + std::to_string(k);
     if (!iface_vdevs_ || iface.empty() || rte_eth_dev_get_port_by_name(vdev.c_str(), &id) == 0) continue;
-    std::fprintf(stderr, "imago: %s %s: %s could not open it (see the lines above: no such interface, or no "
-                 "permission?)\n", k == 0 ? "--iface" : "--iface-b", iface.c_str(), pmd.c_str());
+    std::fprintf(stderr, "imago: %s %s: %s could not open it (%s)\n", k == 0 ? "--iface" : "--iface-b",
+                 iface.c_str(), pmd.c_str(), dp::port_open_failure(pmd, iface).c_str());
     return -ENODEV;
   }
   if (all.empty()) {

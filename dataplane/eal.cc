@@ -17,6 +17,7 @@
 #include <string>
 
 #include "dataplane/eal_args.h"
+#include "dataplane/if_state.h"
 #include "dataplane/log.h"
 
 namespace imago::dp {
@@ -120,7 +121,14 @@ std::string vdevs_not_up() {
     uint16_t id;
     if (rte_eth_dev_get_port_by_name(da->name, &id) == 0) continue;
     out += (out.empty() ? "" : ", ") + std::string(da->name);
-    if (da->args != nullptr && da->args[0] != '\0') out += "," + std::string(da->args);
+    const std::string args = da->args != nullptr ? da->args : "";
+    if (!args.empty()) out += "," + args;
+    // net_af_packet's iface=NAME: why it failed, when this process can tell.
+    const size_t at = args.find("iface=");
+    if (std::string(da->name).rfind("net_af_packet", 0) != 0 || at == std::string::npos) continue;
+    const size_t end = args.find(',', at);
+    const std::string iface = args.substr(at + 6, end == std::string::npos ? end : end - at - 6);
+    out += ": " + af_packet_open_failure(iface);
   }
   return out;
 }

@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -10,7 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace imago::dp {
@@ -75,6 +80,38 @@ int iface_promiscuous(unsigned if_index) {
   const int rc = ioctl(s, SIOCGIFFLAGS, &ifr) == 0 ? (ifr.ifr_flags & IFF_PROMISC) != 0 : -errno;
   close(s);
   return rc;
+}
+
+// DPDK 22.11's net_af_packet puts each port's socket in fanout group (pid ^ ifindex) & 0xffff,
+// and group numbers are per network namespace: two processes on the two ends of a veth pair
+// (consecutive indexes) whose ids differ as the indexes do collide, and the second fails with
+// EINVAL. Joining the same group here, on a socket of our own, tells that apart.
+std::string af_packet_open_failure(const std::string& iface) {
+  const unsigned idx = if_nametoindex(iface.c_str());
+  if (idx == 0) return "no such interface in this network namespace";
+  const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+  if (fd < 0 && (errno == EPERM || errno == EACCES)) return "no permission: raw sockets need root or CAP_NET_RAW";
+  if (fd < 0) return std::string("a raw socket: ") + std::strerror(errno);
+  sockaddr_ll sa{};
+  sa.sll_family = AF_PACKET;
+  sa.sll_protocol = htons(ETH_P_ALL);
+  sa.sll_ifindex = static_cast<int>(idx);
+  const unsigned group = (static_cast<unsigned>(getpid()) ^ idx) & 0xffff;
+  const int arg = static_cast<int>(
+      group | (PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG | PACKET_FANOUT_FLAG_ROLLOVER) << 16);
+  const bool clash = bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 &&
+                     setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0 && errno == EINVAL;
+  close(fd);
+  if (!clash) return "see DPDK's lines above";
+  return "DPDK's net_af_packet numbers its socket group by process id XOR interface index (here " +
+         std::to_string(group) + ") and another process in this network namespace holds that number on "
+         "another interface: a clash of numbers, not of interfaces; start this process again (it gets "
+         "another id)";
+}
+
+std::string port_open_failure(const std::string& pmd, const std::string& iface) {
+  if (pmd.rfind("net_af_packet", 0) == 0) return af_packet_open_failure(iface);
+  return "see DPDK's lines above: no such interface, or no permission?";
 }
 
 }  // namespace imago::dp

@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <string>
+
 namespace imago::dp {
 
 /**
@@ -20,5 +22,14 @@ int iface_claim(unsigned if_index);
 /** @return 1 when interface @p if_index is in promiscuous mode, 0 when not, or a negative
  *  errno. */
 int iface_promiscuous(unsigned if_index);
+
+/** net_af_packet could not open interface @p iface: @return why, as far as this process can
+ *  tell (no such interface, no permission, or DPDK's fanout group number taken by another
+ *  process), else a pointer to DPDK's own lines. Control path. */
+std::string af_packet_open_failure(const std::string& iface);
+
+/** @return why PMD (or vdev name) @p pmd could not open interface @p iface: the reason of
+ *  af_packet_open_failure() for net_af_packet, else a pointer to DPDK's lines. */
+std::string port_open_failure(const std::string& pmd, const std::string& iface);
 
 }  // namespace imago::dp

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dataplane/eal.h"
+#include "dataplane/if_state.h"
 
 namespace imago::perf {
 namespace {
@@ -74,8 +75,8 @@ int open_topology(Context& ctx, Topology& topo) {
   uint16_t port_id = 0;
   const std::string name_a = std::string("net_") + dp::iface_pmd_name(o.pmd) + "0";
   if (!o.iface.empty() && !ctx.explicit_eal && rte_eth_dev_get_port_by_name(name_a.c_str(), &port_id) != 0) {
-    std::fprintf(stderr, "imago-perf: --iface %s: %s could not open it (see the lines above: no such interface, "
-                 "or no permission?)\n", o.iface.c_str(), name_a.c_str());
+    std::fprintf(stderr, "imago-perf: --iface %s: %s could not open it (%s)\n", o.iface.c_str(), name_a.c_str(),
+                 dp::port_open_failure(name_a, o.iface).c_str());
     return -ENODEV;
   }
   if (rte_eth_dev_count_avail() == 0) {

@@ -217,7 +217,7 @@ class TestSuiteLifecycle(TestSuite):
         node = topology.add_node("np")
         cases = {
             ("--iface", "imago-nosuch0", "--vdev", "net_null0", "--node-id", "1", "--peer", "2"):
-                "--iface imago-nosuch0: net_af_packet could not open it",
+                "--iface imago-nosuch0: net_af_packet could not open it (no such interface in this network namespace)",
             ("--pair", "--engine-lcore", "5"): "--engine-lcore 5 is not one of EAL's lcores",
         }
         for args, words in cases.items():
@@ -225,6 +225,34 @@ class TestSuiteLifecycle(TestSuite):
                          timeout=30)
             self.verify(cp.returncode == 1, f"{args}: exit {cp.returncode}, want 1")
             self.verify(words in cp.stderr, f"{args}: stderr lacks {words!r}: {cp.stderr[-400:]!r}")
+
+    def test_imagod_says_when_another_process_has_its_af_packet_group_number(self, topology: Topology) -> None:
+        """
+        Steps:
+            In one namespace, a veth pair (ends x and y); fanout_holder.py puts sockets on y in
+            the fanout groups DPDK's net_af_packet would give x in each of the next 2,000
+            processes (process id XOR x's interface index: numbers are per namespace, so two
+            processes on the two ends of one pair can clash by chance); run imagod --no-huge
+            --iface x.
+        Verify:
+            It fails to start (exit 1) and names the clash and what to do (start it again),
+            where DPDK says only "Invalid argument".
+        """
+        node = topology.add_node("fo")
+        x, y = topology.add_veth(node, node)
+        holder = node.start(["/usr/bin/python3", str(Path(__file__).with_name("fanout_holder.py")), x.name, y.name,
+                             "2000", "60"], name="holder")
+        try:
+            holding = holder.wait_for_line("HOLDING", timeout=30)
+            self.verify(int(holding.split()[1]) > 1000, f"the holder holds too few groups: {holding}")
+            cp = run_app(node, imagod_binary(), ["--no-huge", "--iface", x.name, "--node-id", "1", "--peer", "2",
+                                                 "--duration", "1"], timeout=30)
+        finally:
+            holder.kill()
+        self.verify(cp.returncode == 1, f"exit {cp.returncode}, want 1: {cp.stderr[-400:]!r}")
+        for words in ("could not set PACKET_FANOUT", "another process in this network namespace holds that number",
+                      "start this process again"):
+            self.verify(words in cp.stderr, f"stderr lacks {words!r}: {cp.stderr[-600:]!r}")
 
     def test_interactive_prompt_runs_and_reports(self, topology: Topology, perf_binary: Path) -> None:
         """
