@@ -99,6 +99,7 @@ void CircuitLink::on_hello(circ::PortId p, std::span<const uint8_t> frame, uint6
     ++cc_.neighbours_left;
   } else if (right) {
     health_.heard(p);
+    port.heard_once = true;
     health_.peer_hears(p, says != circ::kHelloDeaf);
   } else {
     health_.force_down(p);
@@ -210,6 +211,7 @@ bool CircuitLink::on_mbuf(circ::PortId p, rte_mbuf* m, uint64_t now) {
     ++cc_.wrong_neighbour;
     return rte_pktmbuf_free(m), true;
   }
+  ports_[p].heard_once = true;
   if (health_.heard(p)) link_changed(p, true, now);
   if (!good || h.kind != static_cast<uint8_t>(circ::CircKind::kData)) {
     sink_->on_frame(p, frame, now);  // control, or junk (counted there)
@@ -311,7 +313,11 @@ unsigned CircuitLink::flush(uint64_t now_tsc) {
 void CircuitLink::link_changed(circ::PortId p, bool up, uint64_t now, const char* why) {
   ++(up ? cc_.links_up : cc_.links_down);
   HeldLine& line = ports_[p].link_log;
-  if (line.changed(now, cc_.log_quiet)) log_link(p, why, std::exchange(line.gate.quiet, 0));
+  // A port starts up on trust: its first fall, before anything was heard on it, is a
+  // neighbour not there yet. Said as such, outside the gate, so that the line when the
+  // neighbour comes is not held back for the gap.
+  if (!up && !ports_[p].heard_once) log_link(p, " (nothing heard on it since the start)", 0);
+  else if (line.changed(now, cc_.log_quiet)) log_link(p, why, std::exchange(line.gate.quiet, 0));
   const int li = topo_.link_index(self_, p);
   if (li >= 0) {
     dead_[static_cast<size_t>(li)] = !up;

@@ -222,6 +222,7 @@ class CircuitLink final : public rel::circ::CircuitPorts, public rel::circ::Circ
     bool miswired = false;
     uint8_t wrong_in_row = 0;  ///< HELLOs from another node than expected, none right since
     HeldLine link_log;    ///< its "link up/down" lines: a change held back is shown when the gap ends
+    bool heard_once = false;  ///< its neighbour was heard once (ports start up, on trust)
     LogGate miswire_log;  ///< its miswire lines
   };
   // Per peer of ours: why its circuit was last logged down (kNone: up since). A peer out of

@@ -345,6 +345,39 @@ class TestSuiteCircuits(TestSuite):
     """Streams over multi-hop virtual circuits: loss on a hop, a forwarder killed, a ring
     rerouting, forged VCIs."""
 
+    def test_a_neighbour_that_starts_late_is_logged_up_at_once(self, circuits_host, topology: Topology) -> None:
+        """
+        Steps:
+            line:2 over one veth: start node 1 alone, wait for its link to go down (nothing
+            heard), then start node 2.
+        Verify:
+            Node 1 says its link is down because nothing was heard on it since the start (it
+            was never up), then says it is up within a few seconds of node 2's start. Before,
+            the start-up 'down' took the line's 10 s gap and the 'up' was held back until it
+            ended (an outside tester).
+        """
+        a, b = topology.add_node("late1"), topology.add_node("late2")
+        ia, ib = topology.add_veth(a, b)
+        start = lambda node, n, iface: ImagodRun.start(
+            node, f"{topology.prefix}-late{n}", stats_period_s=0, name=f"imagod{n}",
+            nodes=["--no-huge", "--topology", "line:2", "--node-id", str(n), "--vdev", f"net_af_packet0,iface={iface}",
+                   "--duration", "60"])
+        d1 = start(a, 1, ia.name)
+        try:
+            first = d1.proc.wait_for_line("link on port 0", READY_S)
+            self.verify("down (nothing heard on it since the start)" in first, f"node 1's first link line: {first!r}")
+            started = time.monotonic()
+            d2 = start(b, 2, ib.name)
+            try:
+                up = d1.proc.wait_for_line("link on port 0 up", READY_S)
+                took = time.monotonic() - started
+                print(f"\nnode 1: {first.strip()}\nnode 1: {up.strip()} {took:.2f} s after node 2 started")
+                self.verify(took < 5, f"node 1 said its link up {took:.1f} s after node 2 started")
+            finally:
+                _stop(self, d2, "imagod of node 2")
+        finally:
+            _stop(self, d1, "imagod of node 1")
+
     def test_line_two_hops(self, circuits_host, topology: Topology, request) -> None:
         """
         Steps:
