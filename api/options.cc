@@ -174,6 +174,7 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
   if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
   const bool b_opts = !o.iface_b.empty() || !o.peers_b.empty() || o.src_ip_b != 0;
   if (b_opts && !o.redundancy.on) return *err = "--iface-b, --peer-b and --src-ip-b need --redundancy MODE", -EINVAL;
+  if (int rc = dp::check_redundancy(o.redundancy, err); rc < 0) return rc;
   if (o.redundancy.on && o.src_ip != 0 && o.src_ip_b == 0 && !o.pair)
     return *err = "--redundancy with --src-ip needs --src-ip-b (our address on network B)", -EINVAL;
   if (o.src_ip_b != 0 && o.src_ip == 0)

@@ -271,18 +271,12 @@ int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
 
 // A node of a fabric: every port, in order, is a link of its topology (port k: the k-th).
 int Runtime::open_fabric_node() {
-  const auto self = static_cast<rel::NodeId>(o_.node_id);
+  static_assert(dp::kFabricMaxPorts == dp::CircuitLink::kMaxPorts);
   const rel::circ::Topology& t = o_.fabric.topology;
-  const auto used = t.ports(static_cast<size_t>(t.node_index(self)));
-  const size_t need = used.empty() ? 0 : used.back().port + 1u;
+  const size_t need = dp::fabric_ports(o_.fabric, o_.node_id);  // 1..kFabricMaxPorts: check_fabric()
   std::vector<uint16_t> ids;
   uint16_t id;
   RTE_ETH_FOREACH_DEV(id) ids.push_back(id);
-  if (need == 0 || need > dp::CircuitLink::kMaxPorts) {
-    std::fprintf(stderr, "imago: node %" PRIu64 " has %zu ports in --topology %s: a fabric node has 1 to %zu\n",
-                 o_.node_id, need, o_.fabric.spec.c_str(), dp::CircuitLink::kMaxPorts);
-    return -ENODEV;
-  }
   // One more is refused too: a port list from another topology would run with a link unused.
   if (ids.size() != need) {
     const std::string down = dp::vdevs_not_up();

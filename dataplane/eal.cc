@@ -37,6 +37,10 @@ bool g_leave_devices = false;  // eal_leave_devices(); control path only
 }  // namespace
 
 int eal_start(const std::string& prog, const std::vector<std::string>& eal_args) {
+  if (const std::string dup = duplicate_vdev(eal_args); !dup.empty()) {
+    IMAGO_LOG(ERR, dataplane, "%s\n", dup.c_str());
+    return -EINVAL;
+  }
   // EAL may keep pointers into argv (e.g. vdev arguments): the strings live for the process.
   static std::vector<std::string> owned;
   owned.assign(1, prog.empty() ? "imago" : prog);

@@ -34,6 +34,25 @@ bool parse_iface_pmd(const std::string& s, IfacePmd& out) {
   return true;
 }
 
+std::string duplicate_vdev(const std::vector<std::string>& eal_args) {
+  std::vector<std::string> seen;  // the whole --vdev values, in order
+  for (size_t i = 0; i < eal_args.size(); ++i) {
+    const std::string& a = eal_args[i];
+    std::string v;
+    if (a.rfind("--vdev=", 0) == 0) v = a.substr(7);
+    else if (a == "--vdev" && i + 1 < eal_args.size()) v = eal_args[++i];
+    else continue;
+    const std::string name = v.substr(0, v.find(','));
+    const std::string kind = name.substr(0, name.find_last_not_of("0123456789") + 1);
+    for (const auto& s : seen)
+      if (s.substr(0, s.find(',')) == name)
+        return "--vdev " + name + " given twice (" + s + " and " + v + "): DPDK would keep the last and drop " +
+               "the other; give each device its own name (" + kind + "0, " + kind + "1, ...)";
+    seen.push_back(v);
+  }
+  return "";
+}
+
 std::string iface_vdev(IfacePmd pmd, const std::string& iface, unsigned index) {
   return std::string("net_") + iface_pmd_name(pmd) + std::to_string(index) + ",iface=" + iface;
 }

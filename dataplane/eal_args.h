@@ -41,6 +41,10 @@ std::string iface_vdev(IfacePmd pmd, const std::string& iface, unsigned index = 
  *  gone. Best effort. @return how many. */
 unsigned sweep_dead_runtime_dirs(const std::string& parent);
 
+/** @return a message naming the first device name two --vdev arguments of @p eal_args share
+ *  (DPDK keeps the last and drops the other without a word), or "" when none do. */
+std::string duplicate_vdev(const std::vector<std::string>& eal_args);
+
 /** What an app needs from EAL when the user gave no EAL arguments. */
 struct EalDefaults {
   unsigned memory_mb = 512;            ///< -m, enough for the default mempools

@@ -45,7 +45,18 @@ int check_fabric(FabricOptions& f, uint64_t self, std::string* err) {
     *err = "--topology " + f.spec + ": node " + std::to_string(self) + " (--node-id) is not in it";
     return -EINVAL;
   }
+  if (const size_t n = fabric_ports(f, self); n == 0 || n > kFabricMaxPorts) {
+    *err = "--topology " + f.spec + ": node " + std::to_string(self) + " has " + std::to_string(n) +
+           " ports: a fabric node has 1 to " + std::to_string(kFabricMaxPorts);
+    return -EINVAL;
+  }
   return 0;
+}
+
+size_t fabric_ports(const FabricOptions& f, uint64_t self) {
+  const rel::circ::Topology& t = f.topology;
+  const auto used = t.ports(static_cast<size_t>(t.node_index(static_cast<rel::NodeId>(self))));
+  return used.empty() ? 0 : used.back().port + 1u;
 }
 
 }  // namespace imago::dp

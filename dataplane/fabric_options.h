@@ -35,6 +35,13 @@ int parse_topology_spec(const std::string& spec, rel::circ::Topology* out, std::
 /** Read @p f.spec into @p f.topology and check it holds @p self. @return 0, -EINVAL (@p err). */
 int check_fabric(FabricOptions& f, uint64_t self, std::string* err);
 
+/** Ports a fabric node may have (CircuitLink::kMaxPorts). */
+inline constexpr size_t kFabricMaxPorts = 16;
+
+/** @return how many ports node @p self has in @p f's topology (check_fabric() first): its
+ *  highest port number plus one. */
+size_t fabric_ports(const FabricOptions& f, uint64_t self);
+
 /** Add --topology, --show-routes, --link-hello-us and --link-miss to @p t, over member @p m of T. */
 template <typename T>
 void add_fabric_rows(OptionTable<T>& t, FabricOptions T::*m) {

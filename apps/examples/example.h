@@ -299,8 +299,10 @@ static inline int ex_attach(const struct ex_opts *o, const char *prog, imago_t *
 {
 	int rc = o->prefix ? imago_attach_secondary(o->prefix, im) : imago_attach_embedded(o->node_argc, o->node_argv, im);
 	if (rc < 0)
-		fprintf(stderr, "%s: cannot attach %s%s: %s\n", prog, o->prefix ? "to imagod " : "embedded",
-			o->prefix ? o->prefix : "", strerror(-rc));
+		fprintf(stderr, "%s: cannot attach %s%s: %s%s\n", prog, o->prefix ? "to imagod " : "embedded",
+			o->prefix ? o->prefix : "", strerror(-rc),
+			o->prefix && rc == -EIO ? " (no imagod runs with that --file-prefix, or it runs with --no-huge:"
+						  " secondaries need hugepages)" : "");
 	else
 		ex_rtc = imago_engine_poll(*im) == -ENOTSUP ? NULL : *im;
 	return rc;

@@ -251,6 +251,7 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     err = "--iface-b, --peer-b and --src-ip-b need --redundancy MODE";
     return -EINVAL;
   }
+  if (int rc = dp::check_redundancy(opt.redundancy, &err); rc < 0) return rc;
   if (opt.redundancy.on && (find_mode(opt.mode)->message_is_frame || opt.via_api)) {
     err = "--redundancy runs the reliable modes on the engine (stream, rate, echo, pingpong; for the API "
           "path give --redundancy to imagod or the library)";

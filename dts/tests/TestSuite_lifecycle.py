@@ -13,7 +13,7 @@ from pathlib import Path
 
 from framework.apps import (EalConfig, ImagoPerf, RawParams, Role, build_dir, imagod_binary, result_line_object,
                             results_in, run_app)
-from framework.imago_apps import ImagodRun
+from framework.imago_apps import ImagodRun, example_path
 from framework.testsuite import TestSuite
 from framework.topology import Topology
 
@@ -253,6 +253,20 @@ class TestSuiteLifecycle(TestSuite):
         for words in ("could not set PACKET_FANOUT", "another process in this network namespace holds that number",
                       "start this process again"):
             self.verify(words in cp.stderr, f"stderr lacks {words!r}: {cp.stderr[-600:]!r}")
+
+    def test_an_example_told_to_attach_where_no_imagod_runs_says_so(self, topology: Topology) -> None:
+        """
+        Steps:
+            imago-pubsub sub --secondary with a file prefix no imagod runs with.
+        Verify:
+            It exits non-zero at once and says what that means (before: only "Input/output
+            error": an outside tester).
+        """
+        node = topology.add_node("ex")
+        cp = run_app(node, example_path("imago-pubsub"), ["sub", "--secondary", f"{topology.prefix}-none",
+                                                          "--timeout", "5"], timeout=30)
+        self.verify(cp.returncode != 0, f"exit 0: {cp.stderr[-400:]!r}")
+        self.verify("no imagod runs with that --file-prefix" in cp.stderr, f"stderr: {cp.stderr[-400:]!r}")
 
     def test_interactive_prompt_runs_and_reports(self, topology: Topology, perf_binary: Path) -> None:
         """

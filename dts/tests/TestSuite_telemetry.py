@@ -215,14 +215,16 @@ class TestSuiteTelemetry(TestSuite):
     def test_imago_stat_refuses_an_ambiguous_prefix(self, topology: Topology) -> None:
         """
         Steps:
-            imago-stat with -f twice, with an empty prefix, and with one holding a '/'.
+            imago-stat with -f twice, with an empty prefix, with one holding a '/', and with -f
+            and --socket both.
         Verify:
             Each exits 2 (bad usage) naming what is wrong: it never silently reads another
             process than the one the operator meant.
         """
         node = topology.add_node("badstat")
         for args, says in ((["-f", "a", "-f", "b"], "more than once"), (["-f", ""], "bad --file-prefix"),
-                           (["-f", "../imago"], "bad --file-prefix")):
+                           (["-f", "../imago"], "bad --file-prefix"),
+                           (["-f", "a", "--socket", "/nonexistent/s"], "two ways")):
             cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), *args, "--json"], timeout=30, check=False)
             self.verify(cp.returncode == 2 and says in cp.stderr, f"{args}: exit {cp.returncode}: {cp.stderr}")
 

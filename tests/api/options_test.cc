@@ -75,6 +75,26 @@ TEST(RuntimeOptionsTest, FabricOptionsThatCannotMeanAnythingAreRefused) {
   EXPECT_EQ(parse({"--node-id", "1", "--topology", "line:3", "--peer", "3@02:00:00:00:00:03"}, &why), -EINVAL);
   EXPECT_NE(why.find("by id alone"), std::string::npos) << why;
   EXPECT_EQ(parse({"--node-id", "1", "--topology", "line:3", "--peer", "3", "--link-miss", "5"}, &why), 0) << why;
+  // A node with no link, or more than a node can have: refused at start before, exit 1.
+  EXPECT_EQ(parse({"--node-id", "1", "--topology", "line:1"}, &why), -EINVAL);
+  EXPECT_NE(why.find("node 1 has 0 ports: a fabric node has 1 to 16"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--topology", "mesh:18"}, &why), -EINVAL);
+  EXPECT_NE(why.find("node 1 has 17 ports"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--topology", "mesh:17"}, &why), 0) << why;
+}
+
+// An outside tester: --failback-ms with duplicate and --pingpong-run with active-standby were
+// taken and did nothing.
+TEST(RuntimeOptionsTest, TwoNetworkOptionsOfAnotherModeAreRefused) {
+  std::string why;
+  EXPECT_EQ(parse({"--pair", "--redundancy", "duplicate", "--failback-ms", "100"}, &why), -EINVAL);
+  EXPECT_NE(why.find("--failback-ms is for --redundancy active-standby, not duplicate"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--pair", "--redundancy", "active-standby", "--pingpong-run", "4"}, &why), -EINVAL);
+  EXPECT_NE(why.find("--pingpong-run is for --redundancy ping-pong"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--pair", "--net-miss", "5"}, &why), -EINVAL);
+  EXPECT_NE(why.find("need --redundancy MODE"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--pair", "--redundancy", "ping-pong", "--pingpong-run", "4", "--net-miss", "5"}, &why), 0) << why;
+  EXPECT_EQ(parse({"--pair", "--redundancy", "active-standby", "--failback-ms", "100"}, &why), 0) << why;
 }
 
 TEST(RuntimeOptionsTest, SizesAndTimesBeyondWhatTheyCanMeanAreRefused) {

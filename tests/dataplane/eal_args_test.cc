@@ -184,6 +184,18 @@ TEST(EalArgs, ALcoreMapGoesToLcoresAPlainListToL) {
   EXPECT_EQ(std::count(a.begin(), a.end(), "-l"), 1);
 }
 
+// DPDK keeps the last of two --vdev of one name and drops the other without a word: a fabric
+// node then had one port fewer than its links, and said only that.
+TEST(EalArgs, TwoVdevsOfOneNameAreNamed) {
+  EXPECT_EQ(duplicate_vdev({"--vdev=net_null0", "--vdev", "net_null1", "-l", "0"}), "");
+  const std::string m = duplicate_vdev({"--no-huge", "--vdev", "net_af_packet0,iface=a", "--vdev=net_af_packet0,iface=b"});
+  EXPECT_NE(m.find("--vdev net_af_packet0 given twice (net_af_packet0,iface=a and net_af_packet0,iface=b)"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("(net_af_packet0, net_af_packet1, ...)"), std::string::npos) << m;
+  EXPECT_NE(duplicate_vdev({"--vdev=net_ring0", "--vdev=net_ring0"}), "");
+  EXPECT_EQ(duplicate_vdev({"--vdev"}), "") << "a dangling --vdev is EAL's to refuse";
+}
+
 TEST(EalArgs, OnlyTheRuntimeDirectoriesOfDeadEmbeddedProcessesAreSwept) {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("imago_sweep_" + std::to_string(getpid()));
