@@ -14,6 +14,7 @@
 
 #include "dataplane/option_table.h"
 #include "reliability/config.h"
+#include "reliability/parity.h"
 
 namespace imago::dp {
 
@@ -120,10 +121,22 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                    "a group member waits a random time up to this long before asking for a hole another's "
                    "repair may fill (NACK suppression; repairs then go to the group), 0..1000000",
                    &rel::Config::group_nack_backoff_ns, kUs, 0, 1'000'000));
-  t.push_back(frames("group-parity",
-                     "a group source whose members lose about two frames or more in every FRAMES sends an XOR parity "
-                     "frame per block of FRAMES, from which a member rebuilds one lost frame of it; 0: never, else 2..64",
-                     &rel::Config::group_parity_frames, 64));
+  t.push_back({"group-parity", "auto|FRAMES",
+               "a group source whose members lose between them 1.5 frames or more in a block sends an XOR parity "
+               "frame per block, from which a member rebuilds one lost frame of it; auto: blocks of up to 64 frames, "
+               "sized to the members' losses (1 % at 8 members: about 60, 5 %: 12); FRAMES: blocks of FRAMES, 2..64; 0: never",
+               [m](T& o, const std::string& v) {
+                 rel::Config& c = (o.*m).engine;
+                 if (v == "auto") return c.group_parity_frames = rel::kParityMaxFrames, c.group_parity_fit = true;
+                 c.group_parity_fit = false;
+                 return parse_num<uint32_t>(v, c.group_parity_frames, 0, rel::kParityMaxFrames) &&
+                        c.group_parity_frames != 1;
+               },
+               [m](const T& o) {
+                 const rel::Config& c = (o.*m).engine;
+                 return c.group_parity_fit && c.group_parity_frames != 0 ? std::string("auto")
+                                                                         : std::to_string(c.group_parity_frames);
+               }});
   t.push_back(frames("group-burst",
                      "a member's ask for FRAMES or more frames lost in a row (its queue overflowed) halves the frames "
                      "its group source keeps in flight; they grow back a frame a round and double every 50 ms without "

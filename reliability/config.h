@@ -90,12 +90,15 @@ struct Config {
   /** A NACK-based group stream (group_open(g, now, true)) frees a sent frame this long after it
    *  went out, ACKed or not, and its oldest frames at once when the window is full. */
   uint64_t group_nack_hold_ns = 100 * kMs;
-  /** Parity repair (docs/PROTOCOL.md 3.7.7): a source whose members lose, between them, about
-   *  two frames or more in every this many sends one XOR parity frame per block of this many
-   *  to the group, from which a member that lost one frame of the block rebuilds it. 0: never;
-   *  else 2 to 64 (needs max_sack >= 2: a parity frame is 12 bytes above its longest frame's
-   *  records). */
-  uint32_t group_parity_frames = 32;
+  /** Parity repair (docs/PROTOCOL.md 3.7.7): a source whose members lose, between them, 1.5
+   *  frames or more in a block sends one XOR parity frame per block to the group, from which
+   *  a member that lost one frame of the block rebuilds it. Blocks of this many frames (with
+   *  group_parity_fit, of up to this many). 0: never; else 2 to 64 (needs max_sack >= 2: a
+   *  parity frame is 12 bytes above its longest frame's records). */
+  uint32_t group_parity_frames = 64;
+  /** Size each new block to the members' losses as judged (cheapest_block()), up to
+   *  group_parity_frames; false: blocks of group_parity_frames. */
+  bool group_parity_fit = true;
   /** A member's NACK of a hole of this many frames in a row or more says it overflowed (its
    *  port's queue, while it was off its core), not a random loss: its source caps the frames
    *  it keeps in flight (flight_cap.h, docs/PROTOCOL.md 3.7.8).

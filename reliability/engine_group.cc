@@ -102,9 +102,10 @@ int Engine::group_open(GroupId g, uint64_t now_ns, bool nack) {
   std::fill(std::begin(t->sent_par), std::end(t->sent_par), GroupTx::SentParity{});
   t->sent_par_n = 0;
   t->parity_on = false;
+  t->parity_k = cfg_.group_parity_frames;
   t->ahead = false;
   t->losses = t->judged = t->parities = 0;
-  t->loss_acc = t->block_acc = 0;
+  t->loss_acc = t->block_acc = t->frame_acc = 0;
   t->judged_ns = 0;
   t->flight.reset();
   // Peers that asked before the group was open here.

@@ -30,7 +30,7 @@ uint32_t known_sent(const GroupRx& r, const ParityAcc& b) {
 // The block the frame about to go out belongs to: a new one opens once the last is complete,
 // while losses call for parity.
 ParityTag Engine::parity_block_open(GroupTx& t, Seq first) {
-  if (t.ptx.tag.k == 0 && t.parity_on) t.ptx.reset({t.frame_no, cfg_.group_parity_frames}), t.ptx_seq = first;
+  if (t.ptx.tag.k == 0 && t.parity_on) t.ptx.reset({t.frame_no, t.parity_k}), t.ptx_seq = first;
   return t.ptx.tag;
 }
 
@@ -92,11 +92,17 @@ void Engine::parity_released(GroupTx& t, uint32_t frames) {
   // parity frame costs one copy per member where the link cannot multicast, and saves only
   // that member's loss: there it must be worth a copy each.
   const uint64_t copies = multicast_ok() ? 1 : std::max<size_t>(t.members.size(), 1);
-  const uint64_t blocks = std::max<uint64_t>(std::min(t.judged, 2 * due) / cfg_.group_parity_frames, t.parities);
+  const uint64_t judged = std::min(t.judged, 2 * due);
+  const uint64_t blocks = std::max<uint64_t>(judged / t.parity_k, t.parities);
   t.loss_acc = t.loss_acc * 3 / 4 + t.losses;
   t.block_acc = t.block_acc * 3 / 4 + blocks * copies;
+  t.frame_acc = t.frame_acc * 3 / 4 + judged;
   if (2 * t.loss_acc >= 3 * t.block_acc) t.parity_on = true;
   if (t.loss_acc < t.block_acc) t.parity_on = false;
+  // New blocks: the size that costs least at each member's loss rate, as judged.
+  const size_t members = std::max<size_t>(t.members.size(), 1);
+  const double p = std::min(0.5, static_cast<double>(t.loss_acc) / static_cast<double>(t.frame_acc * members));
+  if (cfg_.group_parity_fit) t.parity_k = cheapest_block(p, members, copies, cfg_.group_parity_frames);
   t.losses = t.judged = t.parities = 0;
 }
 

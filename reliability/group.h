@@ -74,12 +74,14 @@ struct GroupTx {
   bool stop_seen = false;   ///< parity_close() found the stream stopped in the block once
   std::unique_ptr<uint8_t[]> ptx_mem;  ///< mtu bytes, set aside at create()
   bool parity_on = false;   ///< new blocks get parity: losses were frequent
+  uint32_t parity_k = 0;    ///< frames in a new block: cheapest_block() at the losses judged
   uint32_t losses = 0;      ///< frames members asked for or rebuilt since the last decision
   uint32_t judged = 0;      ///< frames released since then
   uint64_t judged_ns = 0;   ///< when the last decision was made (0: none yet)
   uint32_t parities = 0;    ///< parity frames sent since then
   uint64_t loss_acc = 0;    ///< losses of the last judgements, each weighing 3/4 of the next
   uint64_t block_acc = 0;   ///< blocks of the last judgements, weighed alike
+  uint64_t frame_acc = 0;   ///< frames of the last judgements, weighed alike
   /** The parity frames sent lately: a member's ask without its block's parity may have
    *  crossed one (repair_frames()). */
   struct SentParity {

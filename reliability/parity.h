@@ -35,6 +35,27 @@ inline constexpr uint32_t kParityBlocks = 8;
 /** Bytes of the accumulator before the records: the header's seq, ack and crc fields. */
 inline constexpr size_t kParityHead = 12;
 
+/**
+ * The block size, kParityMinFrames..@p max_k, that costs fewest frames per data frame when
+ * each of @p members loses a fraction @p p of the frames, independently: a parity frame a
+ * block (@p copies of it where the link cannot multicast), and at each member its losses in
+ * the block but one (the parity rebuilds one). Larger blocks cost fewer parity frames and
+ * leave more members with two losses in one: at 1 % and 8 members the cost is 4.3 % of the
+ * data frames with blocks of 32 and 3.6 % with 61 (the cheapest); at 5 %, 23 % with 32, 29 % with
+ * 64 and 18 % with 12 (the cheapest).
+ */
+inline uint32_t cheapest_block(double p, size_t members, uint64_t copies, uint32_t max_k) {
+  uint32_t best = max_k;
+  double best_cost = 0, none = 1;  // none: (1 - p)^k, a member's chance of no loss in k
+  for (uint32_t k = 1; k <= max_k; ++k) {
+    none *= 1 - p;
+    if (k < kParityMinFrames) continue;
+    const double cost = (static_cast<double>(copies) + static_cast<double>(members) * (k * p - (1 - none))) / k;
+    if (k == kParityMinFrames || cost < best_cost) best = k, best_cost = cost;
+  }
+  return best;
+}
+
 /** XOR @p n bytes of @p src into @p dst. */
 inline void xor_into(uint8_t* dst, const uint8_t* src, size_t n) {
   size_t i = 0;

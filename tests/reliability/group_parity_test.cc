@@ -31,7 +31,7 @@ class GroupParityTest : public GroupStreamTest {
  protected:
   /** Blocks of @p k frames. */
   void blocks_of(uint32_t k) {
-    tune = [=](Config& c) { c.group_parity_frames = k; };
+    tune = [=](Config& c) { c.group_parity_frames = k, c.group_parity_fit = false; };
   }
   /** Every member in @p lose loses the first send of each data frame whose number modulo
    *  @p k is in its set (repairs pass). */
@@ -269,8 +269,9 @@ TEST_F(GroupParityTest, ReleasesInStepsAtOnceAreJudgedOnceWithTheLossesToldBefor
 // The target, in the engine alone: 1 % of every frame towards each of 8 members
 // dropped independently (repairs and control frames too), 20,000 messages of 1 KiB.
 TEST_F(GroupParityTest, OnePercentLostAtEachOfEightMembersCostsUnderFivePercentRepairs) {
-  auto run = [&](uint32_t k) {
+  auto run = [&](uint32_t k, bool fit = false) {
     blocks_of(k);
+    if (fit) tune = [](Config& c) { c.group_parity_frames = kParityMaxFrames, c.group_parity_fit = true; };
     start(9);
     std::mt19937_64 rng(42);
     w.drop = [&](const GWire::Frame& f) { return f.to != 1 && rng() % 100 == 0; };
@@ -281,16 +282,30 @@ TEST_F(GroupParityTest, OnePercentLostAtEachOfEightMembersCostsUnderFivePercentR
     uint64_t rebuilt = 0;
     for (NodeId i = 2; i <= 9; ++i) rebuilt += gc(i).parity_rebuilt;
     const GroupCounters c = gc(1);
-    std::printf("blocks of %u: %llu data frames, %llu repair frames (%.2f %%; %llu parity), %llu rebuilt\n", k,
+    std::printf("blocks of %s%u: %llu data frames, %llu repair frames (%.2f %%; %llu parity), %llu rebuilt\n",
+                fit ? "up to " : "", k,
                 (unsigned long long)c.data_frames, (unsigned long long)c.repair_frames,
                 100.0 * c.repair_frames / c.data_frames, (unsigned long long)c.parity_sent,
                 (unsigned long long)rebuilt);
     return c;
   };
-  const GroupCounters plain = run(0), parity = run(32);
+  const GroupCounters plain = run(0), parity = run(32), fit = run(kParityMaxFrames, true);
   EXPECT_EQ(plain.parity_sent, 0u);
   EXPECT_LE(parity.repair_frames * 20, parity.data_frames);  // <= 5 %
   EXPECT_LT(parity.repair_frames, plain.repair_frames);
+  // Blocks sized to the losses (the default): about 60 frames here, fewer repairs than 32.
+  EXPECT_LT(fit.repair_frames * 100, fit.data_frames * 42) << "< 4.2 %";
+  EXPECT_LT(fit.repair_frames, parity.repair_frames);
+}
+
+TEST(CheapestBlock, GrowsAsLossesFallAndShrinksAsTheyRise) {
+  EXPECT_EQ(cheapest_block(0, 8, 1, 64), 64u) << "no loss: the fewest parity frames";
+  const uint32_t at1 = cheapest_block(0.01, 8, 1, 64), at5 = cheapest_block(0.05, 8, 1, 64);
+  EXPECT_GE(at1, 48u) << at1;
+  EXPECT_LE(at5, 24u) << at5;
+  EXPECT_EQ(cheapest_block(0.01, 8, 1, 32), 32u) << "never beyond the most asked for";
+  EXPECT_LT(cheapest_block(0.01, 8, 8, 64), 64u + 1) << "copies per member where the link cannot multicast";
+  EXPECT_GE(cheapest_block(0.5, 64, 1, 64), kParityMinFrames);
 }
 
 TEST_F(GroupParityTest, HostileParityFramesAreDroppedAndCounted) {

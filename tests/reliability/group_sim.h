@@ -550,6 +550,7 @@ inline GroupScenario make_group_scenario(uint64_t seed) {
   sc.cfg.group_parity_frames = parity_draw == 0   ? 0
                                : parity_draw == 1 ? 2 + static_cast<uint32_t>(pr.below(63))
                                                   : 2 + static_cast<uint32_t>(pr.below(7));
+  sc.cfg.group_parity_fit = pr.below(2) == 0;  // blocks sized to the losses, or fixed
   return sc;
 }
 
