@@ -105,6 +105,7 @@ void Engine::on_rto(Peer& p, uint64_t now) {
     // marks the rest (RACK in detect_losses): SACKed units never, units transmitted before
     // the probe and still missing then, a lost tail included.
     mark_lost(p, tx.una(), tx.una() + 1, now);
+    if (TxFrame& f = tx.frame(tx.fpos(tx.una())); f.retx) f.probe = true;  // a guess, as the sink is told
     p.tlp_deadline = kNever;
     p.rto.backoff();
     p.probe_now = true;  // ask for an ACK with the repair, so the next one is not a guess

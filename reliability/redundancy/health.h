@@ -99,6 +99,8 @@ class NetHealth {
   /** @return true when the peer is heard here and says it hears us: the network works
    *  both ways now, whatever its failure count says. */
   bool both_ways(bool peer_heard) const { return heard_lately(peer_heard) && peer_hears_; }
+  /** @return true when this network lagged the other, and was quiet, at the last update(). */
+  bool behind() const { return behind_; }
   NetState state() const { return state_; }
   bool down() const { return state_ == NetState::kDown; }
   /** @return true when the network is down but healthy again, waiting out heal_ns. */

@@ -281,12 +281,14 @@ bool LinkSet::send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> frame, ui
   const uint8_t last = own->last;
   if (again == send_why::kLost && last != 0) {
     // Lost: the networks it last went on failed it (NASA's failure count), once per loss (a
-    // retry after back-pressure counts nothing more). A tail-loss probe is a guess, and
-    // counts against none.
+    // retry after back-pressure counts nothing more). A tail-loss probe, or the resend of a
+    // retransmission timeout, is a guess, and counts against none. In duplicate mode neither:
+    // the copy on the other network was lost too, which says more of the peer (off its core)
+    // than of either network; the heartbeats judge them.
     for (uint8_t n = 0; n < kMaxNets; ++n) {
       if (!(last & bit(n))) continue;
       ++c_[n].resent;
-      p->health[n].failure(cfg_.health, now_);
+      if (cfg_.mode != Mode::kDuplicate) p->health[n].failure(cfg_.health, now_);
     }
     own->last = 0;
     evaluate(*p, now_);
@@ -336,16 +338,19 @@ void LinkSet::subscribe(GroupId g, bool on) {
   for (auto* n : nets_) n->subscribe(g, on);
 }
 
-void LinkSet::on_heartbeat(Peer& p, uint8_t net, uint32_t seq) {
+// A gap in the peer's numbers on this network is its heartbeats lost there, however long the
+// outage (a restart of the peer is a new epoch, not a gap: a second's worth was the limit
+// before, so an outage of more than a second counted nothing).
+void LinkSet::on_heartbeat(Peer& p, uint8_t net, uint32_t epoch, uint32_t seq) {
   ++c_[net].heartbeats_received;
-  const uint32_t gap = seq - p.hb_rx[net];
-  // A gap of more than a second's worth is a restart of the peer, not a loss.
-  const uint64_t plausible = 1'000'000'000 / cfg_.health.heartbeat_ns + 1;
-  if (p.hb_rx_seen[net] && gap > 1 && gap <= plausible) {
-    c_[net].heartbeats_lost += gap - 1;
+  const auto gap = static_cast<int32_t>(seq - p.hb_rx[net]);
+  const bool same = p.hb_rx_seen[net] && p.hb_rx_epoch[net] == epoch;
+  if (same && gap > 1) {
+    c_[net].heartbeats_lost += static_cast<uint32_t>(gap) - 1;
     p.health[net].failure(cfg_.health, now_);
   }
-  if (!p.hb_rx_seen[net] || static_cast<int32_t>(gap) > 0) p.hb_rx[net] = seq;
+  if (!same || gap > 0) p.hb_rx[net] = seq;
+  p.hb_rx_epoch[net] = epoch;
   p.hb_rx_seen[net] = true;
 }
 
@@ -364,18 +369,21 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
   // Heard again after a silence on every network: that was the peer's (or ours toward it),
   // and each network's lag counts from now, so one that stays silent while the other
   // carries frames is found down, and neither is for the silence they shared.
+  // A network already found behind stays so: its silence is its own, and made level it
+  // would look alive for --net-miss heartbeats after each stall of the peer (a network that
+  // fails one way flapped so on the node whose frames it lost).
   const bool back = !peer_heard(*p);
-  if (back)
-    for (auto& h : p->health) h.peer_back(now);
+  for (uint8_t n = 0; back && n < kMaxNets; ++n)
+    if (!p->health[n].behind()) p->health[n].peer_back(now);
   p->health[net].heard(now);
   raise_level(*p, net, s);
-  if (back) p->level[net ^ 1] = p->level[net];
+  if (back && !p->health[net ^ 1].behind()) p->level[net ^ 1] = p->level[net];
   const auto kind = static_cast<ShimKind>(s.kind);
   // A group frame's shim is the same for every member: no news. A peer that hears us on
   // neither network heard our silence (a stall of ours), which says nothing of either.
   if (kind != ShimKind::kGroup && (s.heard & kAllNets) != 0)
     for (uint8_t n = 0; n < kMaxNets; ++n) p->health[n].peer_hears((s.heard & bit(n)) != 0);
-  if (kind == ShimKind::kHeartbeat) return on_heartbeat(*p, net, s.seq.get());
+  if (kind == ShimKind::kHeartbeat) return on_heartbeat(*p, net, s.epoch.get(), s.seq.get());
   DedupWindow& w = kind == ShimKind::kGroup ? p->groups : p->frames;
   switch (w.check(s.epoch.get(), s.seq.get())) {
     case DedupWindow::kDuplicate: ++c_[net].duplicates_dropped; return;

@@ -167,6 +167,7 @@ class LinkSet final : public FrameSink {
     NetHealth health[kMaxNets];
     uint32_t hb_tx[kMaxNets] = {};
     uint32_t hb_rx[kMaxNets] = {};
+    uint32_t hb_rx_epoch[kMaxNets] = {};
     bool hb_rx_seen[kMaxNets] = {};
     /** The peer's heartbeat number each network has caught up with (anything but a heartbeat
      *  brings it level with the other): one that lags the other lost what the other carried. */
@@ -196,7 +197,7 @@ class LinkSet final : public FrameSink {
   void event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s);
   void took(uint8_t sent);
   uint32_t heartbeat(Peer& p, uint8_t net);
-  void on_heartbeat(Peer& p, uint8_t net, uint32_t seq);
+  void on_heartbeat(Peer& p, uint8_t net, uint32_t epoch, uint32_t seq);
   /** A shim and a copy of @p frame in scratch_. */
   std::span<const uint8_t> wrap(ShimKind kind, uint8_t mask, uint8_t heard, uint32_t seq,
                                 std::span<const uint8_t> frame);

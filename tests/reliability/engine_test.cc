@@ -1000,6 +1000,24 @@ TEST_F(EngineTest, EveryRetransmissionCarriesTheOriginalBytesOfItsUnit) {
   EXPECT_EQ(b.e->counters(1)->dup_received, resent - 12);
 }
 
+// The resend of a retransmission timeout is a guess (the peer may be off its core): the sink
+// is told so, and a two-network link set counts it against neither network. An outside
+// tester's loaded machine took healthy networks down on such resends, every one of which
+// arrived as a duplicate.
+TEST_F(EngineTest, TheResendOfARetransmissionTimeoutIsToldAsAGuess) {
+  a.hold = true;
+  remake();
+  connect_unmeasured();
+  ASSERT_EQ(a.e->send(2, msg(30, 1), send_flag::kFastpath, now), 0);
+  a.out.clear();  // lost
+  now = a.e->next_deadline();
+  a.e->poll(now);
+  ASSERT_EQ(a.e->counters(2)->rto_expired, 1u);
+  ASSERT_GE(a.held_whys.size(), 2u);
+  EXPECT_EQ(a.held_whys.front(), send_why::kFirst);
+  EXPECT_EQ(a.held_whys.back(), send_why::kProbe);
+}
+
 TEST_F(EngineTest, ARepairSendsTheHeldSlotAsItWasAndASlotStillInUseIsNeverWritten) {
   a.hold = true;
   remake();

@@ -44,6 +44,7 @@ struct Node : FrameSink, AppSink {
   bool hold = false;
   std::deque<std::vector<uint8_t>> mem;  ///< one allocation per peer's window
   std::vector<std::span<const uint8_t>> held_sends;  ///< the held bytes of each send_held()
+  std::vector<uint8_t> held_whys;                     ///< and why each went (send_why)
   std::set<const uint8_t*> busy;
   uint8_t* frame_memory_alloc(size_t n) override {
     if (!hold) return nullptr;
@@ -52,8 +53,8 @@ struct Node : FrameSink, AppSink {
   bool send_held(NodeId peer, uint8_t* slot, std::span<uint8_t> f, uint8_t again) override {
     if (!send_frame(peer, f)) return false;
     held_sends.push_back(f);
+    held_whys.push_back(again);
     held_slot[f.data()] = slot;
-    (void)again;
     return true;
   }
   bool slot_busy(const uint8_t* slot) const override { return busy.count(slot) != 0; }

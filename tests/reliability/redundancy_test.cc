@@ -363,6 +363,63 @@ TEST(LinkSet, ABacklogOnOneNetworkAtStartIsNoLoss) {
   }
 }
 
+// An outside tester: a network down 3 to 10 s counted no heartbeat lost (a gap of more than a
+// second's worth was taken for a restart of the peer, which is a new epoch).
+TEST(LinkSet, AnOutageOfSecondsCountsEveryHeartbeatItLost) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  p.run(1500, true);
+  p.run(3);
+  EXPECT_GE(p.s[0]->counters(0).heartbeats_lost, 1490u);
+  EXPECT_LE(p.s[0]->counters(0).heartbeats_lost, 1502u);
+  EXPECT_EQ(p.s[0]->counters(1).heartbeats_lost, 0u);
+}
+
+// Network A loses node 1's frames only (one way), and node 2 is off its core 5 ms in every 10:
+// node 1 hears node 2 on both and learns from its heard bits that A does not carry its
+// frames. It flapped: each of node 2's stalls made A level with B again at node 2, whose
+// heard bit then said A for --net-miss heartbeats (an outside tester: fail-overs 0 to 27).
+TEST(LinkSet, ANetworkThatFailsOneWayStaysDownThroughThePeersStalls) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  for (int cycle = 0; cycle < 30; ++cycle) {
+    for (int t = 0; t < 100; ++t) {
+      p.now += kMs / 10;
+      const bool stalled = t >= 50;
+      p.s[0]->poll(p.now);
+      if (!stalled) p.s[1]->poll(p.now);
+      p.wa[0].out.clear();  // node 1's frames on A never arrive
+      if (!stalled) p.carry_from(0, false, true), p.carry_from(1, true, true);
+    }
+    if (cycle == 0) continue;
+    EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown) << "cycle " << cycle;
+    EXPECT_EQ(p.s[1]->state(1, 0), NetState::kDown) << "cycle " << cycle;
+  }
+  EXPECT_EQ(p.s[0]->counters(0).failovers, 1u);
+  EXPECT_EQ(p.s[1]->counters(0).failovers, 1u);
+}
+
+// In duplicate mode a frame lost went on both networks: the loss counts against neither
+// (the peer off its core loses both copies alike); the heartbeats judge the networks.
+TEST(LinkSet, DuplicateModeLossesTakeNoNetworkDown) {
+  Pair p(Mode::kDuplicate, 0, 1, 1);
+  p.run(3);
+  std::vector<uint8_t> slot(16 + 64 + 100, 0);
+  uint8_t* frame = slot.data() + 16 + 64;
+  frame[0] = kWireVersion, frame[1] = static_cast<uint8_t>(FrameType::kData);
+  std::span<uint8_t> f(frame, 60);
+  for (int k = 0; k < 5; ++k) {
+    ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kFirst));
+    ASSERT_TRUE(p.s[0]->send_held(2, slot.data(), f, send_why::kLost));
+  }
+  p.run(1);
+  for (uint8_t n = 0; n < 2; ++n) {
+    EXPECT_EQ(p.s[0]->counters(n).resent, 5u);
+    EXPECT_EQ(p.s[0]->state(2, n), NetState::kUp) << int(n);
+    EXPECT_EQ(p.s[0]->counters(n).failovers, 0u);
+  }
+}
+
 TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
   Pair p(Mode::kPingPong);
   p.run(3);
