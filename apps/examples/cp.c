@@ -367,7 +367,8 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc) return rc == 1 ? 0 : rc;
 	imago_t *im;
-	if (ex_attach(&o.ex, argv[0], &im) < 0) return 1;
+	const int attached = ex_attach(&o.ex, argv[0], &im);
+	if (attached < 0) return ex_attach_status(&o.ex, attached);
 	uint64_t node = o.node ? o.node : imago_node_id(im, 0);
 	rc = o.file ? run_send(im, &o, node) : run_recv(im, &o, node);
 	fflush(stdout);

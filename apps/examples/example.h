@@ -308,6 +308,13 @@ static inline int ex_attach(const struct ex_opts *o, const char *prog, imago_t *
 	return rc;
 }
 
+/* The exit status of a failed ex_attach(): 2 for the embedded node's bad command line (as
+ * imagod's, after the --), else 1. */
+static inline int ex_attach_status(const struct ex_opts *o, int rc)
+{
+	return !o->prefix && rc == -EINVAL ? 2 : 1;
+}
+
 /* Open o->name on node @p local towards @p peer (0: the attachment's other node). */
 static inline imago_ep_t *ex_open(imago_t *im, const struct ex_opts *o, uint64_t local, uint64_t peer, const char *prog)
 {

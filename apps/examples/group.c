@@ -681,7 +681,8 @@ int main(int argc, char **argv)
 			       (unsigned)kStampMin), 2;
 	if ((rc = order_opts(&o, &ord, all, argv[0])) != 0) return rc;
 	imago_t *im;
-	if (ex_attach(&o, argv[0], &im) < 0) return 1;
+	const int attached = ex_attach(&o, argv[0], &im);
+	if (attached < 0) return ex_attach_status(&o, attached);
 	struct pub p = {.ord = ord.flag ? &ord : NULL, .last = o.count};
 	struct sub s = {.ord = p.ord, .want_sources = all ? o.members : 0, .delay_cap = all ? o.count : 0};
 	uint32_t least = msg_len(&o, p.ord, EX_END); /* an ordered message's least size */

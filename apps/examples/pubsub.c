@@ -107,7 +107,8 @@ int main(int argc, char **argv)
 	if (rc) return rc == 1 ? 0 : rc;
 	int do_pub = strcmp(o.role, "sub") != 0, do_sub = strcmp(o.role, "pub") != 0;
 	imago_t *im;
-	if (ex_attach(&o, argv[0], &im) < 0) return 1;
+	const int attached = ex_attach(&o, argv[0], &im);
+	if (attached < 0) return ex_attach_status(&o, attached);
 	rc = 1;
 	struct pub p = {.scratch = malloc((size_t)32 * o.size_max)};
 	struct sub s = {.seen = calloc(o.count / 8 + 1, 1), .held = calloc(o.hold + 1, sizeof(struct imago_msg))};

@@ -66,7 +66,8 @@ int main(int argc, char **argv)
 	uint64_t *rtt = calloc(o.count, sizeof *rtt), n = 0, served = 0, bytes = 0;
 	uint64_t lost = 0, dup = 0, reord = 0, bad = 0;
 	char *req = malloc(o.size_max);
-	if (ex_attach(&o, argv[0], &im) < 0) return 1;
+	const int attached = ex_attach(&o, argv[0], &im);
+	if (attached < 0) return ex_attach_status(&o, attached);
 	rc = 1;
 	uint64_t cli_node = do_cli && o.node ? o.node : 1, srv_node = do_srv && o.node ? o.node : 2;
 	if (do_srv && !(srv = ex_open(im, &o, srv_node, do_cli ? cli_node : o.peer, argv[0]))) goto out;

@@ -257,6 +257,15 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
           "path give --redundancy to imagod or the library)";
     return -EINVAL;
   }
+  // As imagod: an outside tester found these taken here and refused there.
+  if (!opt.iface.empty() && opt.iface == opt.iface_b) {
+    err = "--iface-b " + opt.iface_b + " is network A's interface too: network B needs one of its own";
+    return -EINVAL;
+  }
+  if (opt.src_ip_b && opt.encap.kind != dp::Encap::Udp) {
+    err = "--src-ip-b needs --encap udp (addresses are for the UDP encapsulation)";
+    return -EINVAL;
+  }
   if (opt.redundancy.on && opt.encap.kind == dp::Encap::Udp && !opt.pair && (!opt.src_ip_b || !opt.dst_ip_b)) {
     err = "--redundancy with --encap udp needs --src-ip-b and --peer-b ID@IP (addresses on network B)";
     return -EINVAL;

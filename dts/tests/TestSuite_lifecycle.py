@@ -44,7 +44,8 @@ class TestSuiteLifecycle(TestSuite):
         """
         Steps:
             Run imago-perf with an unknown option, an out-of-range size, --pair with --role,
-            and a bad fault spec; run --help.
+            a bad fault spec, network B on network A's interface, --src-ip-b without UDP and
+            --failback-ms with duplicate; run --help.
         Verify:
             Each bad line exits 2 before EAL starts and names what is wrong on stderr;
             --help exits 0 and lists options with their defaults.
@@ -55,6 +56,12 @@ class TestSuiteLifecycle(TestSuite):
             ("--size", "3"): "--size",
             ("--pair", "--role", "tx"): "exclude each other",
             ("--fault-tx", "loss=2"): "probability",
+            # As imagod refuses them (an outside tester found them taken here):
+            ("--mode", "stream", "--role", "tx", "--iface", "x0", "--iface-b", "x0", "--redundancy", "duplicate"): "network A's interface too",
+            ("--mode", "stream", "--role", "tx", "--iface", "x0", "--iface-b", "x1", "--redundancy", "duplicate",
+             "--src-ip-b", "10.0.0.1"):
+                "--src-ip-b needs --encap udp",
+            ("--pair", "--redundancy", "duplicate", "--failback-ms", "10"): "--failback-ms is for",
         }
         for args, words in bad.items():
             cp = run_app(node, perf_binary, list(args))
@@ -72,7 +79,8 @@ class TestSuiteLifecycle(TestSuite):
             and with --count=.
         Verify:
             The first delivers its 50 messages (before: "unknown argument '--count=50'", exit
-            2); a flag given a value, and an empty value, exit 2 and say why.
+            2); a flag given a value, an empty value, and an unknown option of the embedded
+            node (after --; exit 1 before) exit 2 and say why.
         """
         node = topology.add_node("h")
         pubsub = build_dir() / "apps" / "examples" / "imago-pubsub"
@@ -81,7 +89,8 @@ class TestSuiteLifecycle(TestSuite):
         self.verify(cp.returncode == 0 and lines, f"exit {cp.returncode}; stderr {cp.stderr[-400:]!r}")
         res = result_line_object(lines[-1])
         self.verify(res["msgs_delivered"] == 50 and res["lost"] == 0, f"RESULT {res}")
-        for args, words in {("--zero-copy=1",): "takes no value", ("--count=",): "whole number"}.items():
+        for args, words in {("--zero-copy=1",): "takes no value", ("--count=",): "whole number",
+                            ("--", "--pair", "--bogus"): "unknown option"}.items():  # the embedded node's
             cp = run_app(node, pubsub, ["both", *args])
             self.verify(cp.returncode == 2 and words in cp.stderr, f"{args}: exit {cp.returncode}, {cp.stderr!r}")
 
