@@ -249,6 +249,32 @@ class TestSuiteTelemetry(TestSuite):
         self.verify(sorted(s["nodes"]) == ["1", "2"], f"nodes {list(s['nodes'])}")
         self.verify(s["nodes"]["1"]["msgs_sent"] > 0, f"node 1 {s['nodes']['1']}")
 
+    def test_imago_stat_shows_each_network_of_a_node_on_two(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            imago-perf --pair --redundancy ping-pong --mode stream, paced to last a few
+            seconds; imago-stat -n 1 (the table) on imago-PID while it runs.
+        Verify:
+            The table has a line for each network of each node, with its state (up or
+            suspect: nothing breaks them). Before, only --json had the networks (an outside
+            tester).
+        """
+        node = topology.add_node("perfnet")
+        run = ImagoPerf(node, perf_binary).start_args(
+            ["--pair", "--redundancy", "ping-pong", "--mode", "stream", "--msgs", "600000", "--rate", "200000",
+             "--quiet"], name="perf")
+        run.wait_ready(READY_S)
+        time.sleep(1.0)
+        prefix = f"imago-{self._perf_pid(run)}"
+        cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "-n", "1"], timeout=30, check=False)
+        run.result(timeout=60)
+        print(cp.stdout)
+        self.verify(cp.returncode == 0 and "fail-overs" in cp.stdout, f"no network block: {cp.stdout} {cp.stderr}")
+        rows = [ln.split() for ln in cp.stdout.splitlines()]
+        nets = {(r[0], r[1]): r[2] for r in rows if len(r) >= 8 and r[1] in ("A", "B") and r[0] in ("1", "2")}
+        self.verify(sorted(nets) == [("1", "A"), ("1", "B"), ("2", "A"), ("2", "B")], f"network lines {nets}")
+        self.verify(all(v in ("up", "suspect") for v in nets.values()), f"states {nets}")
+
     @staticmethod
     def _perf_pid(run) -> int:
         """The pid of imago-perf itself (the harness starts it through ip netns exec and stdbuf)."""
