@@ -420,6 +420,22 @@ TEST(LinkSet, DuplicateModeLossesTakeNoNetworkDown) {
   }
 }
 
+// A heartbeat in the peer's name and epoch numbered far beyond what either network carried
+// (forged, or damaged past the CRC) is dropped and counted: believed, network A would never
+// lag again, and would not be found down when it dies.
+TEST(LinkSet, AHeartbeatNumberedFarAheadIsDroppedAndCounted) {
+  Pair p(Mode::kActiveStandby);
+  p.run(3);
+  uint8_t hb[sizeof(Shim)];
+  shim_write(hb, ShimKind::kHeartbeat, 0, 3, 2, 101, 0x40000000);  // node 2, its epoch
+  p.s[0]->on_frame(0, {hb, sizeof hb}, p.now);
+  EXPECT_EQ(p.s[0]->bad_shim(), 1u);
+  EXPECT_EQ(p.s[0]->counters(0).heartbeats_received, p.s[0]->counters(1).heartbeats_received);
+  p.run(10, true);  // network A dies
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
+  EXPECT_LE(p.s[0]->counters(0).heartbeats_lost, 1u) << "no gap of a billion counted";
+}
+
 TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
   Pair p(Mode::kPingPong);
   p.run(3);
