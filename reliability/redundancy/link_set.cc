@@ -151,14 +151,16 @@ void LinkSet::event(NetEvent::Kind k, NodeId peer, uint8_t net, NetState s) {
 }
 
 // A heartbeat of the peer's epoch numbered more than a second's worth beyond what either
-// network carried, while the peer is heard: not the peer's (forged, or damaged past the
-// CRC). Believed, it would leave the other network lagging and its own never lagging (so
-// never found down), and heartbeats_lost stuck, until the peer restarts.
-bool LinkSet::plausible(const Peer& p, const Shim& s, bool back) const {
-  if (static_cast<ShimKind>(s.kind) != ShimKind::kHeartbeat || back || s.epoch.get() != p.level_epoch) return true;
+// network carried, while the peer is heard, counts as a second's worth beyond: forged, or
+// damaged past the CRC, believed whole it would leave the other network lagging and its own
+// never lagging (so never found down), and heartbeats_lost stuck, until the peer restarts.
+// Clamped, the harm ends within a second; the peer's own after a long loss of heartbeats on
+// both catch up a second's worth each, and are never dropped.
+void LinkSet::clamp_heartbeat(const Peer& p, Shim& s, bool back) const {
+  if (static_cast<ShimKind>(s.kind) != ShimKind::kHeartbeat || back || s.epoch.get() != p.level_epoch) return;
   const uint32_t top = static_cast<int32_t>(p.level[0] - p.level[1]) > 0 ? p.level[0] : p.level[1];
-  const uint64_t second = 1'000'000'000 / cfg_.health.heartbeat_ns + 1;
-  return static_cast<int32_t>(s.seq.get() - top) <= static_cast<int64_t>(second);
+  const auto second = static_cast<uint32_t>(1'000'000'000 / cfg_.health.heartbeat_ns + 1);
+  if (static_cast<int32_t>(s.seq.get() - top) > static_cast<int64_t>(second)) s.seq.set(top + second);
 }
 
 // A heartbeat lifts its network to the peer's number (a new epoch: both networks start level
@@ -384,10 +386,7 @@ void LinkSet::on_frame(uint8_t net, std::span<const uint8_t> frame, uint64_t now
   // would look alive for --net-miss heartbeats after each stall of the peer (a network that
   // fails one way flapped so on the node whose frames it lost).
   const bool back = !peer_heard(*p);
-  if (!plausible(*p, s, back)) {
-    ++bad_shim_;
-    return;
-  }
+  clamp_heartbeat(*p, s, back);
   for (uint8_t n = 0; back && n < kMaxNets; ++n)
     if (!p->health[n].behind()) p->health[n].peer_back(now);
   p->health[net].heard(now);

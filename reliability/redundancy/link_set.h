@@ -190,7 +190,7 @@ class LinkSet final : public FrameSink {
   /** @return the networks @p p is heard on (the shim's heard bits). */
   uint8_t heard_bits(const Peer& p) const;
   void raise_level(Peer& p, uint8_t net, const Shim& s);
-  bool plausible(const Peer& p, const Shim& s, bool back) const;
+  void clamp_heartbeat(const Peer& p, Shim& s, bool back) const;
   uint8_t usable(const Peer& p) const;
   uint8_t nets_for(Peer& p, bool answer, uint8_t last);
   uint8_t group_nets();

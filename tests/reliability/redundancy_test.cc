@@ -421,19 +421,48 @@ TEST(LinkSet, DuplicateModeLossesTakeNoNetworkDown) {
 }
 
 // A heartbeat in the peer's name and epoch numbered far beyond what either network carried
-// (forged, or damaged past the CRC) is dropped and counted: believed, network A would never
-// lag again, and would not be found down when it dies.
-TEST(LinkSet, AHeartbeatNumberedFarAheadIsDroppedAndCounted) {
+// (forged, or damaged past the CRC) counts as a second's worth beyond: believed whole,
+// network A would never lag again, and would not be found down when it dies.
+TEST(LinkSet, AHeartbeatNumberedFarAheadCountsAsASecondsWorth) {
   Pair p(Mode::kActiveStandby);
   p.run(3);
   uint8_t hb[sizeof(Shim)];
   shim_write(hb, ShimKind::kHeartbeat, 0, 3, 2, 101, 0x40000000);  // node 2, its epoch
   p.s[0]->on_frame(0, {hb, sizeof hb}, p.now);
-  EXPECT_EQ(p.s[0]->bad_shim(), 1u);
-  EXPECT_EQ(p.s[0]->counters(0).heartbeats_received, p.s[0]->counters(1).heartbeats_received);
+  EXPECT_EQ(p.s[0]->bad_shim(), 0u);
+  p.run(1100);  // B catches up with the second's worth
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kUp);
   p.run(10, true);  // network A dies
   EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
-  EXPECT_LE(p.s[0]->counters(0).heartbeats_lost, 1u) << "no gap of a billion counted";
+  EXPECT_LE(p.s[0]->counters(0).heartbeats_lost, 1002u) << "no gap of a billion counted";
+}
+
+// The peer's own heartbeats after more than a second of them lost on both networks, while
+// its data frames still came, are taken (never dropped as implausible): A is found down
+// when it dies.
+TEST(LinkSet, HeartbeatsAfterASecondOfThemLostOnBothAreTaken) {
+  Pair p(Mode::kDuplicate);
+  p.run(3);
+  auto step = [&](bool lose_heartbeats) {
+    for (int t = 0; t < 10; ++t) {
+      p.now += kMs / 10;
+      for (auto& x : p.s) x->poll(p.now);
+      if (t == 0) {
+        ASSERT_TRUE(p.send(1));  // node 2's data keeps it heard
+      }
+      for (Wire* w : {&p.wa[1], &p.wb[1]})
+        for (auto& [peer, b] : w->out)
+          if (!lose_heartbeats || b.size() != sizeof(Shim)) p.s[0]->on_frame(w == &p.wa[1] ? 0 : 1, b, p.now);
+      p.wa[1].out.clear(), p.wb[1].out.clear(), p.wa[0].out.clear(), p.wb[0].out.clear();
+    }
+  };
+  for (int ms = 0; ms < 1500; ++ms) step(true);
+  const uint64_t before = p.s[0]->counters(1).heartbeats_received;
+  for (int ms = 0; ms < 20; ++ms) step(false);
+  EXPECT_EQ(p.s[0]->bad_shim(), 0u);
+  EXPECT_GE(p.s[0]->counters(1).heartbeats_received, before + 19);
+  p.run(10, true);  // network A dies
+  EXPECT_EQ(p.s[0]->state(2, 0), NetState::kDown);
 }
 
 TEST(LinkSet, PingPongAlternatesAcksFollowDataResendsTakeTheOtherNetwork) {
