@@ -47,6 +47,14 @@ int run_batch(Session& s) {
   return 0;
 }
 
+// The option of @p o that only builds EAL args of our own (eal_defaults()), if one was given.
+const char* eal_made_option(const Options& o) {
+  if (!o.iface.empty()) return "iface";
+  if (!o.iface_b.empty()) return "iface-b";
+  if (!o.vdevs.empty()) return "vdev";
+  return o.lcores.empty() ? nullptr : "lcores";
+}
+
 }  // namespace
 }  // namespace imago::perf
 
@@ -73,9 +81,11 @@ int main(int argc, char** argv) {
   }
   s.interactive = s.ctx.opt.interactive;
   s.ctx.explicit_eal = args.explicit_eal;
-  if (args.explicit_eal && (!s.ctx.opt.iface.empty() || !s.ctx.opt.iface_b.empty()))
-    std::fprintf(stderr, "imago-perf: EAL args given: --iface/--iface-b make no vdev (give --vdev=net_af_packet0,"
-                 "iface=NAME before --)\n");
+  if (const char* o = perf::eal_made_option(s.ctx.opt); args.explicit_eal && o != nullptr) {
+    std::fprintf(stderr, "imago-perf: --%s builds the EAL args, and EAL args were given: say it in them "
+                 "(-l LIST, --vdev=net_af_packet0,iface=NAME before --)\n", o);
+    return 2;
+  }
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
   // Before EAL: a signal while it starts (a few hundred ms) stops the run once it begins,
   // which then reports and cleans up, instead of killing the process half set up.

@@ -72,7 +72,7 @@ dp::OptionTable<Options> make_table() {
       {"burst", "N", "frames per rx/tx burst (1-512)",
        [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.burst, 1, 512); },
        [](const Options& o) { return std::to_string(o.burst); }},
-      {"rate", "PPS", "pace the sender to PPS messages per second (0: as fast as possible); slots missed while its lcore was off the CPU are made up by one burst at most, so a loaded machine gets less",
+      {"rate", "PPS", "pace the sender to PPS messages per second (0: as fast as possible; not the ping-pong modes); slots missed while its lcore was off the CPU are made up by one burst at most, so a loaded machine gets less",
        [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.rate_pps); },
        [](const Options& o) { return std::to_string(o.rate_pps); }},
       {"encap", "l2|udp", "link encapsulation: Ethernet 0x88B5, or UDP/IPv4",
@@ -97,10 +97,15 @@ dp::OptionTable<Options> make_table() {
        [](const Options& o) { return dp::format_ipv4(o.encap.dst_ip); }},
       {"peer", "ID@MAC|ID@IP", "the other node and its address, as imagod's --peer: ID is 2 for --role tx, 1 "
                                "for rx; @MAC sets --peer-mac, @IP --dst-ip",
-       [](Options& o, const std::string& v) { return dp::parse_peer(v, o.peer_id, o.encap.dst_mac, o.encap.dst_ip); },
+       [](Options& o, const std::string& v) {
+         dp::MacAddr mac = dp::kBroadcastMac;
+         if (!dp::parse_peer(v, o.peer_id, mac, o.encap.dst_ip)) return false;
+         if (mac != dp::kBroadcastMac) o.encap.dst_mac = o.peer_at_mac = mac;
+         return true;
+       },
        [](const Options& o) { return o.peer_id ? std::to_string(o.peer_id) : std::string("-"); }},
       {"peer-mac", "MAC", "destination MAC address; reliable modes take frames only from it (unless broadcast)",
-       [](Options& o, const std::string& v) { return dp::parse_mac(v, o.encap.dst_mac); },
+       [](Options& o, const std::string& v) { return dp::parse_mac(v, o.peer_mac) && (o.encap.dst_mac = o.peer_mac, true); },
        [](const Options& o) { return dp::format_mac(o.encap.dst_mac); }},
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                            "without a valid tag",
@@ -112,7 +117,7 @@ dp::OptionTable<Options> make_table() {
       {"idle-timeout-ms", "MS", "receiver: finish after this much silence once traffic began",
        [](Options& o, const std::string& v) { return dp::parse_num<unsigned>(v, o.idle_timeout_ms, 1); },
        [](const Options& o) { return std::to_string(o.idle_timeout_ms); }},
-      {"ping-timeout-us", "US", "ping-pong: a reply later than this counts as lost",
+      {"ping-timeout-us", "US", "raw-pingpong: a reply later than this counts as lost",
        [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.ping_timeout_us, 1); },
        [](const Options& o) { return std::to_string(o.ping_timeout_us); }},
       {"hist-csv", "FILE", "ping-pong: write the round-trip histogram (ns buckets) as CSV",
@@ -228,6 +233,32 @@ int check_mode_options(const Options& opt, std::string& err) {
   return err.empty() ? 0 : -EINVAL;
 }
 
+// An option a run of this shape never reads: refused, not ignored (an outside tester found
+// each taken silently). @return why, or "".
+std::string pointless(const std::string& name, const Options& o) {
+  const Mode* m = find_mode(o.mode);
+  const bool pingpong = o.mode == "pingpong" || o.mode == "raw-pingpong";
+  const bool udp_only = name == "src-ip" || name == "dst-ip" || name == "udp-port" || name == "no-udp-csum";
+  if (name == "ping-timeout-us" && o.mode != "raw-pingpong")
+    return "--ping-timeout-us: raw-pingpong mode only (the reliable modes lose no reply)";
+  if (name == "rate" && pingpong) return "--rate: " + o.mode + " sends one message a round trip (nothing to pace)";
+  if (name == "send-copy" && (o.via_api || (o.mode != "stream" && o.mode != "rate")))
+    return "--send-copy: stream and rate modes on the engine only";
+  if (m != nullptr && m->message_is_frame && dp::is_protocol_option(name))
+    return "--" + name + ": mode " + o.mode + " sends bare frames, without the reliability protocol";
+  if (udp_only && o.encap.kind != dp::Encap::Udp)
+    return "--" + name + " is for --encap udp" + (name == "dst-ip" ? " (so is --peer ID@IP)" : "");
+  if (name == "pmd" && o.iface.empty() && o.iface_b.empty()) return "--pmd chooses what opens --iface: give --iface";
+  return "";
+}
+
+int check_pointless(const Options& o, std::string& err) {
+  const auto now = option_values(o), fresh = option_values(Options{});
+  for (size_t i = 0; i < now.size(); ++i)
+    if (now[i].second != fresh[i].second && !(err = pointless(now[i].first, o)).empty()) return -EINVAL;
+  return 0;
+}
+
 }  // namespace
 
 int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err) {
@@ -275,6 +306,12 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     return -EINVAL;
   }
   if (int rc = check_mode_options(opt, err); rc < 0) return rc;
+  if (int rc = check_pointless(opt, err); rc < 0) return rc;
+  if (opt.peer_at_mac != dp::kBroadcastMac && opt.peer_mac != dp::kBroadcastMac && opt.peer_at_mac != opt.peer_mac) {
+    err = "--peer ID@" + dp::format_mac(opt.peer_at_mac) + " and --peer-mac " + dp::format_mac(opt.peer_mac) +
+          " name two addresses of one peer";
+    return -EINVAL;
+  }
   if (opt.peer_id && (opt.pair || opt.peer_id != (opt.role == "tx" ? 2u : 1u))) {
     err = "--peer: imago-perf's nodes are 1 (--role tx) and 2 (--role rx); the peer of " +
           (opt.pair ? std::string("--pair is in this process") : "--role " + opt.role + " is " +

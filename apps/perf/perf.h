@@ -39,6 +39,8 @@ struct Options {
   uint64_t rate_pps = 0;
   dp::EncapConfig encap;
   uint64_t peer_id = 0;       ///< --peer ID@ADDR: the id given (checked against the role)
+  dp::MacAddr peer_at_mac = dp::kBroadcastMac;  ///< --peer ID@MAC's MAC (checked against --peer-mac)
+  dp::MacAddr peer_mac = dp::kBroadcastMac;     ///< --peer-mac's
   double duration_s = 60;
   unsigned idle_timeout_ms = 1000;
   uint64_t ping_timeout_us = 10'000;

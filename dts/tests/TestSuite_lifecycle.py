@@ -44,8 +44,11 @@ class TestSuiteLifecycle(TestSuite):
         """
         Steps:
             Run imago-perf with an unknown option, an out-of-range size, --pair with --role,
-            a bad fault spec, network B on network A's interface, --src-ip-b without UDP and
-            --failback-ms with duplicate; run --help.
+            a bad fault spec, network B on network A's interface, --src-ip-b without UDP,
+            --failback-ms with duplicate, options the run would not read (--ping-timeout-us
+            outside raw-pingpong, --rate with pingpong, a protocol option with raw, --send-copy
+            with pingpong, UDP addresses with l2, --pmd without --iface, --iface with EAL
+            args), --peer ID@MAC and another --peer-mac; run --help.
         Verify:
             Each bad line exits 2 before EAL starts and names what is wrong on stderr;
             --help exits 0 and lists options with their defaults.
@@ -62,12 +65,22 @@ class TestSuiteLifecycle(TestSuite):
              "--src-ip-b", "10.0.0.1"):
                 "--src-ip-b needs --encap udp",
             ("--pair", "--redundancy", "duplicate", "--failback-ms", "10"): "--failback-ms is for",
+            # Options the run would not read (an outside tester found them taken silently):
+            ("--mode", "stream", "--ping-timeout-us", "5"): "raw-pingpong mode only",
+            ("--mode", "pingpong", "--rate", "100"): "nothing to pace",
+            ("--mode", "raw", "--go-back-n"): "without the reliability protocol",
+            ("--mode", "pingpong", "--send-copy"): "stream and rate modes on the engine only",
+            ("--src-ip", "10.0.0.1"): "--src-ip is for --encap udp",
+            ("--role", "tx", "--peer", "2@10.0.0.2"): "(so is --peer ID@IP)",
+            ("--pmd", "af_xdp"): "give --iface",
+            ("-l", "0", "--no-huge", "--", "--role", "tx", "--iface", "x0"): "say it in them",
+            ("--role", "tx", "--peer", "2@02:00:00:00:00:02", "--peer-mac", "02:00:00:00:00:03"): "two addresses of one peer",
         }
         for args, words in bad.items():
             cp = run_app(node, perf_binary, list(args))
             self.verify(cp.returncode == 2, f"{args}: exit {cp.returncode}, want 2")
             self.verify(words in cp.stderr, f"{args}: stderr {cp.stderr!r} lacks {words!r}")
-            self.verify("EAL" not in cp.stderr, f"{args}: EAL started for a bad command line")
+            self.verify("EAL: " not in cp.stderr, f"{args}: EAL started for a bad command line")
         cp = run_app(node, perf_binary, ["--help"])
         self.verify(cp.returncode == 0 and "--msgs N" in cp.stdout and "[1000000]" in cp.stdout,
                     f"--help: exit {cp.returncode}, output {cp.stdout[:200]!r}")
