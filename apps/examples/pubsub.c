@@ -9,7 +9,7 @@
 
 static const char *const roles[] = {"pub", "sub", "both", NULL};
 static const char help[] =
-	"Usage: %s pub|sub|both [options] [-- imagod options of an embedded node]\n"
+	"Usage: %s [pub|sub|both: both] [options] [-- imagod options of an embedded node]\n"
 	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
@@ -19,11 +19,13 @@ static const char help[] =
 	"  --hold K            sub: keep the last K messages unreleased [0]\n"
 	"  --zero-copy         pub: write into imago_buf_alloc() buffers, imago_send_zc()\n"
 	"  --timeout S         give up after S seconds without progress [0: never]\n"
-	"(--hold is refused for pub, --zero-copy for sub: that role would ignore it.)\n"
+	"(--hold is refused for pub, --zero-copy for sub: that role would ignore it; --node and --peer\n"
+	" for both, which runs nodes 1 and 2.)\n"
 	"Each side prints 'ROLE: peer ready' and 'ROLE: peer gone (its endpoint closed, or its node\n"
 	"died)' as its peer's endpoint comes and goes.\n";
 /* Options one role ignores: refused there (ex_parse()). */
-static const char *const only[] = {"--hold", "sub, both", "--zero-copy", "pub, both", NULL};
+static const char *const only[] = {"--hold", "sub, both", "--zero-copy", "pub, both", "--node", "pub, sub",
+				   "--peer", "pub, sub", NULL};
 
 struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *scratch; };
 struct sub {

@@ -9,7 +9,7 @@
 
 static const char *const roles[] = {"client", "server", "both", NULL};
 static const char help[] =
-	"Usage: %s client|server|both [options] [-- imagod options of an embedded node]\n"
+	"Usage: %s [client|server|both: both] [options] [-- imagod options of an embedded node]\n"
 	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
@@ -19,9 +19,11 @@ static const char help[] =
 	"  --wait              sleep in imago_wait() between messages instead of polling\n"
 	"  --timeout S         a request unanswered for S seconds is an error, 0: wait forever [5]\n"
 	"The server exits when its client is done (or on SIGINT); it echoes what comes, so --count,\n"
-	"--size and --timeout are the client's (and both's) only, refused for server.\n";
-/* Options the server ignores: refused there (ex_parse()). */
-static const char *const only[] = {"--count", "client, both", "--size", "client, both", "--timeout", "client, both", NULL};
+	"--size and --timeout are the client's (and both's) only, refused for server; both runs nodes\n"
+	"1 and 2, so --node and --peer are refused for it.\n";
+/* Options the server ignores, and both (its nodes are 1 and 2): refused there (ex_parse()). */
+static const char *const only[] = {"--count", "client, both", "--size", "client, both", "--timeout", "client, both",
+				   "--node", "client, server", "--peer", "client, server", NULL};
 
 /* Echo every request waiting on @p ep. @return requests echoed, -1 after the last, or -errno. */
 static int serve(imago_ep_t *ep, uint64_t *served)

@@ -92,8 +92,9 @@ class TestSuiteLifecycle(TestSuite):
             and with --count=.
         Verify:
             The first delivers its 50 messages (before: "unknown argument '--count=50'", exit
-            2); a flag given a value, an empty value, and an unknown option of the embedded
-            node (after --; exit 1 before) exit 2 and say why.
+            2); a flag given a value, an empty value, an unknown option of the embedded
+            node (after --; exit 1 before), and --peer or --node with both (nodes 1 and 2, which
+            ignored them) exit 2 and say why.
         """
         node = topology.add_node("h")
         pubsub = build_dir() / "apps" / "examples" / "imago-pubsub"
@@ -103,7 +104,10 @@ class TestSuiteLifecycle(TestSuite):
         res = result_line_object(lines[-1])
         self.verify(res["msgs_delivered"] == 50 and res["lost"] == 0, f"RESULT {res}")
         for args, words in {("--zero-copy=1",): "takes no value", ("--count=",): "whole number",
-                            ("--", "--pair", "--bogus"): "unknown option"}.items():  # the embedded node's
+                            ("--", "--pair", "--bogus"): "unknown option",  # the embedded node's
+                            # both runs nodes 1 and 2 (an outside tester found these ignored):
+                            ("--peer", "3"): "--peer is for pub, sub only",
+                            ("--node", "1"): "--node is for pub, sub only"}.items():
             cp = run_app(node, pubsub, ["both", *args])
             self.verify(cp.returncode == 2 and words in cp.stderr, f"{args}: exit {cp.returncode}, {cp.stderr!r}")
 
