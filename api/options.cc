@@ -157,6 +157,10 @@ int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
     const PeerAddr& p = o.peers[i];
     if (p.id == o.node_id)
       return *err = "--peer " + std::to_string(p.id) + " is this node's own id (--node-id)", -EINVAL;
+    if ((p.ip != 0 && o.src_ip == 0) || (p.ip_b != 0 && o.src_ip_b == 0))
+      return *err = std::string(p.ip != 0 && o.src_ip == 0 ? "--peer " : "--peer-b ") + std::to_string(p.id) +
+                    "@IP needs --src-ip" + (p.ip != 0 && o.src_ip == 0 ? "" : "-b") +
+                    " (addresses are for the UDP encapsulation; on Ethernet give ID@MAC)", -EINVAL;
     for (size_t j = 0; j < i; ++j) {
       const PeerAddr& q = o.peers[j];
       const bool same = p.ip != 0 ? p.ip == q.ip : q.ip == 0 && p.mac != none && p.mac == q.mac;

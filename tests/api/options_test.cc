@@ -51,6 +51,18 @@ TEST(RuntimeOptionsTest, AnAddressOnNetworkBWithoutOneOnAIsRefused) {
             0) << why;
 }
 
+// An IP address names a peer over UDP only: on Ethernet (no --src-ip) it was ignored, and
+// the peer reached by broadcast (an outside tester).
+TEST(RuntimeOptionsTest, APeersIpWithoutOurOwnIsRefused) {
+  std::string why;
+  EXPECT_EQ(parse({"--node-id", "1", "--peer", "2@10.0.0.2"}, &why), -EINVAL);
+  EXPECT_NE(why.find("--peer 2@IP needs --src-ip "), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--redundancy", "duplicate", "--peer", kMacA, "--peer-b", "2@10.0.1.2"}, &why),
+            -EINVAL);
+  EXPECT_NE(why.find("--peer-b 2@IP needs --src-ip-b"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--src-ip", "10.0.0.1", "--peer", "2@10.0.0.2"}, &why), 0) << why;
+}
+
 TEST(RuntimeOptionsTest, PairRefusesWhatNamesAnotherNodeOrPort) {
   std::string why;
   for (const std::vector<std::string>& extra :
