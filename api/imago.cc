@@ -363,6 +363,16 @@ int attach_refused() {
 
 extern "C" {
 
+namespace {
+// An imagod option given to an embedded node, which would ignore it; nullptr: none.
+const char* daemon_only_option(const imago::api::RuntimeOptions& o) {
+  const imago::api::RuntimeOptions fresh;
+  if (o.duration_s != fresh.duration_s) return "duration";
+  if (o.stats_period_s != fresh.stats_period_s) return "stats-period";
+  return o.file_prefix != fresh.file_prefix ? "file-prefix" : nullptr;
+}
+}  // namespace
+
 int imago_attach_embedded(int argc, char** argv, imago_t** out) {
   if (out == nullptr) return -EINVAL;
   std::lock_guard<std::mutex> lock(g_ctl);
@@ -378,6 +388,11 @@ int imago_attach_embedded(int argc, char** argv, imago_t** out) {
   std::string err;
   if (int rc = parse_runtime_options(args.app, o, &err); rc != 0) {
     std::fprintf(stderr, "imago: %s\n", rc == 1 ? "options are imagod's: see imagod --help" : err.c_str());
+    return -EINVAL;
+  }
+  if (const char* d = daemon_only_option(o)) {
+    std::fprintf(stderr, "imago: --%s is imagod's alone: an embedded node ends with its application, prints no "
+                 "counters (imago_node_stats_get() reads them) and runs EAL on a prefix of its own\n", d);
     return -EINVAL;
   }
   auto rt = std::make_unique<Runtime>();

@@ -103,7 +103,10 @@ typedef struct imago_ep imago_ep_t;
  *                    hugepages, engines on one worker lcore. The calling thread becomes
  *                    EAL's main lcore and is the application's.
  * @param out         the attachment, on success.
- * @return 0; -EINVAL bad options (printed to stderr); -EALREADY this process is attached;
+ * @return 0; -EINVAL bad options (printed to stderr), imagod's own --duration,
+ *         --stats-period and --file-prefix among them (an embedded node ends with its
+ *         application, prints no counters and runs EAL on a prefix of its own); -EALREADY this
+ *         process is attached;
  *         -ENOTSUP this process attached before: DPDK's EAL starts once per process, so
  *         after imago_detach(), or after an attach that failed once EAL had started, attach
  *         again in a new process; -ENODEV a port could not be opened; -ENOMEM no memory for

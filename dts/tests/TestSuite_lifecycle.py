@@ -93,8 +93,9 @@ class TestSuiteLifecycle(TestSuite):
         Verify:
             The first delivers its 50 messages (before: "unknown argument '--count=50'", exit
             2); a flag given a value, an empty value, an unknown option of the embedded
-            node (after --; exit 1 before), and --peer or --node with both (nodes 1 and 2, which
-            ignored them) exit 2 and say why.
+            node (after --; exit 1 before) or one of imagod's alone (--duration, ignored
+            before), and --peer or --node with both (nodes 1 and 2, which ignored them) exit 2
+            and say why.
         """
         node = topology.add_node("h")
         pubsub = build_dir() / "apps" / "examples" / "imago-pubsub"
@@ -105,6 +106,7 @@ class TestSuiteLifecycle(TestSuite):
         self.verify(res["msgs_delivered"] == 50 and res["lost"] == 0, f"RESULT {res}")
         for args, words in {("--zero-copy=1",): "takes no value", ("--count=",): "whole number",
                             ("--", "--pair", "--bogus"): "unknown option",  # the embedded node's
+                            ("--", "--pair", "--duration", "5"): "is imagod's alone",  # ignored before
                             # both runs nodes 1 and 2 (an outside tester found these ignored):
                             ("--peer", "3"): "--peer is for pub, sub only",
                             ("--node", "1"): "--node is for pub, sub only"}.items():
