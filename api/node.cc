@@ -27,6 +27,7 @@ constexpr uint32_t kTagBytes = 4;
 // reader cannot starve the port's receive pool.
 constexpr uint32_t kMbufLoanCap = 512;
 static_assert(kMbufLoanCap < kReturnSlots, "every mbuf an endpoint holds fits its return ring");
+static_assert(2 * 2 * LoanTable::kSlots < kReturnSlots, "every loan given back twice between two emptyings fits");
 
 uint32_t engine_flags(uint16_t f) {
   return ((f & IMAGO_MSG_F_FASTPATH) ? rel::send_flag::kFastpath : 0) |

@@ -181,10 +181,11 @@ enum class ReturnSettled { kNone, kPut, kCompleted, kUnknown };
  */
 ReturnSettled settle_return(EndpointSlot& s);
 
-/** Slots of an endpoint's return ring (EndpointSlot::ret): more than the received mbufs an
- *  endpoint may hold at once, so a release nearly always finds room (one that does not is
- *  put straight back). */
-inline constexpr unsigned kReturnSlots = 4096;
+/** Slots of an endpoint's return ring (EndpointSlot::ret). Whatever is on it was a loan, and
+ *  the engine empties it before each delivery, so between two emptyings a loan slot (of
+ *  LoanTable::kSlots, rx and tx) is given back at most twice: the ring holds that, and a
+ *  release finds room while the engine runs (one that does not is put straight back). */
+inline constexpr unsigned kReturnSlots = 65536;
 
 /** Free what the application gave back on @p s's return ring (received mbufs, and buffers
  *  its full caches had no room for): on the engine lcore one burst, into its caches

@@ -176,6 +176,25 @@ TEST(ReturnJournal, AReturnIntoAFullCacheGoesToTheEngineNotThroughAFlush) {
   EXPECT_EQ(r.avail(), 255u);
 }
 
+// A pool too small for caches (the big one): a return would be a put to the pool's ring, which
+// a kill inside leaves waiting for ever (every later put spins on it: the engine wedged, an
+// outside tester); it goes on the return ring, for the engine to free.
+TEST(ReturnJournal, AReturnToAPoolWithoutACacheGoesToTheEngineNotToTheRing) {
+  Rig r;
+  ASSERT_NE(r.mp, nullptr);
+  rte_mempool_cache_free(r.pc.cache[0]);
+  r.pc.cache[0] = nullptr;
+  uint32_t id;
+  void* o = r.lend(&id);
+  imago_msg m = received(o, id);
+  const unsigned before = r.avail();
+  ASSERT_EQ(release_received(r.side(), &m, 1), 0u);
+  EXPECT_EQ(r.avail(), before) << "put to the pool's ring by the application";
+  EXPECT_EQ(rte_ring_count(r.slot->ret), 1u);
+  EXPECT_EQ(r.reclaim(), ReturnSettled::kNone);
+  EXPECT_EQ(r.avail(), 255u);
+}
+
 TEST(ReturnJournal, KilledInsideTheReturnRingPutOfAPoolBufferItIsPut) {
   Rig r;
   ASSERT_NE(r.mp, nullptr);
