@@ -141,7 +141,8 @@ class TestSuiteTelemetry(TestSuite):
                                                                         request: pytest.FixtureRequest) -> None:
         """
         Steps:
-            imagod --pair whose ports receive 5 % of frames twice (--fault-rx dup=0.05) and
+            imagod --pair whose ports receive 5 % of frames twice and 1 % damaged (--fault-rx
+            dup=0.05,corrupt=0.01) and
             prints its statistics every half second; imago-group sub and pub attach to it and
             stream 20000 messages from node 1 to group 7, which node 2 joined. Then ask
             dpdk-telemetry.py for /imago/node,2, imago-stat --json, and /imago/node,2 again.
@@ -149,7 +150,8 @@ class TestSuiteTelemetry(TestSuite):
             The member (node 2) has every message; /imago/node,2 holds every group counter of
             docs/PROTOCOL.md 3.7.4 as group_<name>, and group_dup_received counts the
             duplicated GROUP_DATA frames (above 0); imago-stat --json says the same of node 2,
-            and its table has the group block; imagod's "node 2 counters:" line holds every
+            and its table has the group block, and a rejected count of node 2 no smaller than the
+            reject_* sum of --json; imagod's "node 2 counters:" line holds every
             group_* key, group_dup_received at least that value.
         """
         for tool in (TELEMETRY_PY, example_path("imago-group")):
@@ -159,7 +161,7 @@ class TestSuiteTelemetry(TestSuite):
         require(hugepages_missing_reason())
         node = topology.add_node("grp")
         prefix = f"{topology.prefix}-grp"
-        d = ImagodRun.start(node, prefix, nodes=["--pair", "--fault-rx", "dup=0.05", "--seed", "3"])
+        d = ImagodRun.start(node, prefix, nodes=["--pair", "--fault-rx", "dup=0.05,corrupt=0.01", "--seed", "3"])
         request.addfinalizer(d.cleanup)
         d.proc.wait_for_line("serving 2 node(s)", READY_S, stream="stdout")
         count = 20000
@@ -188,6 +190,12 @@ class TestSuiteTelemetry(TestSuite):
         cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), "-f", prefix, "-n", "1"], timeout=30, check=False)
         print(cp.stdout)
         self.verify(cp.returncode == 0 and "group in/s" in cp.stdout, f"no group block: {cp.stdout} {cp.stderr}")
+        # The rejected column counts the engine's rejections too (the damaged frames' CRCs):
+        # it read link_decode_rejected alone, 0 here (an outside tester).
+        engine_rejects = sum(v for k, v in stat.items() if k.startswith("reject_"))
+        row = next(ln for ln in cp.stdout.splitlines() if ln.split()[:1] == ["2"])
+        self.verify(engine_rejects > 0 and int(row.split()[6]) >= engine_rejects,
+                    f"imago-stat's node 2 row {row!r}, reject_* in --json {engine_rejects}")
 
         def counters_line():
             lines = [ln for ln in d.lines() if ln.startswith("node 2 counters:")]
