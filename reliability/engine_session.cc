@@ -106,6 +106,9 @@ void Engine::sample_handshake(Peer& p, const Header& h, uint64_t now) {
   // HELLO answered: only our latest, so a late answer to an earlier one is no floor (it
   // would be an underestimate).
   if (h.type != FrameType::kHelloAck || h.credit == 0 || h.credit != p.hello_attempts) return;
+  // An answer later than the first HELLO's resend waited on the peer, not the path: a member
+  // started a second before its publisher kept a min_rtt of 1.28 s (an outside tester).
+  if (now - p.hello_tx_ns > cfg_.rto_initial_ns) return;
   p.rto.floor_sample(now - p.hello_tx_ns);
 }
 

@@ -253,6 +253,18 @@ TEST_F(EngineTest, TheHandshakesRoundTripIsMinRttsFloorFromTheHelloItsAnswerName
   move(b);
   ASSERT_TRUE(a.e->view(2, &v));
   EXPECT_EQ(v.min_rtt_ns, 200'000u);
+  // Do: a new pair; B answers A's HELLO only after longer than the first resend interval (it
+  // sat in B's port while B started), before A's next HELLO (its interval has grown).
+  remake();
+  a.e->poll(now);
+  now += ca.rto_initial_ns + 1;
+  move(a);
+  b.e->poll(now);
+  move(b);
+  // Expect: no floor from a wait on the peer.
+  ASSERT_TRUE(a.e->view(2, &v));
+  EXPECT_EQ(v.state, PeerState::kEstablished);
+  EXPECT_EQ(v.min_rtt_ns, 0u);
   // Do: a pair whose HELLO_ACKs are all lost (each side confirmed by the other's HELLO).
   remake();
   connect_unmeasured();
