@@ -12,7 +12,9 @@ imago-perf answers the same node commands on its own prefix.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -207,6 +209,38 @@ class TestSuiteTelemetry(TestSuite):
         fields = d.wait_until("a node 2 counters line with group_dup_received", counters_line, 10.0)
         missing = [k for k in GROUP_KEYS if k not in fields]
         self.verify(not missing, f"imagod's node 2 counters line lacks {missing}")
+
+    def test_imago_stat_on_a_process_whose_commands_are_gone_fails_clearly(self, tmp_path: Path) -> None:
+        """
+        Steps:
+            A telemetry socket that greets as rte_telemetry does and answers every command
+            with null (a DPDK process stopping: imago's commands are gone); imago-stat --socket
+            on it, --json and the table.
+        Verify:
+            Exit 1 saying no imago command answered (before: an empty sample, exit 0: an outside
+            tester took it for an idle process).
+        """
+        path = str(tmp_path / "dpdk_telemetry.v2")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        srv.bind(path)
+        srv.listen(1)
+
+        def serve() -> None:
+            conn, _ = srv.accept()
+            with conn:
+                conn.send(json.dumps({"version": "DPDK 22.11", "pid": 1, "max_output_len": 16384}).encode())
+                while (cmd := conn.recv(1024).decode()):
+                    conn.send(json.dumps({cmd.split(",")[0]: None}).encode())
+
+        for args in (["--json"], ["-n", "1"]):
+            th = threading.Thread(target=serve, daemon=True)
+            th.start()
+            cp = subprocess.run(["/usr/bin/python3", str(IMAGO_STAT), "--socket", path, *args], capture_output=True,
+                                text=True, timeout=30)
+            th.join(10)
+            self.verify(cp.returncode == 1 and "no answer to /imago/lcores" in cp.stderr,
+                        f"{args}: exit {cp.returncode}, stdout {cp.stdout[:200]!r}, stderr {cp.stderr!r}")
+        srv.close()
 
     def test_imago_stat_without_a_process_fails_clearly(self, topology: Topology) -> None:
         """
