@@ -140,7 +140,8 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
   t.push_back(frames("group-burst",
                      "a member's ask for FRAMES or more frames lost in a row (its queue overflowed) halves the frames "
                      "its group source keeps in flight; they grow back a frame a round and double every 50 ms without "
-                     "another; 0: never (the default; 8 measured), else 2..1024",
+                     "another; 0: never (the default; 8 measured), else 2..1024; ACK streams only (a NACK stream never "
+                     "waits for its members)",
                      &rel::Config::group_burst_frames, 1024));
   t.push_back(flag("no-multicast", "send group frames to each member by unicast instead of once to the group",
                    &rel::Config::group_multicast, false));
