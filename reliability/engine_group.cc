@@ -350,12 +350,13 @@ void Engine::group_repair(GroupTx& t, Peer& p, Seq from, uint32_t n, uint64_t no
     const uint32_t pos = tx.fpos(s);
     if (t.asks.size() == t.asks.capacity()) repair_round(t, now);
     if (t.asks.size() < t.asks.capacity()) t.asks.push_back({tx.frame(pos).first, p.id});
-    t.losses++, frames++;
+    frames++;
     const Seq end = tx.frame_end(pos);
     const uint32_t step = end - s;
     if (step >= n) break;
     n -= step, s = end;
   }
+  t.losses += run_losses(frames, t.parity_k);
   flight_hole(t, frames);
   t.repair_due = std::min(t.repair_due, now + cfg_.group_repair_delay_ns);
   if (cfg_.group_repair_delay_ns == 0) repair_round(t, now);

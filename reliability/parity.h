@@ -56,6 +56,18 @@ inline uint32_t cheapest_block(double p, size_t members, uint64_t copies, uint32
   return best;
 }
 
+/**
+ * The losses, for sizing blocks, that a member's run of @p frames lost in a row stands for:
+ * one a block of @p k frames it touches (a parity frame saves one repair a block, whatever
+ * else the block lost), at most its frames. Counted frame by frame, a member overflowing
+ * (hundreds lost in a row, no network loss) read as 20 % independent loss: blocks of 2,
+ * a parity frame for every two data frames, rebuilding next to nothing (an outside tester).
+ */
+inline uint32_t run_losses(uint32_t frames, uint32_t k) {
+  if (k == 0 || frames <= 2) return frames;
+  return std::min(frames, (frames + k - 1) / k + 1);
+}
+
 /** XOR @p n bytes of @p src into @p dst. */
 inline void xor_into(uint8_t* dst, const uint8_t* src, size_t n) {
   size_t i = 0;
