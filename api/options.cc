@@ -157,9 +157,10 @@ int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
     const PeerAddr& p = o.peers[i];
     if (p.id == o.node_id)
       return *err = "--peer " + std::to_string(p.id) + " is this node's own id (--node-id)", -EINVAL;
-    if ((p.ip != 0 && o.src_ip == 0) || (p.ip_b != 0 && o.src_ip_b == 0))
-      return *err = std::string(p.ip != 0 && o.src_ip == 0 ? "--peer " : "--peer-b ") + std::to_string(p.id) +
-                    "@IP needs --src-ip" + (p.ip != 0 && o.src_ip == 0 ? "" : "-b") +
+    const bool a_unencapsulated = p.ip != 0 && o.src_ip == 0;
+    if (a_unencapsulated || (p.ip_b != 0 && o.src_ip_b == 0))
+      return *err = std::string(a_unencapsulated ? "--peer " : "--peer-b ") + std::to_string(p.id) +
+                    "@IP needs --src-ip" + (a_unencapsulated ? "" : "-b") +
                     " (addresses are for the UDP encapsulation; on Ethernet give ID@MAC)", -EINVAL;
     for (size_t j = 0; j < i; ++j) {
       const PeerAddr& q = o.peers[j];
