@@ -547,6 +547,8 @@ int imago_node_stats_get(const imago_t* h, unsigned index, struct imago_node_sta
   st->group_nack_freed = g.nack_freed, st->group_units_lost = g.units_lost;
   st->msgs_by_ref = c.msgs_by_ref;
   st->msgs_no_endpoint = im->shm->no_endpoint[index].get();
+  st->msgs_closed_unsent = im->shm->closed_unsent[index].get();
+  st->msgs_closed_unreceived = im->shm->closed_unreceived[index].get();
   st->group_parity_sent = g.parity_sent, st->group_parity_rebuilt = g.parity_rebuilt;
   st->group_flight_cuts = g.flight_cuts;
   st->frames_not_allowed = snap->link.not_allowed + snap->link.spoofed;

@@ -270,6 +270,11 @@ struct imago_node_stats {
 	                                    --group-burst frames or more lost in a row (its queue
 	                                    overflowed) and its source cut the frames it keeps in
 	                                    flight (docs/PROTOCOL.md 3.7.8; 0 unless --group-burst) */
+	/* What closing endpoints dropped (imago_close(), or the close of a process that died;
+	 * imagod's line: closed_unsent, closed_unreceived): */
+	uint64_t msgs_closed_unsent;     /**< messages still in their tx rings, never sent */
+	uint64_t msgs_closed_unreceived; /**< messages delivered into their rx rings and never
+	                                      received (their senders had them confirmed) */
 };
 
 /** imago_node_stats.net_mode: how a node uses its networks. */
@@ -346,7 +351,8 @@ int imago_open(imago_t *im, const char *name, uint64_t peer, const struct imago_
  * messages delivered into its rx ring and not yet received: the peer's engine had them
  * confirmed, so its sender is not told (drain with imago_recv_burst() until it returns 0
  * before closing to keep them; the close races with what still arrives meanwhile, which the
- * node drops and counts as no_endpoint). A data-path call another thread is inside on @p ep
+ * node drops and counts as no_endpoint). The node counts the messages so dropped:
+ * imago_node_stats.msgs_closed_unsent and msgs_closed_unreceived. A data-path call another thread is inside on @p ep
  * (see "Threads" above) ends first: the close waits for it (they do not block), and every
  * call on @p ep from then on is refused (-EBUSY while the close runs, -EINVAL after).
  * @p ep is invalid afterwards, whatever is returned but -EBUSY.

@@ -650,8 +650,30 @@ void Runtime::free_rings(EndpointSlot& s) {
   s.rx = s.tx = s.ret = nullptr;
 }
 
+// What a closing endpoint's ring still holds, emptied: the messages in it (events and the
+// slots a message's bytes spill into not counted). Its buffers are the loans' to reclaim.
+static uint64_t drop_ring_messages(rte_ring* r) {
+  imago_msg d[64];
+  uint64_t msgs = 0;
+  unsigned n, spill = 0;
+  while (r != nullptr && (n = rte_ring_sc_dequeue_burst_elem(r, d, sizeof(imago_msg), 64, nullptr)) > 0)
+    for (unsigned i = 0; i < n; ++i) {
+      if (spill != 0) {
+        --spill;
+        continue;
+      }
+      spill = ring_spill_of(d[i]);
+      msgs += (d[i].flags & IMAGO_MSG_F_EVENT) == 0;
+    }
+  return msgs;
+}
+
 unsigned Runtime::reclaim(uint32_t slot) {
   EndpointSlot& s = shm_->slots[slot];
+  if (s.node_index < kMaxNodes) {
+    shm_->closed_unsent[s.node_index].add(drop_ring_messages(s.tx));
+    shm_->closed_unreceived[s.node_index].add(drop_ring_messages(s.rx));
+  }
   const ReturnSettled r = settle_return(s);  // a return the application died in the middle of
   if (r == ReturnSettled::kUnknown)
     IMAGO_LOG(WARNING, api, "endpoint '%s': its process died putting a buffer straight to its pool; it is left\n", s.name);
@@ -744,9 +766,11 @@ void Runtime::print_stats(FILE* f) {
     if (!shm_->boards[i].read(&snap)) continue;
     const rel::PeerCounters& c = snap.total;
     std::fprintf(f, "node %" PRIu64 ": msgs sent %" PRIu64 " received %" PRIu64 " retransmitted %" PRIu64
-                 " frames in %" PRIu64 " out %" PRIu64 " no_endpoint %" PRIu64 " control_bad %" PRIu64 "\n",
+                 " frames in %" PRIu64 " out %" PRIu64 " no_endpoint %" PRIu64 " control_bad %" PRIu64
+                 " closed_unsent %" PRIu64 " closed_unreceived %" PRIu64 "\n",
                  n.id(), c.msgs_sent, c.msgs_received, c.msgs_retransmitted, snap.link.frames_in,
-                 snap.link.frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad);
+                 snap.link.frames_out, shm_->no_endpoint[i].get(), n.counters().control_bad,
+                 shm_->closed_unsent[i].get(), shm_->closed_unreceived[i].get());
     print_node_counters(f, snap, n);
     if (snap.redundant)
       std::fprintf(f, "node %" PRIu64 " networks (%s): A %s, sent %" PRIu64 " received %" PRIu64

@@ -122,6 +122,8 @@ struct ShmRoot {
   Range pool_mem[kMaxRanges] = {};
   uint32_t n_pool_mem = 0;
   Counter no_endpoint[kMaxNodes];       ///< messages for an endpoint not open here
+  Counter closed_unsent[kMaxNodes];     ///< messages left on closed endpoints' tx rings, dropped
+  Counter closed_unreceived[kMaxNodes]; ///< messages left on closed endpoints' rx rings, dropped
   PoolCaches engine_caches[kMaxNodes];  ///< each node's engine lcore's
   dp::StatsBoard boards[kMaxNodes];     ///< each node's engine, published by its lcore
   EndpointSlot slots[kMaxEndpoints];

@@ -1279,6 +1279,35 @@ TEST(Release, CloseReclaimsUnsentAndAllocatedBuffers) {
   EXPECT_TRUE(settles_to(base)) << show(base) << " now " << show(pool_use());
 }
 
+// Messages a close drops, unsent in the tx ring or unreceived in the rx ring, are counted by
+// their node (before, nothing did: the sender had them confirmed and is never told).
+TEST(Close, CountsTheMessagesItDrops) {
+  imago_node_stats a0{}, b0{}, a1{}, b1{};
+  ASSERT_EQ(imago_node_stats_get(im(), 0, &a0), 0);
+  ASSERT_EQ(imago_node_stats_get(im(), 1, &b0), 0);
+  const std::vector<uint32_t> sizes = {0, 16, 100, 240, 400, 3000};  // every tier, spilled slots too
+  std::vector<uint8_t> buf(3000, 3);
+  {
+    Pair p;
+    for (uint32_t len : sizes) ASSERT_EQ(imago_send(p.a, buf.data(), len, 0), 0);
+    ASSERT_TRUE(eventually([&] { return imago_poll(p.b) == static_cast<int>(sizes.size()); }));
+    imago_msg got{};
+    ASSERT_EQ(imago_recv_burst(p.b, &got, 1), 1);  // one received: not dropped
+    ASSERT_EQ(imago_release(p.b, &got, 1), 0);
+  }  // closes b with five messages in its rx ring
+  const std::string name = unique("unsent");
+  imago_ep_t* a = nullptr;
+  ASSERT_EQ(imago_open(im(), name.c_str(), 2, nullptr, &a), 0);  // no peer endpoint: all wait
+  for (uint32_t len : sizes) ASSERT_EQ(imago_send(a, buf.data(), len, 0), 0);
+  ASSERT_EQ(imago_close(a), 0);
+  ASSERT_EQ(imago_node_stats_get(im(), 0, &a1), 0);
+  ASSERT_EQ(imago_node_stats_get(im(), 1, &b1), 0);
+  EXPECT_EQ(a1.msgs_closed_unsent - a0.msgs_closed_unsent, sizes.size());
+  EXPECT_EQ(b1.msgs_closed_unreceived - b0.msgs_closed_unreceived, sizes.size() - 1);
+  EXPECT_EQ(a1.msgs_closed_unreceived, a0.msgs_closed_unreceived);
+  EXPECT_EQ(b1.msgs_closed_unsent, b0.msgs_closed_unsent);
+}
+
 // --- waiting ---
 
 TEST(Wait, TimesOutAndWakes) {
