@@ -165,9 +165,14 @@ uint64_t imago_node_id(const imago_t *im, unsigned index);
  * @return the work done, a count with no fixed unit (frames received and sent, messages
  *         and buffers moved; 0: nothing to do); -EINVAL @p im not live; -ENOTSUP the nodes
  *         have their engine lcore (the default, and every secondary); -EBUSY another thread
- *         of this process is polling them just now. A node polled rarely
- *         still loses nothing, but its peers resend what it did not acknowledge in time: a
- *         stream slows far more than the gaps alone would say. Buffers the application
+ *         of this process is polling them just now. A node polled rarely loses
+ *         nothing as long as its gaps stay shorter than its peers' --dead-after-ms (3 s by
+ *         default), but its peers resend what it did not acknowledge in time: a stream slows
+ *         far more than the gaps alone would say. A longer gap is a death to a peer, as for
+ *         any silent node: the peer declares this node dead and drops what it had sent and
+ *         this node had not confirmed (its msgs_unconfirmed; here the endpoints see the
+ *         peer go and come back, peer_resets), and the stream goes on past them
+ *         (docs/USER.md, "When a peer node dies or restarts"). Buffers the application
  *         freed (imago_buf_free()) go back to their pool as the nodes are polled, some each
  *         poll: after thousands of frees, imago_buf_alloc() may return -EAGAIN until this was
  *         called about as many times; poll and try again.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api/options.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -65,7 +66,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
       {"run-to-completion", nullptr, "embedded only: no engine lcore; the application drives its nodes from its own "
                                      "thread with imago_engine_poll() (one lcore in all, free to run on any CPU: EAL --lcores 0@(0-N))",
        [](RuntimeOptions& o, const std::string&) { return o.run_to_completion = true; }},
-      {"engine-lcore", "N", "lcore running the engines [first worker]",
+      {"engine-lcore", "N", "lcore running the engines (not with --run-to-completion) [first worker]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},
       {"pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_max) && o.pool_max > IMAGO_MSG_INLINE_MAX && o.pool_max <= kFrameClass; }},
@@ -177,6 +178,9 @@ int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
 
 int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
   if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
+  const std::vector<std::string> given = dp::given_options(table(), args);
+  if (o.run_to_completion && std::find(given.begin(), given.end(), "engine-lcore") != given.end())
+    return *err = "--engine-lcore: --run-to-completion runs no engine lcore (the application's thread polls)", -EINVAL;
   const bool b_opts = !o.iface_b.empty() || !o.peers_b.empty() || o.src_ip_b != 0;
   if (b_opts && !o.redundancy.on) return *err = "--iface-b, --peer-b and --src-ip-b need --redundancy MODE", -EINVAL;
   if (int rc = dp::check_redundancy(o.redundancy, err); rc < 0) return rc;

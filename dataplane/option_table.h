@@ -104,6 +104,25 @@ int parse_option_table(const OptionTable<T>& table, const std::vector<std::strin
   return 0;
 }
 
+/** @return the names (without "--") of the options of @p table that @p args gives, in
+ *  order, whatever their values (a default given is given). Values are skipped, not read as
+ *  names. */
+template <typename T>
+std::vector<std::string> given_options(const OptionTable<T>& table, const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--", 0) != 0) continue;
+    std::string name = args[i].substr(2);
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) name.resize(eq);
+    const OptionRow<T>* r = find_option(table, name);
+    if (r == nullptr) continue;
+    names.push_back(name);
+    if (r->arg != nullptr && eq == std::string::npos) ++i;  // its value
+  }
+  return names;
+}
+
 /** Write one line per row of @p table to @p f: name, argument, help and, in brackets, the
  *  value @p defaults shows; then -h/--help. */
 template <typename T>

@@ -207,6 +207,11 @@ int cmd_ports(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_u64(d, "port", port);
   rte_tel_data_add_dict_string(d, "name", name);
+  // The address peers must name (--peer ID@MAC): a PMD's own, not always its interface's.
+  rte_ether_addr mac{};
+  char mac_text[RTE_ETHER_ADDR_FMT_SIZE] = "";
+  if (rte_eth_macaddr_get(port, &mac) == 0) rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
+  rte_tel_data_add_dict_string(d, "mac", mac_text);
   rte_tel_data_add_dict_int(d, "link_up", link.link_status);
   rte_tel_data_add_dict_u64(d, "link_speed_mbps", link.link_speed);
   for (auto [k, v] : {std::pair{"ipackets", st.ipackets}, {"opackets", st.opackets}, {"ibytes", st.ibytes},

@@ -315,11 +315,30 @@ static inline int ex_attach_status(const struct ex_opts *o, int rc)
 	return !o->prefix && rc == -EINVAL ? 2 : 1;
 }
 
-/* Open o->name on node @p local towards @p peer (0: the attachment's other node). */
+/* The one peer the embedded node's command line names (--peer ID, ID@MAC or ID@IP, once or
+ * repeated for the same ID), else 0. */
+static inline uint64_t ex_only_peer(const struct ex_opts *o)
+{
+	uint64_t found = 0;
+	for (int i = 1; i < o->node_argc; ++i) {
+		const char *a = o->node_argv[i], *v = NULL;
+		if (!strcmp(a, "--peer") && i + 1 < o->node_argc) v = o->node_argv[++i];
+		else if (!strncmp(a, "--peer=", 7)) v = a + 7;
+		if (v == NULL) continue;
+		const uint64_t id = strtoull(v, NULL, 10);
+		if (found != 0 && id != found) return 0;
+		found = id;
+	}
+	return found;
+}
+
+/* Open o->name on node @p local towards @p peer (0: the attachment's other node, or the only
+ * peer a one-node embedded command line names). */
 static inline imago_ep_t *ex_open(imago_t *im, const struct ex_opts *o, uint64_t local, uint64_t peer, const char *prog)
 {
 	for (unsigned i = 0; peer == 0 && i < imago_node_count(im); ++i)
 		if (imago_node_id(im, i) != local) peer = imago_node_id(im, i);
+	if (peer == 0 && o->prefix == NULL) peer = ex_only_peer(o);
 	struct imago_ep_opts eo = {.local_node = local};
 	imago_ep_t *ep = NULL;
 	int rc = peer ? imago_open(im, o->name, peer, &eo, &ep) : -EINVAL;

@@ -48,7 +48,8 @@ class TestSuiteLifecycle(TestSuite):
             --failback-ms with duplicate, options the run would not read (--ping-timeout-us
             outside raw-pingpong, --rate with pingpong, a protocol option with raw, --send-copy
             with pingpong, UDP addresses with l2, --pmd without --iface, --iface with EAL
-            args), --peer ID@MAC and another --peer-mac; run --help.
+            args; with their default values too), --peer ID@MAC and another --peer-mac; run
+            --help.
         Verify:
             Each bad line exits 2 before EAL starts and names what is wrong on stderr;
             --help exits 0 and lists options with their defaults.
@@ -69,6 +70,10 @@ class TestSuiteLifecycle(TestSuite):
             ("--mode", "stream", "--ping-timeout-us", "5"): "raw-pingpong mode only",
             ("--mode", "pingpong", "--rate", "100"): "nothing to pace",
             ("--mode", "raw", "--go-back-n"): "without the reliability protocol",
+            # ... their default values too (taken before: a value compared with the default):
+            ("--mode", "raw", "--mtu", "1500"): "without the reliability protocol",
+            ("--mode", "pingpong", "--rate", "0"): "nothing to pace",
+            ("--mode=stream", "--udp-port=47000"): "--udp-port is for --encap udp",
             ("--mode", "pingpong", "--send-copy"): "stream and rate modes on the engine only",
             ("--src-ip", "10.0.0.1"): "--src-ip is for --encap udp",
             ("--role", "tx", "--peer", "2@10.0.0.2"): "(so is --peer ID@IP)",
@@ -112,6 +117,24 @@ class TestSuiteLifecycle(TestSuite):
                             ("--node", "1"): "--node is for pub, sub only"}.items():
             cp = run_app(node, pubsub, ["both", *args])
             self.verify(cp.returncode == 2 and words in cp.stderr, f"{args}: exit {cp.returncode}, {cp.stderr!r}")
+
+    def test_an_example_on_one_embedded_node_opens_towards_its_only_peer(self, topology: Topology) -> None:
+        """
+        Steps:
+            Run imago-pubsub sub (embedded, one node on net_null, USER.md's command line
+            shape: -- EAL args -- --node-id 2 --peer 1) for 2 s without --peer of its own.
+        Verify:
+            It opens its endpoint towards node 1, the only --peer of its node (before: "cannot
+            open endpoint 'pubsub' on node 2 to node 0 (give --peer)", exit 1, an outside
+            tester following USER.md).
+        """
+        node = topology.add_node("h")
+        pubsub = build_dir() / "apps" / "examples" / "imago-pubsub"
+        cp = run_app(node, pubsub, ["sub", "--count", "10", "--timeout", "2", "--", "-l", "0-1", "--no-huge",
+                                    "-m", "512", "--no-pci", "--no-shconf", "--file-prefix", f"{topology.prefix}-one",
+                                    "--vdev", "net_null0", "--", "--node-id", "2", "--peer", "1"], timeout=60)
+        self.verify("READY endpoint 'pubsub' node 2 -> node 1" in cp.stdout,
+                    f"exit {cp.returncode}; stdout {cp.stdout[-300:]!r}; stderr {cp.stderr[-400:]!r}")
 
     def test_a_run_sharing_its_prefix_leaves_the_others_runtime_dir(self, topology: Topology,
                                                                     perf_binary: Path) -> None:

@@ -12,6 +12,7 @@ imago-perf answers the same node commands on its own prefix.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -90,6 +91,8 @@ class TestSuiteTelemetry(TestSuite):
         self.verify(pools["msgs_size"] > 0 and pools["mbufs_size"] > 0, f"/imago/pools {pools}")
         port = _telemetry(node, prefix, [f"/imago/ports,{ports[0]}"])[0]
         self.verify(port["opackets"] > 0 and port["ipackets"] > 0, f"/imago/ports,{ports[0]} {port}")
+        self.verify(re.fullmatch(r"([0-9A-F]{2}:){5}[0-9A-F]{2}", port.get("mac", ""), re.I) is not None,
+                    f"/imago/ports,{ports[0]}: no MAC address {port}")
 
     def test_bad_parameters_get_no_answer_and_hurt_nothing(self, served) -> None:
         """

@@ -51,6 +51,16 @@ TEST(RuntimeOptionsTest, AnAddressOnNetworkBWithoutOneOnAIsRefused) {
             0) << why;
 }
 
+// Run-to-completion has no engine lcore: one named was ignored (an outside tester).
+TEST(RuntimeOptionsTest, AnEngineLcoreWithRunToCompletionIsRefused) {
+  std::string why;
+  EXPECT_EQ(parse({"--pair", "--run-to-completion", "--engine-lcore", "1"}, &why), -EINVAL);
+  EXPECT_NE(why.find("--run-to-completion runs no engine lcore"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--pair", "--run-to-completion", "--engine-lcore=0"}, &why), -EINVAL);
+  EXPECT_EQ(parse({"--pair", "--engine-lcore", "1"}, &why), 0) << why;
+  EXPECT_EQ(parse({"--pair", "--run-to-completion"}, &why), 0) << why;
+}
+
 // An IP address names a peer over UDP only: on Ethernet (no --src-ip) it was ignored, and
 // the peer reached by broadcast (an outside tester).
 TEST(RuntimeOptionsTest, APeersIpWithoutOurOwnIsRefused) {
