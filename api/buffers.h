@@ -6,7 +6,7 @@
  * Secondary processes share lcore ids with the primary and with each other, so a mempool's
  * per-lcore cache could be used by two processes at once: nothing here uses those. Instead
  * each owner (an endpoint's application side, a node's engine) has its own PoolCaches, so
- * buffers move to and from a pool's shared ring in bulk rather than one contended operation
+ * buffers move to and from a pool's shared stack in bulk rather than one contended operation
  * each; a null PoolCaches goes straight to the ring (control path).
  *
  * A pool buffer keeps kHeadroom bytes in front of the message, where the engine writes the

@@ -3,8 +3,8 @@
  * @file
  * Whether imagod's engines still run: each engine lcore counts its loop's iterations, busy or
  * idle, so one whose count has not moved for a while is stuck (an application killed inside
- * a get or put on a shared pool's ring leaves that ring mid-operation, and the engine waits
- * on it for ever: docs/USER.md). Nothing else would say so: telemetry still answers, peers
+ * an operation on a ring shared with the engine left it half done, and the engine waits on
+ * it for ever; the message pools are lock-free stacks for that reason: docs/USER.md). Nothing else would say so: telemetry still answers, peers
  * still look established. Control path (imagod's loop), pure: the caller samples.
  */
 #pragma once

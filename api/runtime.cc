@@ -20,6 +20,7 @@
 
 #include "api/buffers.h"
 #include "api/control_check.h"
+#include "api/ctl_worker.h"
 #include "api/handoff.h"
 #include "api/telemetry.h"
 #include "dataplane/eal.h"
@@ -50,15 +51,15 @@ uint64_t free_hugepages() {
   return n;
 }
 
+// On the rte_mp thread: a bad request and a HELLO answered here, opens and closes queued for
+// the control thread (ctl_worker.h: they allocate, and an allocation may need this thread).
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
   CtlMsg m;
-  int rc = ctl_decode(msg->param, msg->len_param, *g_runtime->shm(), &m);
+  const int rc = ctl_decode(msg->param, msg->len_param, *g_runtime->shm(), &m);
+  if (rc == 0 && m.op != CtlOp::kHello) return g_runtime->post_ctl(m, static_cast<const char*>(peer)), 0;
   m.rc = rc == 0 ? g_runtime->answer_ctl(m) : rc;
-  rte_mp_msg reply{};
-  std::snprintf(reply.name, sizeof reply.name, "%s", kCtlAction);
-  reply.len_param = sizeof m;
-  std::memcpy(reply.param, &m, sizeof m);
-  return rte_mp_reply(&reply, static_cast<const char*>(peer));
+  ctl_reply(m, static_cast<const char*>(peer));
+  return 0;
 }
 
 // rte_mempool_mem_iter() callback: note one chunk of pool memory (counting past the table,
@@ -74,6 +75,28 @@ void note_range(rte_mempool*, void* arg, rte_mempool_memhdr* m, unsigned) {
   }
   if (n < ShmRoot::kMaxRanges) shm->pool_mem[n] = {lo, lo + m->len};
   ++shm->n_pool_mem;
+}
+
+// A message pool, shared with every application process. A process can be killed on any
+// instruction: a get or put on a ring takes two steps (its head, then its tail), and one
+// killed between them stops every other process at that ring for good (imagod's engine
+// lcore first). DPDK's lock-free stack takes or gives buffers with one compare-and-swap: a
+// kill leaves it whole, at worst a burst of buffers out of it. A ring only where that driver
+// is missing (librte_mempool_stack not loaded), said once.
+rte_mempool* shared_pool(const char* name, unsigned n, unsigned size) {
+  rte_mempool* mp = rte_mempool_create_empty(name, n, size, 0, 0, rte_socket_id(), 0);
+  if (mp == nullptr) return nullptr;
+  const bool stack = rte_mempool_set_ops_byname(mp, "lf_stack", nullptr) == 0;
+  if (!stack) {
+    IMAGO_LOG(WARNING, api, "mempool driver lf_stack missing (librte_mempool_stack): pool %s is a ring, and an "
+              "application killed inside a buffer get can stop imagod (docs/USER.md)\n", name);
+    rte_mempool_set_ops_byname(mp, "ring_mp_mc", nullptr);
+  }
+  if (rte_mempool_populate_default(mp) < 0) {
+    rte_mempool_free(mp);
+    return nullptr;
+  }
+  return mp;
 }
 
 }  // namespace
@@ -106,6 +129,7 @@ int Runtime::start(const RuntimeOptions& o, const dp::ArgSplit& args, bool daemo
       pdump_up_ = true;
     }
     g_runtime = this;
+    ctl_worker_.start([this](CtlMsg& m) { return answer_ctl(m); });
     if (rte_mp_action_register(kCtlAction, on_ctl) < 0) {
       IMAGO_LOG(ERR, api, "cannot serve applications: rte_mp_action_register: %s%s\n", rte_strerror(rte_errno),
                 rte_errno == ENOTSUP ? " (EAL runs without a shared config: drop --no-shconf / --in-memory, or give imagod's own --no-huge after --, which serves no application)" : "");
@@ -180,12 +204,9 @@ int Runtime::create_shared() {
   shm_->pool_max = o_.pool_max;
   shm_->max_message = o_.max_message;
   // No per-lcore caches: secondary processes share lcore ids (see buffers.h).
-  shm_->msg_pool = rte_mempool_create("imago_msgs", o_.pool_buffers, o_.pool_max + kHeadroom, 0, 0,
-                                      nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
-  shm_->frame_pool = rte_mempool_create("imago_frames", o_.pool_buffers, kFrameClass + kHeadroom, 0, 0,
-                                        nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
-  shm_->big_pool = rte_mempool_create("imago_big", o_.big_buffers, o_.max_message + kHeadroom, 0, 0,
-                                      nullptr, nullptr, nullptr, nullptr, rte_socket_id(), 0);
+  shm_->msg_pool = shared_pool("imago_msgs", o_.pool_buffers, o_.pool_max + kHeadroom);
+  shm_->frame_pool = shared_pool("imago_frames", o_.pool_buffers, kFrameClass + kHeadroom);
+  shm_->big_pool = shared_pool("imago_big", o_.big_buffers, o_.max_message + kHeadroom);
   if (!shm_->msg_pool || !shm_->frame_pool || !shm_->big_pool) {
     // ENOENT / ENOMEM: EAL found no room for them (its memory: hugepages, or -m with --no-huge).
     const uint64_t mib = (uint64_t{o_.pool_buffers} * (o_.pool_max + kFrameClass + 2 * kHeadroom) +
@@ -442,6 +463,7 @@ void Runtime::stop() {
   pdump_up_ = false;
   if (daemon_ && g_runtime == this) {
     rte_mp_action_unregister(kCtlAction);
+    ctl_worker_.stop();  // after the handler: nothing queues any more
     g_runtime = nullptr;
   }
   linger();

@@ -18,6 +18,7 @@
 
 #include "api/control.h"
 #include "api/ctl_answers.h"
+#include "api/ctl_worker.h"
 #include "api/node.h"
 #include "api/options.h"
 #include "api/wiring_watch.h"
@@ -47,8 +48,12 @@ class Runtime {
   /** Control path: open an endpoint for process @p req.pid, waiting for the engine no later
    *  than TSC @p until. @return 0 and req.slot, or a negative errno (see imago_open()). */
   int open_endpoint(CtlMsg& req, uint64_t until = kForever);
-  /** Daemon, rte_mp thread: answer request @p m of a secondary (into m). @return its rc. */
+  /** Daemon, control thread (a HELLO: rte_mp thread): answer request @p m of a secondary
+   *  (into m). @return its rc. */
   int answer_ctl(CtlMsg& m);
+  /** Daemon, rte_mp thread: queue request @p m from rte_mp socket @p peer for the control
+   *  thread, which answers it (api/ctl_worker.h). */
+  void post_ctl(const CtlMsg& m, const char* peer) { ctl_worker_.post(m, peer); }
   /** Daemon, rte_mp thread: process @p pid attached. */
   void note_app(int32_t pid);
   /** Control path: close slot @p slot and reclaim what it held, waiting for the engine no
@@ -124,7 +129,8 @@ class Runtime {
   std::unique_ptr<dp::LcoreRunner> runner_;
   bool engines_running_ = false;
   std::mutex ctl_;  // the control path: rte_mp thread, housekeeping and the application
-  CtlAnswers answers_;  // rte_mp thread
+  CtlAnswers answers_;  // the control thread
+  CtlWorker ctl_worker_;  // answers the applications' opens and closes
   uint32_t ring_serial_ = 0;
   static constexpr unsigned kMaxApps = 64;
   std::array<std::atomic<int32_t>, kMaxApps> apps_{};  ///< pids that attached (the rte_mp thread writes)

@@ -7,6 +7,12 @@
 #                                   secondaries (every tier, copy and zero-copy) for MINUTES [60];
 #                                   imagod's RSS and pool use sampled every 10 s into a CSV.
 #   scripts/soak.sh count [MSGS]    imago-perf --pair stream of MSGS [10^8] messages at 20 % loss.
+#   scripts/soak.sh kills [ROUNDS]  imagod --pair; ROUNDS [60] times a zero-copy publisher of
+#                                   large messages (a buffer get from the big pool each, and
+#                                   deliveries getting from it too) SIGKILLed 0.2 to 1.2 s into
+#                                   its stream, its subscriber after it: imagod must go on
+#                                   serving (its engine lcore not stopped on a pool), and its
+#                                   pools come back to their baseline.
 #
 # Each ends with a verdict line "soak: PASS ..." or "soak: FAIL ..." and exits 0 or 1. Every
 # loop is bounded in time; everything runs in this process's own EAL prefix and is stopped
@@ -133,11 +139,72 @@ soak_count() {
   fi
 }
 
+# imagod's last "pools:" line's three message-pool counts, "msgs frames big".
+pools_in_use() { grep '^pools:' "$1" | tail -1 | sed 's/[a-z_]*=//g; s/pools: //' | cut -d' ' -f1-3; }
+
+soak_kills() {
+  local rounds=${1:-60} prefix="kill$$" round=0 wedged=0
+  setup_hugepages 512 || die "the kill soak needs hugepages (imagod's secondaries)"
+  "$BUILD/apps/imagod" --pair --file-prefix "$prefix" --stats-period 1 >"$LOGDIR/imagod.log" 2>&1 &
+  local d=$! t=0
+  pids+=("$d")
+  until grep -q serving "$LOGDIR/imagod.log" 2>/dev/null; do
+    sleep 0.2
+    t=$((t + 1))
+    [ $t -lt 150 ] || die "imagod did not start: $(tail -5 "$LOGDIR/imagod.log")"
+  done
+  sleep 1.5
+  local base
+  base=$(pools_in_use "$LOGDIR/imagod.log")
+  say "kill soak: $rounds rounds of a zero-copy publisher of 2100-9000 B SIGKILLed mid-stream (log: $LOGDIR)"
+  local ex="$BUILD/apps/examples/imago-pubsub"
+  while [ "$round" -lt "$rounds" ] && kill -0 "$d" 2>/dev/null; do
+    round=$((round + 1))
+    "$ex" sub --secondary "$prefix" --name "k$round" --count 1000000000 --size 2100-9000 --timeout 30 \
+      >"$LOGDIR/sub-$round.log" 2>&1 &
+    local sub=$!
+    "$ex" pub --secondary "$prefix" --name "k$round" --count 1000000000 --size 2100-9000 --timeout 30 \
+      --zero-copy >"$LOGDIR/pub-$round.log" 2>&1 &
+    local pub=$! waited=0
+    until grep -q "peer ready" "$LOGDIR/pub-$round.log" 2>/dev/null || [ $waited -ge 300 ]; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    sleep "0.$((2 + RANDOM % 10))"
+    kill -KILL "$pub" 2>/dev/null
+    sleep 0.1
+    kill -KILL "$sub" 2>/dev/null
+    wait "$pub" "$sub" 2>/dev/null
+    # imagod reclaims both within a statistics period or two; an engine lcore stopped on a
+    # pool makes it say so after 10 s and exit 3.
+    sleep 2.5
+    if grep -q "has not run for" "$LOGDIR/imagod.log"; then
+      wedged=1
+      echo "round $round: imagod's engine lcore stopped: $(grep 'has not run for' "$LOGDIR/imagod.log" | head -1)"
+      break
+    fi
+  done
+  sleep 12  # a whole stop-detection period and more with nothing attached
+  local alive=0 end=""
+  kill -0 "$d" 2>/dev/null && alive=1
+  grep -q "has not run for" "$LOGDIR/imagod.log" && wedged=1
+  end=$(pools_in_use "$LOGDIR/imagod.log")
+  kill -TERM "$d" 2>/dev/null
+  wait "$d" 2>/dev/null
+  if [ "$alive" = 1 ] && [ "$wedged" = 0 ] && [ "$end" = "$base" ]; then
+    echo "soak: PASS kills: $round rounds, imagod serving throughout, pools in use $end (baseline $base)"
+  else
+    echo "soak: FAIL kills: $round rounds, imagod alive $alive, engine stopped $wedged, pools in use $end (baseline $base)"
+    return 1
+  fi
+}
+
 need_root
 mkdir -p "$LOGDIR"
 [ -x "$BUILD/apps/imagod" ] || build_tree "$BUILD"
 case "${1:-}" in
   api) soak_api "${2:-60}" ;;
   count) soak_count "${2:-100000000}" ;;
-  *) die "usage: scripts/soak.sh api [MINUTES] | count [MSGS]" ;;
+  kills) soak_kills "${2:-60}" ;;
+  *) die "usage: scripts/soak.sh api [MINUTES] | count [MSGS] | kills [ROUNDS]" ;;
 esac

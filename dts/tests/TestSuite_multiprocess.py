@@ -40,6 +40,8 @@ SIZES = "16-600"
 HOLD = 1000
 KILL_SIZE = 1000
 ENDLESS = 1_000_000_000
+#: Endpoints open at once through one imagod (of its 32 slots; the 15th failed before).
+MANY_EPS = 24
 #: Seconds: attach and READY; a whole 10^6 run on a loaded 2-core machine; imagod's reactions.
 READY_S = 30
 RUN_S = 240
@@ -181,6 +183,31 @@ class TestSuiteMultiprocess(TestSuite):
         self.verify(back == base, f"pools {back} != baseline {base}")
         rc = d.stop()
         self.verify(rc == 0 and d.stopped_cleanly(), f"imagod exit {rc}:\n{d.proc.tail()}")
+
+    def test_many_endpoints_open_at_once(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair and MANY_EPS subscribers (endless, each its own endpoint name)
+            one after another, all attached at once; then SIGINT them.
+        Verify:
+            Every one opens its endpoint (READY) and exits 0 once stopped; the pools come back
+            to the baseline. Before, imagod allocated an endpoint's rings on DPDK's rte_mp
+            thread: once they needed EAL's heap to grow (about the 15th endpoint), the growth
+            waited for replies only that thread receives, and the open failed with
+            "Connection timed out".
+        """
+        node, d, base = daemon
+        subs = [start_example(node, "imago-pubsub", ExampleParams(role="sub", secondary=d.file_prefix, node=2,
+                                                                 count=ENDLESS, name=f"many{i}"), name=f"sub-many{i}")
+                for i in range(MANY_EPS)]
+        for sub in subs:
+            sub.wait_ready(READY_S)
+        for sub in subs:
+            sub.proc.signal(signal.SIGINT)
+        for sub in subs:
+            self.verify(sub.proc.wait(REACT_S) == 0, f"{sub.proc.name}: exit {sub.proc.returncode}:\n{sub.proc.tail()}")
+        back = d.wait_pools(lambda p: p == base, REACT_S, after=len(d.lines()))
+        self.verify(back == base, f"pools {back} != baseline {base}")
 
     def test_a_clean_stop_of_imagod_under_its_applications_ends_them_cleanly(self, daemon) -> None:
         """

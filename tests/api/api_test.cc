@@ -9,6 +9,7 @@
 #include <rte_mbuf.h>
 #include <rte_memzone.h>
 #include <rte_mempool.h>
+#include <rte_stack.h>
 
 #include <algorithm>
 #include <atomic>
@@ -1467,6 +1468,44 @@ TEST(Languages, CppAttachmentMovesWithoutDetaching) {
   EXPECT_EQ(imago_node_count(im), 2u) << "still attached";
   imago::Endpoint e;
   EXPECT_EQ(g_att->open(unique("cppmv").c_str(), 2, e), 0);
+}
+
+// --- pools shared with processes that may be killed ---
+
+// Every message pool is DPDK's lock-free stack: a process killed in the middle of a get or a
+// put leaves it usable. On a ring, a get killed between its two steps left the ring's head
+// ahead of its tail and every other process waiting at it for good (imagod's engine lcore:
+// wedged, an outside tester SIGKILLing senders). Here, a get that reserved buffers and died
+// before taking them: the engine and this thread go on getting and putting.
+TEST(Pools, AGetKilledHalfWayStopsNobody) {
+  for (rte_mempool* mp : {shm()->msg_pool, shm()->frame_pool, shm()->big_pool}) {
+    ASSERT_STREQ(rte_mempool_get_ops(mp->ops_index)->name, "lf_stack") << mp->name;
+    auto* st = static_cast<rte_stack*>(mp->pool_data);
+    uint64_t& len = st->stack_lf.used.len;
+    ASSERT_GE(__atomic_load_n(&len, __ATOMIC_RELAXED), 8u);
+    __atomic_fetch_sub(&len, 8, __ATOMIC_RELAXED);  // the dead process's reservation
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      for (int i = 0; i < 10000; ++i) {
+        void* o;
+        if (rte_mempool_generic_get(mp, &o, 1, nullptr) == 0) rte_mempool_generic_put(mp, &o, 1, nullptr);
+      }
+      done = true;
+    });
+    {
+      Pair p;  // the engines still deliver, through the same pools
+      std::vector<uint8_t> m(2000, 5);
+      for (uint32_t len_i : {300u, 2000u}) ASSERT_EQ(imago_send(p.a, m.data(), len_i, 0), 0);
+      EXPECT_TRUE(eventually([&] { return imago_poll(p.b) == 2; }));
+    }
+    for (int i = 0; i < 5000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    __atomic_fetch_add(&len, 8, __ATOMIC_RELAXED);
+    if (!done) {  // stuck for good: nothing to join
+      ADD_FAILURE() << mp->name << ": a get or put waits on the dead process";
+      std::_Exit(1);
+    }
+    t.join();
+  }
 }
 
 TEST(Cleanup, NothingIsLeftOpen) {
