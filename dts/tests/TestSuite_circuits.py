@@ -52,6 +52,8 @@ from framework.topology import Interface, Topology
 
 #: The verified stream of test_line_two_hops (64-byte messages, imago-pubsub's default size).
 MSGS = 1_000_000
+#: The stream of a fabric whose far end starts last.
+FAR_LAST_MSGS = 20_000
 #: Receive-side loss on the middle hop's node (both its ports).
 LOSS = 0.01
 ENDLESS = 1_000_000_000
@@ -622,6 +624,28 @@ class TestSuiteCircuits(TestSuite):
         print(f"sub RESULT {res.raw}")
         self.verify(res.msgs_delivered > 0 and res.duplicated == res.reordered == res.corrupted == 0,
                     f"subscriber: {res.raw}")
+
+    def test_the_far_end_may_start_last(self, circuits_host, topology: Topology, request) -> None:
+        """
+        Steps:
+            line:3 (a-b-c), node 2 a router; node 1 an embedded publisher of 20,000
+            messages to node 3, started first; 3 s later node 3's embedded subscriber (the
+            order of USER.md's example).
+        Verify:
+            The subscriber gets all 20,000, none lost, duplicated, reordered or corrupted.
+            Before, node 1's first set-up was refused by node 2 (no-route: node 3 not up),
+            and that refusal barred node 1's only way for good: it never set up a circuit
+            again, and the stream never started (an outside tester, 2 of 2).
+        """
+        f = Fabric.build(topology, request, "line", 3)
+        f.router(2, slot=0)
+        pub = f.subscriber(1, 3, FAR_LAST_MSGS, slots=(1, 0), role="pub")
+        time.sleep(3.0)
+        sub = f.subscriber(3, 1, FAR_LAST_MSGS, slots=(0, 1))
+        res: DeliveryResult = sub.result(RUN_S)
+        pub.proc.wait(REACT_S * 3)
+        print(f"\nsub RESULT {res.raw}")
+        _verify_stream(self, res, FAR_LAST_MSGS)
 
     def test_ring_reroutes_round_a_link_failed_one_way(self, circuits_host, topology: Topology, request) -> None:
         """

@@ -145,8 +145,10 @@ void CircuitNode::end_down(CircuitId id, CircReason why) {
 int CircuitNode::open(NodeId dst, uint64_t now, CircuitId* id) {
   if (dst == self_ || dst == 0) return -EINVAL;
   Route r;
+  // After a refusal beyond our first hop, another way if there is one; else the same way
+  // again (the refusing hop's link may be up by now: a far end started after us).
   const PortId* no = refused_.find(dst);
-  if (!(no != nullptr ? routes_->lookup_avoiding(dst, *no, &r) : routes_->lookup(dst, &r))) return -EHOSTUNREACH;
+  if (!(no != nullptr && routes_->lookup_avoiding(dst, *no, &r)) && !routes_->lookup(dst, &r)) return -EHOSTUNREACH;
   const int i = alloc(true);
   if (i < 0) return -ENOSPC;
   Circuit& k = table_[i];

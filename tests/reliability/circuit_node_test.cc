@@ -136,19 +136,23 @@ TEST(CircuitNode, ADeadHopTellsBothEnds) {
   EXPECT_EQ(last(s, 4)->why, CircReason::kHopDead);
   for (NodeId n = 1; n <= 4; ++n) EXPECT_EQ(s.cn(n).in_use(), 0u) << n;
   // Expect: a new circuit cannot be had. Node 1 knows only its own links: its set-up goes
-  // out, node 2 refuses it (no-route), and then node 1 has no other way.
+  // out, node 2 refuses it (no-route); with no other way, the next goes the same way (that
+  // link may be back by then) and is refused again; nothing is held anywhere.
   CircuitId id;
-  ASSERT_EQ(s.cn(1).open(4, s.now(), &id), 0);
-  s.run(1 * kMs);
-  EXPECT_EQ(last(s, 1)->why, CircReason::kNoRoute);
-  EXPECT_EQ(s.cn(1).open(4, s.now(), &id), -EHOSTUNREACH);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(s.cn(1).open(4, s.now(), &id), 0);
+    s.run(1 * kMs);
+    EXPECT_EQ(last(s, 1)->why, CircReason::kNoRoute);
+  }
+  for (NodeId n = 1; n <= 4; ++n) EXPECT_EQ(s.cn(n).in_use(), 0u) << n;
 }
 
 /** Kill the link between nodes @p a and @p b of @p s. */
-void kill_between(CircuitSim& s, NodeId a, NodeId b) {
+/** Kill (or, with @p alive, revive) the links between @p a and @p b. */
+void kill_between(CircuitSim& s, NodeId a, NodeId b, bool alive = false) {
   for (size_t i = 0; i < s.topology().links().size(); ++i) {
     const Link& l = s.topology().links()[i];
-    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) s.kill_link(i);
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) alive ? s.revive_link(i) : s.kill_link(i);
   }
 }
 
@@ -194,6 +198,26 @@ TEST(CircuitNode, ALinkThatDiedBeyondTheFirstHopIsGoneRoundAfterTheHopRefusesThe
   s.run(1 * kMs);
   open_and_run(s, 3);
   EXPECT_EQ(last(s, 1)->why, CircReason::kNoRoute);
+}
+
+TEST(CircuitNode, ASetUpRefusedWhereThereIsNoOtherWayIsTriedTheSameWayAgain) {
+  // Do: a line 1-2-3 whose far end is not up yet (link 2-3 down); 1 opens to 3, refused by
+  // 2 (no-route); the link comes up; 1 opens again.
+  CircuitSim s(make_line(3), 3);
+  kill_between(s, 2, 3);
+  open_and_run(s, 3);
+  ASSERT_TRUE(last(s, 1) && !last(s, 1)->up);
+  EXPECT_EQ(last(s, 1)->why, CircReason::kNoRoute);
+  kill_between(s, 2, 3, true);
+  const CircuitId again = open_and_run(s, 3);
+  // Expect: up through 2, the only way (before: the refusal barred it, and every later open
+  // was -EHOSTUNREACH: an outside tester's end node, started last as USER.md does, never
+  // reached).
+  ASSERT_TRUE(last(s, 1) && last(s, 1)->up);
+  NodeId at;
+  CircuitId l;
+  ASSERT_EQ(s.walk(1, again, &at, &l), "");
+  EXPECT_EQ(at, 3u);
 }
 
 TEST(CircuitNode, LostControlFramesAreRepeatedUntilTheCircuitIsUp) {

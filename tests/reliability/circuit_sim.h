@@ -93,6 +93,11 @@ class CircuitSim {
     cn(l.a).link_down(l.pa, now_);
     cn(l.b).link_down(l.pb, now_);
   }
+  /** Link @p i works again (its ends' tables see it at once). */
+  void revive_link(size_t i) {
+    dead_[i] = false;
+    for (auto& [n, nd] : nodes_) nd->routes.compute(topo_, n, seen_by(n));
+  }
   bool link_dead(size_t i) const { return dead_[i]; }
   /** The dead links node @p n knows of: its own. */
   std::vector<bool> seen_by(NodeId n) const {
