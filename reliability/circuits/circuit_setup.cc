@@ -10,7 +10,7 @@ void CircuitNode::on_setup(PortId port, const CircuitHeader& h, const SetupBody&
   const uint32_t nonce = b.nonce.get(), back = b.back_vci.get();
   // A node outside the topology is a forgery (or another fabric's): dropped unanswered,
   // so a flood of them earns its sender nothing.
-  if (origin == self_ || origin == 0 || dst == 0 || nonce == 0 || back == 0 || h.hops == 0 ||
+  if (origin == self_ || origin == dst || origin == 0 || dst == 0 || nonce == 0 || back == 0 || h.hops == 0 ||
       !routes_->knows(origin) || !routes_->knows(dst)) {
     ++c_.bad_setup;
     return;

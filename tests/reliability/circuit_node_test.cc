@@ -251,6 +251,18 @@ std::vector<uint8_t> setup(NodeId origin, NodeId dst, uint32_t nonce, uint32_t b
   return f;
 }
 
+// A set-up from a node to itself names no circuit: it was passed on toward its origin and
+// answered no-route there (an outside tester).
+TEST(CircuitNode, ASetUpFromANodeToItselfIsBad) {
+  CircuitSim s(make_line(3), 4);
+  s.cn(2).on_frame(0, setup(1, 1, 77, 99), s.now());
+  s.cn(2).on_frame(1, setup(3, 3, 78, 98), s.now());
+  s.run(1 * kMs);
+  EXPECT_EQ(s.cn(2).counters().bad_setup, 2u);
+  EXPECT_EQ(s.cn(2).counters().setups_sent, 0u);
+  EXPECT_EQ(s.cn(2).in_use(), 0u);
+}
+
 TEST(CircuitNode, AFloodOfSetUpsIsRefusedAndLeavesNothingBehind) {
   CircuitConfig c;
   c.max_pending = 8;
