@@ -125,6 +125,10 @@ int imago_attach_embedded(int argc, char **argv, imago_t **out);
  *         start as a secondary (imagod runs with --no-huge, no hugepages); -ENOTCONN imagod
  *         did not answer within 5 s (a DPDK primary that is not imagod, one stopped, or one
  *         overloaded: attach again in a new process); -EPROTO imagod speaks another version.
+ *         One case never returns: an earlier application of that imagod killed inside its
+ *         own attach can hold EAL's shared memory lock for good, and EAL's start waits on it
+ *         (docs/USER.md, "When an application dies": restart imagod; bound the wait with a
+ *         timer of your own, e.g. alarm(), to notice).
  */
 int imago_attach_secondary(const char *file_prefix, imago_t **out);
 
@@ -674,8 +678,10 @@ enum imago_group_end_reason {
 	                                  after the expiry. This node gets nothing more from that
 	                                  source until this endpoint is closed and the group opened
 	                                  again (a new stream, as for a late joiner) */
-	IMAGO_GROUP_END_CLOSED = 3,  /**< the source closed its group endpoint: everything it sent
-	                                  was delivered (a NACK stream: or reported IMAGO_GROUP_LOST) */
+	IMAGO_GROUP_END_CLOSED = 3,  /**< the source closed its group endpoint (or its process died
+	                                  and its node closed the endpoint for it: told apart from a
+	                                  close by nothing on the wire): everything it sent was
+	                                  delivered (a NACK stream: or reported IMAGO_GROUP_LOST) */
 	IMAGO_GROUP_END_GONE = 4,    /**< the source's node died or restarted: what it had not
 	                                  delivered here is lost */
 };

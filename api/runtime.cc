@@ -452,6 +452,11 @@ void Runtime::stop_under_apps(unsigned apps) {
   for (auto& n : nodes_) n->leave_fabric();
   for (auto& pb : ports_) pb->port.stop();  // no DMA into memory the next imagod may take
   eal_up_ = false;  // no rte_eal_cleanup(): it would free the memory under them
+  // Nor the nodes' and ports' own (the engines' frame memzones): a free that gives pages
+  // back asks every secondary to unmap them, which they may not answer now (EAL: "Fail to
+  // recv reply ... mp_malloc_sync" after "stopped cleanly"). The process's exit frees it.
+  for (auto& n : nodes_) (void)n.release();
+  for (auto& pb : ports_) (void)pb.release();
 }
 
 void Runtime::stop() {

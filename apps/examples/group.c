@@ -79,7 +79,8 @@ static const char help[] =
 	"so is what a member the ordered group left out lacks of every source (the error said so),\n"
 	"and, ordered, what a member lacks of a member that left the order (expired, left, ended).\n"
 	"Stopped by a signal or by --timeout, what had not come yet of streams that had not ended is\n"
-	"RESULT unfinished (counted in lost, not in lost_silently).\n"
+	"RESULT unfinished (counted in lost, not in lost_silently), as is what a source whose stream\n"
+	"ended 'closed' before its last message never sent (it stopped: killed, imagod closed it).\n"
 	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
 /* Options of some roles only: refused for the others (ex_parse()). */
 static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
@@ -541,9 +542,12 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 		/* Left out: what it lacks the error said (every source's rest), as an ENDED would; and
 		 * of a member that left the order, the order dropped the rest (order_dropped). */
 		const int told = ended_lossy(x) || s->left_out || x->departed;
+		/* Ended closed before the source's last message: it stopped sending (its process
+		 * killed: imagod closed its endpoint), and the transport delivered all it sent. */
+		const int stopped = x->ended && x->reason == IMAGO_GROUP_END_CLOSED && !x->got_end;
 		ended += told ? missing : 0;
-		unfinished += !told && cut ? missing : 0;
-		silent += x->silent + (missing && !x->lost_since && !told && !cut);
+		unfinished += !told && (cut || stopped) ? missing : 0;
+		silent += x->silent + (missing && !x->lost_since && !told && !cut && !stopped);
 	}
 	printf("],\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)delivered,
 	       (unsigned long long)bytes);

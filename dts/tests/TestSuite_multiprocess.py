@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from framework.apps import build_dir
+from framework.apps import build_dir, result_line_object
 from framework.imago_apps import (
-    DeliveryResult, ExampleParams, ImagodRun, Pools, cleanup_stale_hugepages, examples_missing_reason,
+    DeliveryResult, ExampleParams, ImagodRun, Pools, cleanup_stale_hugepages, example_path, examples_missing_reason,
     hugepages_missing_reason, start_example,
 )
 from framework.node import Node
@@ -208,6 +208,35 @@ class TestSuiteMultiprocess(TestSuite):
             self.verify(sub.proc.wait(REACT_S) == 0, f"{sub.proc.name}: exit {sub.proc.returncode}:\n{sub.proc.tail()}")
         back = d.wait_pools(lambda p: p == base, REACT_S, after=len(d.lines()))
         self.verify(back == base, f"pools {back} != baseline {base}")
+
+    def test_a_killed_group_source_leaves_its_member_unfinished_not_failed(self, daemon) -> None:
+        """
+        Steps:
+            imago-group sub (node 2) and pub (node 1) of 5,000,000 messages as secondaries of
+            imagod --pair; SIGKILL the publisher 2 s into its stream.
+        Verify:
+            imagod closes the dead source's endpoint: the member's stream ends 'closed', and
+            it exits 0 with what never came as unfinished, none lost silently, duplicated or
+            corrupted (before: exit 1, lost_silently 1, an outside tester).
+        """
+        node, d, base = daemon
+        ex = str(example_path("imago-group"))
+        common = ["--secondary", d.file_prefix, "--count", "5000000", "--size", "16-3000"]
+        sub = node.start([ex, "sub", "--node", "2", "--timeout", "30", *common], name="group-sub")
+        sub.wait_for_line("READY", READY_S, stream="stdout")
+        pub = node.start([ex, "pub", "--node", "1", *common], name="group-pub")
+        sub.wait_for_line("EVENT sub started", READY_S, stream="stdout")
+        time.sleep(2.0)
+        self.verify(pub.running, "the source finished before it was killed: make its stream longer")
+        pub.signal(signal.SIGKILL)
+        pub.wait(REACT_S)
+        rc = sub.wait(RUN_S)
+        res = result_line_object(next(ln for ln in reversed(sub.lines("stdout")) if ln.startswith("RESULT ")))
+        print(f"\nmember RESULT {res}")
+        got = res["msgs_delivered"]
+        self.verify(rc == 0 and res["sources"][0]["ended"] == "closed", f"member exit {rc}: {res}")
+        self.verify(0 < got < 5_000_000 and res["lost_silently"] == 0 and res["unfinished"] == 5_000_000 - got
+                    and res["duplicated"] == 0 and res["corrupted"] == 0, f"member: {res}")
 
     def test_a_clean_stop_of_imagod_under_its_applications_ends_them_cleanly(self, daemon) -> None:
         """
