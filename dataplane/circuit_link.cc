@@ -363,6 +363,7 @@ void CircuitLink::show_routes(const char* why) {
   if (show_routes_ == nullptr) return;
   std::string out = "routes of node " + std::to_string(self_) + " (" + why + "):\n";
   const std::string t = circ::format_routes(routes_);
+  if (t.empty()) out += "  (none: no node is reachable, no link of ours is up)\n";
   size_t at = 0;
   while (at < t.size()) {
     const size_t nl = t.find('\n', at);
