@@ -255,7 +255,7 @@ std::string pointless(const std::string& name, const Options& o) {
 // Every option @p args gives, its default value too (a value compared with the default let
 // `--mode raw --mtu 1500` through, an outside tester).
 int check_pointless(const Options& o, const std::vector<std::string>& args, std::string& err) {
-  for (const std::string& name : dp::given_options(table(), args)) {
+  for (const std::string& name : given_options(args)) {
     const bool peer_ip = name == "peer" && o.encap.dst_ip != Options{}.encap.dst_ip;  // --peer ID@IP sets --dst-ip
     if (!(err = pointless(peer_ip ? "dst-ip" : name, o)).empty()) return -EINVAL;
   }
@@ -360,6 +360,8 @@ void print_usage(const char* prog) {
       "Example: %s --pair --mode raw --msgs 1000000 --size 64 --loss 0.1 --seed 7\n",
       prog);
 }
+
+std::vector<std::string> given_options(const std::vector<std::string>& args) { return dp::given_options(table(), args); }
 
 std::vector<std::pair<std::string, std::string>> option_values(const Options& opt) {
   std::vector<std::pair<std::string, std::string>> v;

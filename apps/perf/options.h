@@ -23,6 +23,10 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
 /** Print usage with every option and its default to stdout. */
 void print_usage(const char* prog);
 
+/** @return the names of the options @p args (the app arguments) gives, whatever their
+ *  values: what a run must refuse when it would not read them. */
+std::vector<std::string> given_options(const std::vector<std::string>& args);
+
 /** @return every option's name and current value, in table order. */
 std::vector<std::pair<std::string, std::string>> option_values(const Options& opt);
 

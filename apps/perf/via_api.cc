@@ -54,10 +54,9 @@ std::string shape_refusal(const Options& o, const dp::ArgSplit& args) {
 
 std::string via_api_refusal(const Options& o, const dp::ArgSplit& args) {
   if (std::string why = shape_refusal(o, args); !why.empty()) return why;
-  auto now = option_values(o), fresh = option_values(Options{});
-  for (size_t i = 0; i < now.size(); ++i) {
-    const std::string& name = now[i].first;
-    if (now[i].second == fresh[i].second || kRunOptions.count(name)) continue;
+  // Every option given, its default value too (as check_pointless(): `--loss 0` was taken).
+  for (const std::string& name : given_options(args.app)) {
+    if (kRunOptions.count(name)) continue;
     if (std::string why = refusal_of(name, !o.attach.empty()); !why.empty()) return why;
   }
   return "";

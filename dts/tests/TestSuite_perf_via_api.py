@@ -196,6 +196,7 @@ class TestSuitePerfViaApi(TestSuite):
     @pytest.mark.parametrize("args,reason", [
         (["--via", "api", "--mode", "raw"], "reliable modes"),
         (["--via", "api", "--mode", "stream", "--loss", "0.1"], "--loss has no meaning with --via api"),
+        (["--via", "api", "--mode", "stream", "--loss", "0"], "--loss has no meaning with --via api"),  # its default
         (["--attach", "nowhere", "--mode", "stream", "--mtu", "9000"], "give --mtu to imagod"),
         (["--via", "api", "--mode", "pingpong", "-i"], "no -i"),
         (["--mode", "stream", "--run-to-completion"], "give --via api too"),

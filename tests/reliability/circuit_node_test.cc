@@ -25,6 +25,16 @@ CircuitId open_and_run(CircuitSim& s, NodeId dst, uint64_t ms = 5) {
   return id;
 }
 
+/** @return the node a frame on circuit @p id of node @p from ends at (0, the walk's failure
+ *  reported, when it ends nowhere). */
+NodeId reached(CircuitSim& s, NodeId from, CircuitId id) {
+  NodeId at = 0;
+  CircuitId local;
+  const std::string err = s.walk(from, id, &at, &local);
+  EXPECT_EQ(err, "");
+  return err.empty() ? at : 0;
+}
+
 TEST(CircuitNode, ASetUpOverTwoHopsForwardsBothWaysAndOnlyThere) {
   // Do: a line 1-2-3-4; node 1 opens a circuit to 4.
   CircuitSim s(make_line(4), 1);
@@ -73,9 +83,7 @@ TEST(CircuitNode, ForgedVcisAndJunkAreDroppedAndCounted) {
   EXPECT_EQ(dropped, 10000u);
   EXPECT_EQ(s.cn(2).counters().unknown_vci, 10000u);
   EXPECT_GE(s.cn(2).counters().bad_frame, 9900u);
-  NodeId at;
-  ASSERT_EQ(s.walk(1, id, &at, &l), "");
-  EXPECT_EQ(at, 3u);
+  EXPECT_EQ(reached(s, 1, id), 3u);
 }
 
 /** A sealed control frame of kind @p k with @p vci and reply body (fwd, why). */
@@ -101,9 +109,7 @@ TEST(CircuitNode, ForgedTeardownsAndAnswersWithGuessedVcisChangeNothing) {
   }
   // Expect: all counted as unknown, the circuit up and forwarding.
   EXPECT_EQ(s.cn(2).counters().unknown_vci, 3000u);
-  NodeId at;
-  CircuitId l;
-  ASSERT_EQ(s.walk(1, id, &at, &l), "");
+  ASSERT_NE(reached(s, 1, id), 0u);
   EXPECT_EQ(s.cn(2).in_use(), 1u);
 }
 
@@ -166,10 +172,7 @@ TEST(CircuitNode, ARingSetsTheCircuitUpAgainTheOtherWay) {
   ASSERT_TRUE(last(s, 1) && !last(s, 1)->up && last(s, 1)->id == first);
   const CircuitId again = open_and_run(s, 3);
   // Expect: up the other way round, through 6, 5 and 4.
-  NodeId at;
-  CircuitId l;
-  ASSERT_EQ(s.walk(1, again, &at, &l), "");
-  EXPECT_EQ(at, 3u);
+  EXPECT_EQ(reached(s, 1, again), 3u);
   EXPECT_EQ(s.cn(5).counters().data_forwarded, 1u);
 }
 
@@ -188,10 +191,7 @@ TEST(CircuitNode, ALinkThatDiedBeyondTheFirstHopIsGoneRoundAfterTheHopRefusesThe
   // Expect: up the other way round, through 6, 5 and 4 (before: refused by 2 for ever, as on
   // a ring of 4 an outside tester saw: the peer declared dead, messages lost).
   ASSERT_TRUE(last(s, 1) && last(s, 1)->up);
-  NodeId at;
-  CircuitId l;
-  ASSERT_EQ(s.walk(1, again, &at, &l), "");
-  EXPECT_EQ(at, 3u);
+  EXPECT_EQ(reached(s, 1, again), 3u);
   EXPECT_EQ(s.cn(5).counters().data_forwarded, 1u);
   // Expect: once up, the entry is gone: the next set-up takes the table's route again.
   s.cn(1).close(again, s.now());
@@ -214,10 +214,7 @@ TEST(CircuitNode, ASetUpRefusedWhereThereIsNoOtherWayIsTriedTheSameWayAgain) {
   // was -EHOSTUNREACH: an outside tester's end node, started last as USER.md does, never
   // reached).
   ASSERT_TRUE(last(s, 1) && last(s, 1)->up);
-  NodeId at;
-  CircuitId l;
-  ASSERT_EQ(s.walk(1, again, &at, &l), "");
-  EXPECT_EQ(at, 3u);
+  EXPECT_EQ(reached(s, 1, again), 3u);
 }
 
 TEST(CircuitNode, LostControlFramesAreRepeatedUntilTheCircuitIsUp) {
@@ -232,9 +229,7 @@ TEST(CircuitNode, LostControlFramesAreRepeatedUntilTheCircuitIsUp) {
   };
   const CircuitId id = open_and_run(s, 4, 100);
   // Expect: up once at each end, forwarding, after the origin repeated its SETUP.
-  NodeId at;
-  CircuitId l;
-  ASSERT_EQ(s.walk(1, id, &at, &l), "");
+  ASSERT_NE(reached(s, 1, id), 0u);
   EXPECT_EQ(s.node(1).log.events.size(), 1u);
   EXPECT_EQ(s.node(4).log.events.size(), 1u);
   EXPECT_GE(s.cn(1).counters().setups_sent, 3u);
