@@ -54,11 +54,8 @@ uint64_t free_hugepages() {
 // On the rte_mp thread: a bad request and a HELLO answered here, opens and closes queued for
 // the control thread (ctl_worker.h: they allocate, and an allocation may need this thread).
 int on_ctl(const rte_mp_msg* msg, const void* peer) {
-  CtlMsg m;
-  const int rc = ctl_decode(msg->param, msg->len_param, *g_runtime->shm(), &m);
-  if (rc == 0 && m.op != CtlOp::kHello) return g_runtime->post_ctl(m, static_cast<const char*>(peer)), 0;
-  m.rc = rc == 0 ? g_runtime->answer_ctl(m) : rc;
-  ctl_reply(m, static_cast<const char*>(peer));
+  const size_t len = msg->len_param < 0 ? 0 : static_cast<size_t>(msg->len_param);
+  g_runtime->on_request(msg->param, len, static_cast<const char*>(peer));
   return 0;
 }
 
@@ -507,6 +504,20 @@ void Runtime::stop() {
 
 // --- control path ---
 
+void Runtime::on_request(const void* param, size_t len, const char* peer) {
+  requests_in_.fetch_add(1, std::memory_order_relaxed);
+  CtlMsg m;
+  const int rc = ctl_decode(param, len, *shm_, &m);
+  if (rc < 0) requests_bad_.fetch_add(1, std::memory_order_relaxed);
+  if (rc == 0 && m.op != CtlOp::kHello) {
+    // Dropped: the application tries again kCtlTryMs later, then gives up (-ENOTCONN).
+    if (!ctl_worker_.post(m, peer)) requests_dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  m.rc = rc == 0 ? answer_ctl(m) : rc;
+  ctl_reply(m, peer);
+}
+
 int Runtime::answer_ctl(CtlMsg& m) {
   if (m.op == CtlOp::kHello) return note_app(m.pid), 0;
   if (const CtlAnswers::Answer* a = answers_.find(m)) return m.slot = a->slot, a->rc;  // a retry
@@ -809,6 +820,8 @@ void Runtime::print_stats(FILE* f) {
                    snap.nets[1].frames_received, snap.nets[1].heartbeats_lost, snap.nets[1].failovers,
                    snap.nets[0].duplicates_dropped + snap.nets[1].duplicates_dropped);
   }
+  std::fprintf(f, "requests: in %" PRIu64 " bad %" PRIu64 " dropped %" PRIu64 "\n", requests_in_.load(),
+               requests_bad_.load(), requests_dropped_.load());
   unsigned mbufs = 0;
   for (const auto& pb : ports_) mbufs += rte_mempool_in_use_count(pb->pool);
   // In use counts what is out of the pools (held by rings, ports, applications): after an

@@ -51,9 +51,10 @@ class Runtime {
   /** Daemon, control thread (a HELLO: rte_mp thread): answer request @p m of a secondary
    *  (into m). @return its rc. */
   int answer_ctl(CtlMsg& m);
-  /** Daemon, rte_mp thread: queue request @p m from rte_mp socket @p peer for the control
-   *  thread, which answers it (api/ctl_worker.h). */
-  void post_ctl(const CtlMsg& m, const char* peer) { ctl_worker_.post(m, peer); }
+  /** Daemon, rte_mp thread: request @p param (@p len bytes) from rte_mp socket @p peer:
+   *  a bad one or a HELLO answered at once, an open or close queued for the control thread
+   *  (api/ctl_worker.h), each counted (print_stats()'s `requests:` line). */
+  void on_request(const void* param, size_t len, const char* peer);
   /** Daemon, rte_mp thread: process @p pid attached. */
   void note_app(int32_t pid);
   /** Control path: close slot @p slot and reclaim what it held, waiting for the engine no
@@ -131,6 +132,9 @@ class Runtime {
   std::mutex ctl_;  // the control path: rte_mp thread, housekeeping and the application
   CtlAnswers answers_;  // the control thread
   CtlWorker ctl_worker_;  // answers the applications' opens and closes
+  // The applications' requests (rte_mp thread): all, malformed (answered -EPROTO/-EINVAL),
+  // and opens/closes dropped unanswered because CtlWorker::kMaxQueued were waiting.
+  std::atomic<uint64_t> requests_in_{0}, requests_bad_{0}, requests_dropped_{0};
   uint32_t ring_serial_ = 0;
   static constexpr unsigned kMaxApps = 64;
   std::array<std::atomic<int32_t>, kMaxApps> apps_{};  ///< pids that attached (the rte_mp thread writes)

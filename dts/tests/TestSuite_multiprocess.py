@@ -15,7 +15,11 @@ tests are skipped with the reason when that fails) and the built imagod and exam
 from __future__ import annotations
 
 import errno
+import os
+import re
 import signal
+import socket
+import struct
 import sys
 import time
 from pathlib import Path
@@ -29,7 +33,7 @@ from framework.imago_apps import (
 )
 from framework.node import Node
 from framework.testsuite import TestSuite, require
-from framework.topology import Topology
+from framework.topology import DPDK_RUNTIME_DIR, Topology
 
 #: The verified stream of the first test; message sizes cover the inline (<= 48 B), pool
 #: (<= 512 B) and zero-copy mbuf (> 512 B) tiers.
@@ -66,6 +70,40 @@ def daemon(multiprocess_host, topology: Topology, request: pytest.FixtureRequest
     request.addfinalizer(d.cleanup)
     base = d.wait_serving(READY_S)
     return node, d, base
+
+
+#: DPDK 22.11's rte_mp datagram (lib/eal/common/eal_common_proc.c): int type (MP_REQ = 1,
+#: MP_REP = 2), then struct rte_mp_msg: name[64], len_param, num_fds, param[256] (its fds[8]
+#: travel as SCM_RIGHTS, not in the datagram).
+_MP_MSG = struct.Struct("<i64sii256s")
+_MP_REQ, _MP_REP = 1, 2
+_REQUESTS_RE = re.compile(r"^requests: in (\d+) bad (\d+) dropped (\d+)$")
+
+
+def _mp_request(prefix: str, action: bytes, param: bytes, timeout: float) -> int | None:
+    """Send one rte_mp request to the primary with EAL prefix @p prefix, as a secondary's EAL
+    would; @return the type of the answer that came back within @p timeout, or None."""
+    rundir = DPDK_RUNTIME_DIR / prefix
+    me = rundir / f"mp_socket_{os.getpid()}_dts"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        me.unlink(missing_ok=True)
+        sock.bind(str(me))
+        sock.settimeout(timeout)
+        sock.sendto(_MP_MSG.pack(_MP_REQ, action, len(param), 0, param), str(rundir / "mp_socket"))
+        try:
+            return _MP_MSG.unpack(sock.recv(_MP_MSG.size + 64)[:_MP_MSG.size])[0]
+        except TimeoutError:
+            return None
+    finally:
+        sock.close()
+        me.unlink(missing_ok=True)
+
+
+def _requests(d: ImagodRun) -> tuple[int, int, int] | None:
+    """imagod's last ``requests:`` line: (in, bad, dropped)."""
+    found = [m for m in map(_REQUESTS_RE.match, d.lines()) if m]
+    return tuple(map(int, found[-1].groups())) if found else None
 
 
 def _pubsub(where: Node, prefix: str, role: str, name: str | None = None, **kw):
@@ -208,6 +246,33 @@ class TestSuiteMultiprocess(TestSuite):
             self.verify(sub.proc.wait(REACT_S) == 0, f"{sub.proc.name}: exit {sub.proc.returncode}:\n{sub.proc.tail()}")
         back = d.wait_pools(lambda p: p == base, REACT_S, after=len(d.lines()))
         self.verify(back == base, f"pools {back} != baseline {base}")
+
+    def test_malformed_requests_are_answered_and_counted(self, daemon) -> None:
+        """
+        Steps:
+            Start imagod --pair; from outside, as a hostile local process would, send its
+            rte_mp socket two malformed requests of imago's action (no parameter; 7 bytes of
+            one), then start a subscriber (a good attach and open).
+        Verify:
+            Each malformed request gets an answer (not silence: a secondary would otherwise
+            wait out its retries); imagod's ``requests:`` line counts both as bad and none
+            dropped; the subscriber opens; imagod stops cleanly. Before, malformed requests
+            were answered but counted nowhere.
+        """
+        node, d, base = daemon
+        for param in (b"", b"\x01" * 7):
+            got = _mp_request(d.file_prefix, b"imago_ctl", param, REACT_S)
+            self.verify(got == _MP_REP, f"request of {len(param)} bytes: answer type {got}, want {_MP_REP}")
+        counted = d.wait_until("requests line with 2 bad", lambda: (r := _requests(d)) and r[1] == 2 and r, REACT_S)
+        self.verify(counted[0] >= 2 and counted[2] == 0, f"requests {counted}: want in >= 2, dropped 0")
+        sub = _pubsub(node, d.file_prefix, "sub", node=2, count=ENDLESS, size=200)
+        sub.wait_ready(READY_S)
+        sub.proc.signal(signal.SIGINT)
+        self.verify(sub.proc.wait(REACT_S) == 0, f"sub: exit {sub.proc.returncode}:\n{sub.proc.tail()}")
+        self.verify(d.stop() == 0 and d.stopped_cleanly(), f"imagod did not stop cleanly:\n{d.proc.tail()}")
+        final = _requests(d)
+        self.verify(final is not None and final[0] >= counted[0] + 2 and final[1:] == (2, 0),
+                    f"requests at stop {final}: want the subscriber's attach and open counted, still 2 bad, 0 dropped")
 
     def test_a_killed_group_source_leaves_its_member_unfinished_not_failed(self, daemon) -> None:
         """
