@@ -76,6 +76,8 @@ struct BusyFlag {
   BusyFlag& operator=(BusyFlag&&) noexcept { return v.store(false, std::memory_order_relaxed), *this; }
 };
 
+static_assert(IMAGO_BUF_HELD_MAX < LoanTable::kSlots, "a loan stays for sends by copy");
+
 struct Endpoint {
   Attachment* att;
   EndpointSlot* slot;
@@ -86,6 +88,7 @@ struct Endpoint {
   std::unique_ptr<Ordered> ord;  ///< IMAGO_GROUP_CAUSAL or IMAGO_GROUP_TOTAL; else null
   std::unique_ptr<RxArena> arena;  ///< the receive area (IMAGO_TIER_COPY; none for an ordered group)
   uint64_t rx_got = 0;             ///< messages and events taken from the rx ring
+  uint32_t bufs_held = 0;          ///< from imago_buf_alloc(), not yet sent or freed
   BusyFlag busy;                   ///< a thread is inside a data-path call (InCall)
 };
 
@@ -702,6 +705,9 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
   if (int rc = in.error()) return rc;
   if (known_lost(ep->att)) return -ENOTCONN;  // as the sends say, once told imagod is gone
   if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
+  // The loans past IMAGO_BUF_HELD_MAX stay for sends by copy: buffers held for good would take
+  // them all, and a copy refused -EAGAIN for want of a loan waits for ever.
+  if (ep->bufs_held >= IMAGO_BUF_HELD_MAX) return -ENOSPC;
   int err;
   void* b = alloc_send_buffer(side(ep), len, &err);
   if (b == nullptr && err == -EAGAIN) {
@@ -709,6 +715,7 @@ int imago_buf_alloc(imago_ep_t* h, uint32_t len, void** buf) {
     ep->slot->tx_ring_full.add();  // back-pressure on a send, as imago_send() counts it
   }
   if (b == nullptr) return err;
+  ++ep->bufs_held;
   *buf = b;
   return 0;
 }
@@ -725,7 +732,7 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   if (const int rc = describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d); rc < 0)
     return rc == -EMSGSIZE ? -EINVAL : bad_buffer(ep);  // a length too large is not counted
   if (!is_open(ep)) return undo_send_zc(t, d), -ENOTCONN;
-  if (handoff_put(ep->tx, &d, 1) == 1) return 0;
+  if (handoff_put(ep->tx, &d, 1) == 1) return --ep->bufs_held, 0;
   undo_send_zc(t, d);  // not taken: still the application's
   ep->slot->tx_ring_full.add();
   return primary_lost(ep->att) ? -ENOTCONN : -EAGAIN;
@@ -736,7 +743,9 @@ int imago_buf_free(imago_ep_t* h, void* buf) {
   if (ep == nullptr) return -EINVAL;
   const InCall in(ep, h);
   if (int rc = in.error()) return rc;
-  return free_send_buffer(side(ep), buf) == 0 ? 0 : bad_buffer(ep);
+  if (free_send_buffer(side(ep), buf) != 0) return bad_buffer(ep);
+  --ep->bufs_held;
+  return 0;
 }
 
 int imago_recv_burst(imago_ep_t* h, struct imago_msg* msgs, unsigned n) {

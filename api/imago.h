@@ -89,6 +89,10 @@ typedef struct imago_ep imago_ep_t;
 /** Longest endpoint name, without its terminating NUL. */
 #define IMAGO_NAME_MAX 31
 
+/** Most buffers one endpoint may hold from imago_buf_alloc() at once, neither sent nor freed
+ *  (-ENOSPC beyond): of its 8192 loans, the rest stay for its sends by copy. */
+#define IMAGO_BUF_HELD_MAX 7168
+
 /** Send flags. They act on the sending engine and are not carried to the receiver: a
  *  received descriptor's flags are 0 (IMAGO_MSG_F_EVENT on a group event). */
 #define IMAGO_FASTPATH IMAGO_MSG_F_FASTPATH /**< send at once instead of coalescing */
@@ -205,7 +209,11 @@ struct imago_node_stats {
 	                                  and group frames of a stream this node does not receive
 	                                  (not joined, or left: a source goes on sending to the group
 	                                  address for its other members: telemetry's
-	                                  /imago/node,ID reject_not_joined tells them apart) */
+	                                  /imago/node,ID reject_not_joined tells them apart), and
+	                                  frames for other nodes a bridge or switch floods to this
+	                                  promiscuous port (to an address it has not learnt, e.g.
+	                                  HELLOs to a configured peer that is not running:
+	                                  reject_wrong_dst grows by a few a second with no attack) */
 	uint64_t acks_sent;          /**< frames that carried only an acknowledgement */
 	uint64_t nacks_sent;         /**< negative acknowledgements (gap reports) sent */
 	uint64_t losses_detected;    /**< frames found lost (timeouts and gap reports) */
@@ -409,8 +417,9 @@ int imago_send_burst(imago_ep_t *ep, const struct imago_iov *msgs, unsigned n, u
  * Zero-copy send, step 1: a buffer of at least @p len bytes to write the message into.
  * @return 0 and *buf; -EAGAIN no buffer free now (senders never take the last eighth of a
  *         pool; counted in tx_ring_full); -EMSGSIZE @p len above imago_max_message();
- *         -ENOSPC too many buffers held by this endpoint (8192 loans, sent ones until the
- *         engine took them included: the pools' eighth usually comes first); -EINVAL @p ep not live, NULL @p buf;
+ *         -ENOSPC too many buffers held by this endpoint: IMAGO_BUF_HELD_MAX from this call
+ *         neither sent nor freed yet, or all its 8192 loans (sent ones until the engine took
+ *         them included; the pools' eighth usually comes first); -EINVAL @p ep not live, NULL @p buf;
  *         -ENOTCONN (secondary) imagod is gone; -ENOTSUP an ordered group endpoint (its
  *         messages are sent by copy, behind their ordering header); -EBUSY another thread is inside a call on @p ep (see "Threads" above).
  */
@@ -529,10 +538,11 @@ struct imago_ep_stats {
 	uint64_t rx_pool;         /**< received in a pooled buffer */
 	uint64_t rx_mbuf;         /**< received zero-copy in the frame's mbuf */
 	uint64_t tx_ring_full;    /**< sends and imago_buf_alloc() calls refused with -EAGAIN (back-pressure) */
-	uint64_t rx_ring_full;    /**< deliveries the engine held back: rx ring or loans full */
-	uint64_t rx_no_buffer;    /**< deliveries held back: no pooled buffer free (or, for
-	                               messages of the big pool, this node's deliveries hold
-	                               their share of it) */
+	uint64_t rx_ring_full;    /**< times the engine held a delivery back: rx ring or loans
+	                               full (counted at each of its tries: how long, not how many) */
+	uint64_t rx_no_buffer;    /**< times the engine held a delivery back: no pooled buffer
+	                               free (or, for messages of the big pool, this node's
+	                               deliveries hold their share of it); counted at each try */
 	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded */
 	uint32_t tx_ring_used;    /**< ring slots in use in the tx ring now (a message of 49 to
 	                               IMAGO_SEND_INLINE_MAX bytes sent by copy takes 2 to 5) */
@@ -714,8 +724,12 @@ struct imago_group_event {
  * member of the group; each message is framed once and sent once to the group's multicast
  * address (docs/PROTOCOL.md 3.7); a member that lost a frame is repaired by unicast. Members
  * are the peers that joined (with a RECV endpoint) when or after it opened; a message goes to
- * the members of the view it was sent in. The slowest member paces the sender (-EAGAIN, as on
- * a peer endpoint); a member that holds the stream back longer than --group-expire-ms is
+ * the members of the view it was sent in, so a member that joins later never gets what was
+ * sent before (but for what its source still holds, with IMAGO_GROUP_FROM_OLDEST): a source
+ * that must reach a known set of members waits until imago_ep_stats.group_members counts them
+ * before its first send (an ordered group, opened with its member list, refuses sends with
+ * -EAGAIN until all of them joined). The slowest member paces the sender (-EAGAIN, as on a
+ * peer endpoint); a member that holds the stream back longer than --group-expire-ms is
  * expired (IMAGO_GROUP_EXPIRED) and the others go on. imago_peer_ready() is 1. With
  * IMAGO_GROUP_NACK nothing paces the sender but the link and --group-window (-EAGAIN only
  * while frames wait for the link): what a member could not get repaired in time reaches it as
