@@ -15,6 +15,10 @@ constexpr const char* kWhy[WiringWatch::kKinds] = {
     "frames of an unknown wire version (reject_bad_version): a peer on two networks (--redundancy) "
     "talking to this node on one, another imago version, or frames damaged on the way (a few, with "
     "reject_bad_crc or circ_bad_frame growing too)",
+    "frames with records this node cannot take (reject_bad_record): a peer with a larger --mtu than "
+    "this node's (both ends must use one; its stream here stalls, resent for ever), or damaged or "
+    "forged frames",
+    "frames without a CRC (reject_missing_crc): a peer run with --no-crc (both ends must agree), or forged frames",
 };
 
 }  // namespace
@@ -24,6 +28,8 @@ uint64_t wiring_counter(const dp::NodeSnapshot& s, WiringWatch::Kind k) {
     case WiringWatch::kSpoofed: return s.link.spoofed + (s.redundant ? s.link_b.spoofed : 0);
     case WiringWatch::kBadShim: return s.redundant ? s.net_bad_shim : 0;
     case WiringWatch::kBadVersion: return s.total.reject[static_cast<size_t>(rel::Reject::kBadVersion)];
+    case WiringWatch::kBadRecord: return s.total.reject[static_cast<size_t>(rel::Reject::kBadRecord)];
+    case WiringWatch::kMissingCrc: return s.total.reject[static_cast<size_t>(rel::Reject::kMissingCrc)];
     case WiringWatch::kKinds: break;
   }
   return 0;

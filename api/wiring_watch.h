@@ -5,8 +5,10 @@
  * a peer's name from an address not configured for it on that port (`link_spoofed`: two
  * networks' ports crossed, a wrong `--peer` address, or forgery), frames on two networks
  * without a valid shim (`net_bad_shim`: a peer not on two networks), or frames of an unknown
- * wire version (`reject_bad_version`: a peer on two networks talking to a node on one).
- * Each is a full outage with every link up. Control path (imagod's loop), from the node's
+ * wire version (`reject_bad_version`: a peer on two networks talking to a node on one),
+ * frames with units longer than this node takes (`reject_bad_record`: a peer with a larger
+ * --mtu) or without a CRC (`reject_missing_crc`: a peer with --no-crc). Each is a full
+ * outage (of that peer's stream, the last two) with every link up. Control path (imagod's loop), from the node's
  * board; a line per kind at most every 10 s (dataplane/log_gate.h).
  */
 #pragma once
@@ -21,7 +23,7 @@ namespace imago::api {
 
 class WiringWatch {
  public:
-  enum Kind : uint8_t { kSpoofed, kBadShim, kBadVersion, kKinds };
+  enum Kind : uint8_t { kSpoofed, kBadShim, kBadVersion, kBadRecord, kMissingCrc, kKinds };
   /** The counters of @p s, read at @p now_ns: a line to @p f for each that grew since the
    *  last call, saying how much since its last line (the first call only takes note).
    *  @return lines printed. */

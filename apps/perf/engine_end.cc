@@ -106,13 +106,16 @@ void engine_counters_json(const EngineEnd& en, app::Json& r) {
 }
 
 void engine_sides_json(const EngineEnd& a, const EngineEnd& b, app::Json& r) {
-  uint64_t rejected = 0;
+  uint64_t rejected = 0, retx = 0, acks = 0, nacks = 0;
   for (const EngineEnd* en : {&a, &b}) {
     if (!en->node) continue;
     engine_counters_json(*en, r);
     rejected += en->link.counters().decode.total_rejected();
+    if (const rel::PeerCounters* c = en->engine ? en->engine->counters(en->peer) : nullptr)
+      retx += c->msgs_retransmitted, acks += c->ack_only_sent, nacks += c->nacks_sent;
   }
-  r.num("decode_rejected", rejected);
+  // Summed: in echo both ends send (and resend) messages and acknowledge the other's.
+  r.num("retransmits", retx).num("acks_sent", acks).num("nacks_sent", nacks).num("decode_rejected", rejected);
 }
 
 }  // namespace imago::perf

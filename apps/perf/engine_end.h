@@ -100,7 +100,8 @@ rel::Config engine_config(const Options& o);
 /** Add the engine counters of @p en to @p r under "engine_<node>". */
 void engine_counters_json(const EngineEnd& en, app::Json& r);
 
-/** Add "engine_<node>" for each side this process runs, and their summed "decode_rejected". */
+/** Add "engine_<node>" for each side this process runs, and their summed "retransmits",
+ *  "acks_sent", "nacks_sent" and "decode_rejected". */
 void engine_sides_json(const EngineEnd& a, const EngineEnd& b, app::Json& r);
 
 }  // namespace imago::perf

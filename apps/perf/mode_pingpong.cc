@@ -137,8 +137,6 @@ void pp_report(Context& ctx, app::Json& r) {
                 h.percentile(99.9) / 1e3, h.max() / 1e3,
                 st.a.engine->counters(st.a.peer)->msgs_retransmitted);
   }
-  const rel::PeerCounters* ca = st.a.engine ? st.a.engine->counters(st.a.peer) : nullptr;
-  const rel::PeerCounters* cb = st.b.engine ? st.b.engine->counters(st.b.peer) : nullptr;
   uint64_t delivered = st.a.node ? p.replies : st.echoer.echoed;
   ctx.peer_dead = p.dead || st.echoer.dead;
   ctx.fell_silent = !st.a.node && !ctx.peer_dead && st.echoer.echoed < st.total;
@@ -148,9 +146,6 @@ void pp_report(Context& ctx, app::Json& r) {
       .num("gbps", secs > 0 ? delivered * ctx.opt.size * 8 / secs / 1e9 : 0.0)
       .num("lost", st.a.node && p.sent > p.replies ? p.sent - p.replies : 0)
       .num("duplicated", uint64_t{0}).num("reordered", uint64_t{0}).num("corrupted", p.bad)
-      .num("retransmits", (ca ? ca->msgs_retransmitted : 0) + (cb ? cb->msgs_retransmitted : 0))
-      .num("acks_sent", (ca ? ca->ack_only_sent : 0) + (cb ? cb->ack_only_sent : 0))
-      .num("nacks_sent", (ca ? ca->nacks_sent : 0) + (cb ? cb->nacks_sent : 0))
       .boolean("peer_dead", p.dead || st.echoer.dead);
   r.obj("rtt_us", rtt_json(h));
   engine_sides_json(st.a, st.b, r);

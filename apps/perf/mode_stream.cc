@@ -274,12 +274,8 @@ void stream_report(Context& ctx, app::Json& r) {
     if (st.rx.node) print_delivery(a, sent, secs);
     if (dead) std::printf("The peer was declared dead.\n");
   }
-  const rel::PeerCounters* tc = st.tx.engine ? st.tx.engine->counters(st.tx.peer) : nullptr;
-  const rel::PeerCounters* rc = st.rx.engine ? st.rx.engine->counters(st.rx.peer) : nullptr;
   stream_json(a, sent, secs, st.rx.node != nullptr, r, ctx.tsc_hz);
-  r.num("retransmits", tc ? tc->msgs_retransmitted : 0)
-      .num("acks_sent", rc ? rc->ack_only_sent : 0).num("nacks_sent", rc ? rc->nacks_sent : 0)
-      .num("send_errors", st.send_errors).boolean("peer_dead", dead);
+  r.num("send_errors", st.send_errors).boolean("peer_dead", dead);
   engine_sides_json(st.tx, st.rx, r);
   if (st.variant == Variant::kRate) r.obj("delay_us", rtt_json(st.rx_app.delay_ns));
   if (st.variant == Variant::kEcho) {

@@ -120,7 +120,7 @@ dp::OptionTable<Options> make_table() {
       {"ping-timeout-us", "US", "raw-pingpong: a reply later than this counts as lost",
        [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.ping_timeout_us, 1); },
        [](const Options& o) { return std::to_string(o.ping_timeout_us); }},
-      {"hist-csv", "FILE", "ping-pong: write the round-trip histogram (ns buckets) as CSV",
+      {"hist-csv", "FILE", "pingpong, raw-pingpong, echo: the round trips', rate: the one-way delays' histogram (ns buckets) as CSV",
        [](Options& o, const std::string& v) { return !v.empty() && (o.hist_csv = v, true); },
        [](const Options& o) { return o.hist_csv.empty() ? "-" : o.hist_csv; }},
       {"arrivals", "FILE", "rate mode, receiver: write each message's arrival (unix_us) and one-way delay (delay_us) "
@@ -319,6 +319,11 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     err = "--peer: imago-perf's nodes are 1 (--role tx) and 2 (--role rx); the peer of " +
           (opt.pair ? std::string("--pair is in this process") : "--role " + opt.role + " is " +
                                                                     (opt.role == "tx" ? "2" : "1"));
+    return -EINVAL;
+  }
+  if (opt.pair && (opt.peer_mac != dp::kBroadcastMac || opt.peer_mac_b != dp::kBroadcastMac)) {
+    // Taken, it made each node drop the other's frames as spoofed: every message lost.
+    err = "--peer-mac, --peer-b: the peer of --pair is in this process, at its port's own address";
     return -EINVAL;
   }
   return 0;
