@@ -2,6 +2,7 @@
 #include "dataplane/auth.h"
 
 #include <sodium.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -43,6 +44,11 @@ int auth_key_load(const std::string& path, AuthKey& key, std::string* err) {
     *err = "cannot read key file " + path + ": " + std::strerror(e);
     return -e;
   }
+  // Taken, but said: a key others can read is everyone's (the USER.md example is chmod 600).
+  struct stat st{};
+  if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+    std::fprintf(stderr, "imago: warning: key file %s is open to other users (mode %03o): chmod 600 it\n",
+                 path.c_str(), static_cast<unsigned>(st.st_mode & 0777));
   uint8_t buf[kMaxKeyFile + 1];
   size_t n = std::fread(buf, 1, sizeof buf, f);
   bool failed = std::ferror(f) != 0;

@@ -5,6 +5,7 @@
 #include "dataplane/auth.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -237,6 +238,21 @@ TEST(AuthKeyLoad, ReadsRawAndHexFiles) {
   EXPECT_EQ(0, std::memcmp(k1.bytes.data(), raw.data(), 32));
   EXPECT_EQ(k1.bytes, k2.bytes);
   EXPECT_EQ(k1.bytes, k3.bytes);
+}
+
+TEST(AuthKeyLoad, AKeyOthersMayReadIsTakenAndSaid) {
+  // An outside tester: a world-readable key file was taken without a word.
+  TempFile f(std::string(32, '\x5a'));  // mkstemp: 0600
+  AuthKey k;
+  std::string err;
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(auth_key_load(f.path, k, &err), 0) << err;
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "mode 600: nothing to say";
+  ASSERT_EQ(chmod(f.path.c_str(), 0644), 0);
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(auth_key_load(f.path, k, &err), 0) << err;
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("is open to other users (mode 644): chmod 600 it"),
+            std::string::npos);
 }
 
 TEST(AuthKeyLoad, RefusesWhatIsNotAKey) {
