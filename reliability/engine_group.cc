@@ -174,6 +174,12 @@ int Engine::group_join(GroupId g, bool from_oldest, uint64_t now_ns) {
 int Engine::group_leave(GroupId g, uint64_t now_ns) {
   GroupWant* w = find_want(g);
   if (w == nullptr) return -ENOENT;
+  // A peer we asked and that has no stream of g for us (never opened, or its stream ended)
+  // may remember the JOIN and admit us when it opens g: it would count us a member, and its
+  // application wait for one that is gone. A LEAVE makes it forget (a lost one: it admits
+  // us, and our answer to its JOIN_OK, a LEAVE, ends that).
+  for (size_t i = 0; i < peers_.size() && i < w->asked.size(); ++i)
+    if (w->asked[i] != kDone) send_ctl(*peers_[i], group_op::kLeave, g, 0, 0);
   wants_.erase(wants_.begin() + (w - wants_.data()));
   frames_->subscribe(g, false);
   for (uint32_t i = 0; i < cfg_.group_streams; ++i) {

@@ -268,9 +268,13 @@ void stream_report(Context& ctx, app::Json& r) {
   ctx.peer_dead = dead;
   ctx.fell_silent = st.rx.node && !st.tx.node && !dead && a.delivered < st.total;
   if (ctx.opt.verbose_summary) {
-    std::printf("Node A sent %" PRIu64 " messages of %u bytes to node B through the reliability engine "
-                "(fault spec tx: %s, rx: %s).\n", st.sent, ctx.opt.size,
-                dp::format_fault_spec(ctx.opt.fault_tx).c_str(), dp::format_fault_spec(ctx.opt.fault_rx).c_str());
+    const std::string tx = dp::format_fault_spec(ctx.opt.fault_tx), rx = dp::format_fault_spec(ctx.opt.fault_rx);
+    if (st.tx.node)
+      std::printf("Node A sent %" PRIu64 " messages of %u bytes to node B through the reliability engine "
+                  "(fault spec tx: %s, rx: %s).\n", st.sent, ctx.opt.size, tx.c_str(), rx.c_str());
+    else  // --role rx: node A is another process, its count is not known here
+      std::printf("Node B took node A's messages of %u bytes through the reliability engine (fault spec tx: %s, "
+                  "rx: %s).\n", ctx.opt.size, tx.c_str(), rx.c_str());
     if (st.rx.node) print_delivery(a, sent, secs);
     if (dead) std::printf("The peer was declared dead.\n");
   }

@@ -764,5 +764,25 @@ TEST_F(GroupTest, AJoinBeforeTheSourceOpensIsAdmittedWhenItDoes) {
   EXPECT_EQ(node(2).e->group_join(kG, false, now), -EEXIST);
 }
 
+// An outside tester: a receiver that had finished a transfer and closed, then a new sender of
+// the group on the same node: "member 2 joined", the file sent to nobody, "member 2
+// unfinished". The old source's end left member 2 asking again (NOT_SOURCE, remembered), and
+// its leave told only sources with a stream for it.
+TEST_F(GroupTest, AMemberThatLeavesIsForgottenBySourcesThatRememberedItsJoin) {
+  start(3);
+  send(10, 100);
+  ASSERT_EQ(node(1).e->group_close(kG, now), 0);
+  run_for(50 * kMs);  // the stream ends; the members ask again, and node 1 notes it
+  expect_all(2, 10, 100);
+  ASSERT_EQ(node(2).e->group_leave(kG, now), 0);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(1).e->group_open(kG, now), 0);
+  run_for(30 * kMs);
+  EXPECT_EQ(node(2).count(GroupEvent::kStarted), 1u) << "node 2 left: not admitted again";
+  EXPECT_EQ(node(3).count(GroupEvent::kStarted), 2u) << "node 3 still wants it";
+  EXPECT_EQ(node(1).count(GroupEvent::kJoined, 2), 1u) << "node 2 joined the first stream only";
+  EXPECT_EQ(node(1).count(GroupEvent::kLeft, 2), 1u) << "and left once, when the first closed";
+}
+
 }  // namespace
 }  // namespace imago::rel::test
