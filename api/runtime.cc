@@ -510,7 +510,7 @@ void Runtime::on_request(const void* param, size_t len, const char* peer) {
   const int rc = ctl_decode(param, len, *shm_, &m);
   if (rc < 0) requests_bad_.fetch_add(1, std::memory_order_relaxed);
   if (rc == 0 && m.op != CtlOp::kHello) {
-    // Dropped: the application tries again kCtlTryMs later, then gives up (-ENOTCONN).
+    // Dropped: the application tries again kCtlTryMs later, then gives up (-ETIMEDOUT).
     if (!ctl_worker_.post(m, peer)) requests_dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
