@@ -30,7 +30,8 @@ class TestSuiteCounters(TestSuite):
         Verify:
             Every message arrives intact; each engine_* object holds every engine counter,
             a reject object with every reason, and every link_* counter; the receiver's
-            bad_crc rejections are the corrupted frames it saw (more than 0).
+            bad_crc rejections are the corrupted frames it saw (more than 0); retransmits,
+            acks_sent and nacks_sent are the two engines' sums.
         """
         node = topology.add_node("c")
         for mode in ("stream", "echo"):
@@ -47,6 +48,12 @@ class TestSuiteCounters(TestSuite):
                 self.verify(not missing, f"{mode} {side} lacks {missing}")
                 bad_crc += eng["reject"]["bad_crc"]
             self.verify(bad_crc > 0, f"{mode}: 1 % corrupted frames and no bad_crc rejection")
+            # The top-level protocol counts are both nodes' (echo once counted node A's
+            # retransmissions and node B's ACKs only, an outside tester found).
+            for key, per_node in (("retransmits", "msgs_retransmitted"), ("acks_sent", "ack_only_sent"),
+                                  ("nacks_sent", "nacks_sent")):
+                both = sum(res.raw[side][per_node] for side in ("engine_A", "engine_B"))
+                self.verify(res.raw[key] == both, f"{mode}: {key} {res.raw[key]}, engines' {per_node} sum {both}")
 
     def test_imagod_prints_every_counter(self, topology: Topology, perf_binary: Path) -> None:
         """
