@@ -81,6 +81,7 @@ class TestSuiteLifecycle(TestSuite):
             ("-l", "0", "--no-huge", "--", "--role", "tx", "--iface", "x0"): "say it in them",
             ("--role", "tx", "--peer", "2@02:00:00:00:00:02", "--peer-mac", "02:00:00:00:00:03"): "two addresses of one peer",
             ("--mode", "stream", "--peer-mac", "02:00:00:00:00:02"): "the peer of --pair is in this process",
+            ("--peer-mac", "ff:ff:ff:ff:ff:ff"): "the peer of --pair is in this process",  # its default value too
         }
         for args, words in bad.items():
             cp = run_app(node, perf_binary, list(args))
