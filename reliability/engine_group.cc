@@ -654,7 +654,7 @@ void Engine::ctl_frame_out(Peer& p, uint8_t* buf, uint32_t n) {
   // Not a keep-alive: it carries no credit, and a peer whose last credit was 0 or got lost
   // hears a new one only from ACKs. Group traffic every 100 ms starved the refresh, and a
   // credit-limited stream waited forever (the engine fuzzer).
-  frames_->send_frame(p.id, {buf, len});
+  if (frames_->send_frame(p.id, {buf, len})) p.c.pkts_sent++;
 }
 
 bool Engine::on_member_ctl(Peer& p, const GroupCtl& e, uint64_t now) {

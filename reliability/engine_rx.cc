@@ -74,10 +74,9 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   if (!last_sacked && sample_ok(p, last, ack - 1)) p.rto.sample(now - last.first_tx_ns);
   p.rto.reset_backoff();
   // RACK evidence: the frame that last carried it got through. Without timestamps on the
-  // wire a repair's answer cannot be told from a late original's, and RFC 8985's min_rtt
-  // test misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout): every
-  // repair's answer would be ignored and recovery would wait for the RTO. Trusting it costs
-  // at worst a few spurious repairs when an original was reordered past its repair.
+  // wire a repair's answer cannot be told from a late original's; RFC 8985's min_rtt test
+  // misfires here (min_rtt carries the peer's ACK delay, or an ACK blackout), so a repair's
+  // delivery proves what the frame proved before it (rack_delivered(), proof_back).
   if (!last_sacked) rack_delivered(p, last);
   tx.release_to(ack);
   settle_ext(p);

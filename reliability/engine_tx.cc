@@ -153,6 +153,8 @@ bool Engine::send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_
 void Engine::commit_frame(Peer& p, uint32_t pos, uint64_t now) {
   SendWindow& tx = p.tx;
   TxFrame& f = tx.frame(pos);
+  const uint64_t proof = f.number - f.proof_back;  // what its delivery proved so far
+  const bool probe = f.probe;
   if (f.retx) {
     // Units the peer acknowledged or holds (an ACK or SACK inside the frame) go again as
     // duplicates it drops: they are not counted as retransmitted.
@@ -169,6 +171,9 @@ void Engine::commit_frame(Peer& p, uint32_t pos, uint64_t now) {
   // Transmissions are numbered for loss detection: frames sent in one clock tick share a
   // timestamp but not a number.
   f.number = ++p.frames_out;
+  // A probe went out after a PTO or an RTO of silence: its answer is its own. Any other
+  // repair's answer may be the original's, overtaken by the repair (proof_back).
+  f.proof_back = f.tx_count == 0 || probe ? 0 : static_cast<uint32_t>(std::min<uint64_t>(f.number - proof, UINT32_MAX));
   f.tx_count++;
   f.last_tx_ns = now;
   tx.flight_push(pos);

@@ -40,10 +40,12 @@ inline bool rack_lost(const Peer& p, const TxFrame& f, RackTimes t) {
          (f.number < p.rack_frame && f.last_tx_ns <= t.cross);
 }
 
-/** RACK evidence: the last transmission of @p f got through. */
+/** RACK evidence: a transmission of @p f got through; the last one, or, after a repair that
+ *  was not a probe, perhaps only the one before it (TxFrame::proof_back): that one is credited,
+ *  and no path (it may have taken another). */
 inline void rack_delivered(Peer& p, const TxFrame& f) {
-  p.rack_frame = std::max(p.rack_frame, f.number);
-  p.rack_path[f.path] = std::max(p.rack_path[f.path], f.number);
+  p.rack_frame = std::max(p.rack_frame, f.number - f.proof_back);
+  if (f.proof_back == 0) p.rack_path[f.path] = std::max(p.rack_path[f.path], f.number);
 }
 
 }  // namespace imago::rel

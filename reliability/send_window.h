@@ -77,6 +77,11 @@ struct TxFrame {
   uint8_t path = 0;      ///< the path its last transmission took (FrameSink::sent_path())
   const uint8_t* ext = nullptr;  ///< by reference: its one unit's payload, outside the slot
   uint32_t ext_len = 0;          ///< ...its bytes (the last ext_len of rec_len)
+  /** Its delivery proves transmission `number - proof_back` got through (RACK): 0 after a
+   *  first transmission or a probe; after a repair, the number its delivery proved before
+   *  (the original may still be on its way, reordered: crediting the repair's number would
+   *  call every frame sent before the repair lost). */
+  uint32_t proof_back = 0;
 };
 
 class SendWindow {

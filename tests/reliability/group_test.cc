@@ -100,6 +100,22 @@ TEST_F(GroupTest, EveryMemberDeliversEveryMessageInOrderOnce) {
   EXPECT_GT(node(1).e->group_counters().data_frames, 0u);
 }
 
+TEST_F(GroupTest, EverySessionFrameIsCountedByItsSenderAndItsReceiver) {
+  // Do: three members join, 300 messages, one member leaves; nothing is lost.
+  start(4);
+  send(300, 100);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(3).e->group_leave(kG, now), 0);
+  run_for(50 * kMs);
+  // Expect: every frame one node sent another (HELLOs, ACKs, group control) counted once
+  // by each (before: group control frames were counted received and never sent).
+  for (NodeId i = 1; i <= 4; ++i)
+    for (NodeId j = 1; j <= 4; ++j) {
+      if (i == j) continue;
+      EXPECT_EQ(node(i).e->counters(j)->pkts_sent, node(j).e->counters(i)->pkts_received) << i << " to " << j;
+    }
+}
+
 TEST_F(GroupTest, GroupControlFramesDoNotPutOffTheAckRefreshThatCarriesCredit) {
   tune = [](Config& c) { c.group_expire_ns = 10 * kSec; };
   make(2);

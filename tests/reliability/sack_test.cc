@@ -84,6 +84,39 @@ TEST_F(SackTest, ManyHolesGoOutAsABitmapAndOnlyTheHolesAreResent) {
   expect_all_delivered(400);
 }
 
+TEST_F(SackTest, AnOriginalOvertakenByItsRepairMakesNoFrameSentBeforeTheRepairLookLost) {
+  // Do: 40 one-unit frames; #1 is lost, #4 is held back (reordered), B gets #0, #2, #3, #5;
+  // #6..#39 are still on the wire.
+  for (uint32_t i = 0; i < 40; ++i, ++sent_)
+    ASSERT_EQ(a.e->send(2, msg(8, static_cast<uint8_t>(i)), send_flag::kFastpath, now), 0);
+  std::vector<Bytes> wire;
+  for (auto& f : a.out) wire.push_back(std::move(f.second));
+  a.out.clear();
+  for (uint32_t i : {0u, 2u, 3u, 5u}) b.e->on_frame(wire[i], now);
+  // Do: A takes B's SACK: #1 and #4 look lost (something sent after them arrived).
+  move(b);
+  a.e->poll(now);
+  // Expect: those two repaired, nothing else.
+  ASSERT_EQ(units_sent(), 2u);
+  std::vector<Bytes> repairs;
+  for (auto& f : a.out) repairs.push_back(std::move(f.second));
+  a.out.clear();
+  // Do: #4's original arrives before either repair; B's next frame (a message to A) SACKs it.
+  b.e->on_frame(wire[4], now);
+  ASSERT_EQ(b.e->send(1, msg(8, 99), send_flag::kFastpath, now), 0);
+  move(b);
+  // Expect: no frame goes again. That #4 arrived proves only that its original or its repair
+  // did: #6..#39 (sent before the repair, still on the wire) and #1's repair are not lost.
+  EXPECT_EQ(units_sent(), 0u);
+  EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 2u);
+  // Do: the rest arrives. Expect: all 40, once each; #4's repair is B's one duplicate.
+  for (size_t i = 6; i < wire.size(); ++i) b.e->on_frame(wire[i], now);
+  for (const Bytes& f : repairs) b.e->on_frame(f, now);
+  expect_all_delivered(40);
+  EXPECT_EQ(b.e->counters(1)->dup_received, 1u);
+  EXPECT_EQ(a.e->counters(2)->msgs_retransmitted, 2u);
+}
+
 TEST_F(SackTest, ADataFrameSaysWhenItsSackLeavesUnitsOut) {
   // Do: 300 frames, 6 of them lost: 6 runs held, more than a DATA frame's 4 ranges.
   send_and_lose(300, [](uint32_t i) {
