@@ -89,6 +89,9 @@ typedef struct imago_ep imago_ep_t;
 /** Longest endpoint name, without its terminating NUL. */
 #define IMAGO_NAME_MAX 31
 
+/** Most peers (--peer) one node takes: a 33rd is a bad option (-EINVAL; imagod exits 2). */
+#define IMAGO_PEERS_MAX 32
+
 /** Most buffers one endpoint may hold from imago_buf_alloc() at once, neither sent nor freed
  *  (-ENOSPC beyond): of its 8192 loans, the rest stay for its sends by copy. */
 #define IMAGO_BUF_HELD_MAX 7168
@@ -149,7 +152,12 @@ int imago_attach_secondary(const char *file_prefix, imago_t **out);
  * round it at once: docs/PROTOCOL.md 3.10.5; secondary: stop EAL, unless imagod died: then EAL's
  * shared state is left as it is, since its cleanup could wait for ever on a lock imagod
  * held when it died, and the process's exit releases it). @p im and every endpoint handle
- * of it are invalid afterwards.
+ * of it are invalid afterwards. A process that returns from main() or calls exit() while
+ * attached is detached so at its exit (an atexit handler, registered by the first attach);
+ * imagod then logs nothing, as for any detach. Secondaries that detach at the same instant
+ * may see EAL print "Cannot destroy local memory map" / "Could not release memory subsystem
+ * data" (DPDK 22.11's own cleanup of this process's view of the shared memory; seen in 1 to
+ * 4 of 40 concurrent detaches): the detach returns 0, imagod and its pools are unaffected.
  * @return 0; -EINVAL @p im is not a live attachment (NULL, detached already, forged).
  */
 int imago_detach(imago_t *im);
@@ -232,7 +240,10 @@ struct imago_node_stats {
 	uint64_t group_expiries;      /**< members this node's streams expired (of an
 	                                   IMAGO_GROUP_NACK stream: only one whose node died, or that
 	                                   neither left nor asked for --group-expire-ms after a close) */
-	uint64_t group_msgs_received; /**< group messages delivered */
+	uint64_t group_msgs_received; /**< group messages the engine delivered to this node's
+	                                   endpoints; those an endpoint closed (or left) before
+	                                   taking them are counted again in msgs_no_endpoint or
+	                                   msgs_closed_unreceived */
 	uint64_t group_nacks_sent;    /**< gap reports sent to sources */
 	uint64_t frames_not_allowed;  /**< frames dropped before the engine by the peer allow-list: from an
 	                                   address and a node that are no peer, or in the name of a peer

@@ -26,6 +26,7 @@ constexpr uint32_t kTagBytes = 4;
 // Received mbufs an endpoint may hold at once; beyond it messages are copied, so a slow
 // reader cannot starve the port's receive pool.
 constexpr uint32_t kMbufLoanCap = 512;
+static_assert(IMAGO_PEERS_MAX == kMaxEndpoints, "a node has a peer table of kMaxEndpoints");
 static_assert(kMbufLoanCap < kReturnSlots, "every mbuf an endpoint holds fits its return ring");
 static_assert(2 * 2 * LoanTable::kSlots < kReturnSlots, "every loan given back twice between two emptyings fits");
 

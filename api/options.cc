@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api/options.h"
 
+#include <rte_config.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <set>
 
+#include "api/imago.h"
 #include "dataplane/option_table.h"
 #include "dataplane/protocol_options.h"
 
@@ -32,13 +38,21 @@ bool parse_seconds(const std::string& v, double& s) {
   return dp::parse_num(v, s) && s >= 0 && s <= kTenYears;
 }
 
+// An lcore id EAL could have (a larger one was only refused after EAL had started, exit 1).
+const char* engine_lcore_help() {
+  static const std::string h = "lcore running the engines, 0.." + std::to_string(RTE_MAX_LCORE - 1) +
+                               " and one of EAL's -l (not with --run-to-completion) [first worker]";
+  return h.c_str();
+}
+
 dp::OptionTable<RuntimeOptions> make_table() {
   dp::OptionTable<RuntimeOptions> t = {
       {"pair", nullptr, "two nodes, 1 and 2, over a crossed net_ring pair in this process",
        [](RuntimeOptions& o, const std::string&) { return o.pair = true; }},
       {"node-id", "ID", "this node's id, 1..4294967295 (a --topology node: ..4294967294) [1]",
        [](RuntimeOptions& o, const std::string& v) { return o.node_id_given = true, dp::parse_node_id(v, o.node_id); }},
-      {"peer", "ID[@MAC|@IP]", "a peer node and its address (repeatable) [broadcast]",
+      {"peer", "ID[@MAC|@IP|@IP@MAC]", "a peer node and its address (repeatable, at most 32); @IP@MAC: over UDP, a peer "
+                                       "behind a router, MAC the next hop's [broadcast]",
        [](RuntimeOptions& o, const std::string& v) {
          PeerAddr p;
          return dp::parse_peer(v, p.id, p.mac, p.ip) && (o.peers.push_back(p), true);
@@ -53,7 +67,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_ipv4(v, o.src_ip); }},
       {"iface-b", "NAME", "with --redundancy: network B's port on interface NAME through --pmd [the second port]",
        [](RuntimeOptions& o, const std::string& v) { o.iface_b = v; return !v.empty(); }},
-      {"peer-b", "ID@MAC|ID@IP", "with --redundancy: a --peer's address on network B (repeatable) [broadcast]",
+      {"peer-b", "ID@MAC|ID@IP|ID@IP@MAC", "with --redundancy: a --peer's address on network B (repeatable) [broadcast]",
        [](RuntimeOptions& o, const std::string& v) {
          PeerAddr p;
          return dp::parse_peer(v, p.id, p.mac, p.ip) && (o.peers_b.push_back(p), true);
@@ -66,8 +80,8 @@ dp::OptionTable<RuntimeOptions> make_table() {
       {"run-to-completion", nullptr, "embedded only: no engine lcore; the application drives its nodes from its own "
                                      "thread with imago_engine_poll() (one lcore in all, free to run on any CPU: EAL --lcores 0@(0-N))",
        [](RuntimeOptions& o, const std::string&) { return o.run_to_completion = true; }},
-      {"engine-lcore", "N", "lcore running the engines (not with --run-to-completion) [first worker]",
-       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.engine_lcore); }},
+      {"engine-lcore", "N", engine_lcore_help(),
+       [](RuntimeOptions& o, const std::string& v) { return dp::parse_num<unsigned>(v, o.engine_lcore, 0, RTE_MAX_LCORE - 1); }},
       {"pool-max", "BYTES", "largest message in the small pool tier, 49..2048 [512]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.pool_max) && o.pool_max > IMAGO_MSG_INLINE_MAX && o.pool_max <= kFrameClass; }},
       {"max-message", "BYTES", "largest message, 1024..16777216 (16 MiB) [65536]",
@@ -78,17 +92,17 @@ dp::OptionTable<RuntimeOptions> make_table() {
        [](RuntimeOptions& o, const std::string& v) {
          return dp::parse_num(v, o.pool_buffers) && o.pool_buffers >= 64 && o.pool_buffers <= kPoolBuffersMax;
        }},
-      {"loss", "P", "drop this fraction of received frames, 0..1 (testing; as --fault-rx loss=P) [0]",
+      {"loss", "P", "drop this fraction of received frames, 0..1 (testing; as --fault-rx loss=P, so not with --fault-rx) [0]",
        [](RuntimeOptions& o, const std::string& v) {
          return dp::parse_num(v, o.fault_rx.drop) && o.fault_rx.drop >= 0 && o.fault_rx.drop <= 1;
        }},
-      {"fault-rx", "SPEC", "receive faults (testing): loss=P,burst=P,dup=P,corrupt=P,reorder=P,reorder-us=N,delay-us=N,"
-                             "jitter-us=N,seed=N [none]",
+      {"fault-rx", "SPEC", "receive faults (testing): loss=P,burst=P,dup=P,corrupt=P,reorder=P (P: 0..1),"
+                             "reorder-us=N,delay-us=N,jitter-us=N (N: 0..10000000 us),seed=N [none]",
        [](RuntimeOptions& o, const std::string& v) {
          std::string e;
          return dp::parse_fault_spec(v, o.fault_rx, e) == 0;
        }},
-      {"seed", "N", "seed of the injected faults (each port adds its id) [1]",
+      {"seed", "N", "seed of the injected faults (each port adds its id), 0..18446744073709551615 (not with --fault-rx seed=N) [1]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.fault_rx.seed); }},
       {"file-prefix", "NAME", "imagod: EAL prefix applications attach with, 1 to 48 of A-Z a-z 0-9 . _ - (ignored with --no-huge, which shares nothing: imago-PID) [imago]",
        [](RuntimeOptions& o, const std::string& v) { return prefix_ok(v) && (o.file_prefix = v, true); }},
@@ -135,6 +149,10 @@ int check_fabric_options(RuntimeOptions& o, std::string* err) {
   if (o.pair || o.redundancy.on || o.src_ip != 0 || !o.iface.empty())
     return *err = "--topology excludes --pair, --redundancy, --src-ip and --iface (its ports are the --vdevs, in "
                   "topology port order)", -EINVAL;
+  // Read whole at start: a FIFO would hold the start until a writer came, a device might
+  // never end. Only a regular file, as imago-cp (a shape such as line:3 names no file).
+  if (struct stat st{}; ::stat(f.spec.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return *err = "--topology " + f.spec + ": not a regular file", -EINVAL;
   if (int rc = dp::check_fabric(o.fabric, o.node_id, err); rc < 0) return rc;
   for (const PeerAddr& p : o.peers) {
     if (p.id == o.node_id || p.id > rel::circ::kMaxNodeId || !f.topology.has_node(static_cast<rel::NodeId>(p.id)))
@@ -153,6 +171,9 @@ namespace {
 // A peer in our own name, or two peers at one address (frames from it would be taken for
 // either): refused. Over UDP peers are told apart by IP (two behind one router share a MAC).
 int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
+  if (o.peers.size() > IMAGO_PEERS_MAX)
+    return *err = "--peer given " + std::to_string(o.peers.size()) + " times: a node takes at most " +
+                  std::to_string(IMAGO_PEERS_MAX) + " peers", -EINVAL;
   const dp::MacAddr none{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
   for (size_t i = 0; i < o.peers.size(); ++i) {
     const PeerAddr& p = o.peers[i];
@@ -176,9 +197,100 @@ int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
 
 }  // namespace
 
-int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
-  if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
+namespace {
+
+// Options that may be given more than once, each adding one more (a peer, a port).
+const std::set<std::string> kRepeatable = {"peer", "peer-b", "vdev"};
+
+// An option that takes a value, given twice: the second replaced the first without a word
+// (an outside tester: --file-prefix A --file-prefix B). A flag given twice says one thing.
+int check_repeats(const std::vector<std::string>& given, std::string* err) {
+  std::set<std::string> seen;
+  for (const std::string& name : given) {
+    const dp::OptionRow<RuntimeOptions>* r = dp::find_option(table(), name);
+    if (r->arg != nullptr && !kRepeatable.count(name) && !seen.insert(name).second)
+      return *err = "--" + name + " given twice: it takes one value (only --peer, --peer-b and --vdev repeat)",
+             -EINVAL;
+  }
+  return 0;
+}
+
+// The values of --@p name in @p args, read as dp::parse_option_table() reads them.
+std::vector<std::string> values_of(const std::vector<std::string>& args, const std::string& name) {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--", 0) != 0) continue;
+    std::string n = args[i].substr(2);
+    const size_t eq = n.find('=');
+    if (eq != std::string::npos) n.resize(eq);
+    const dp::OptionRow<RuntimeOptions>* r = dp::find_option(table(), n);
+    if (r == nullptr || r->arg == nullptr) continue;
+    const std::string value = eq != std::string::npos ? args[i].substr(eq + 3) : i + 1 < args.size() ? args[++i] : "";
+    if (n == name) v.push_back(value);
+  }
+  return v;
+}
+
+// @return true when the fault spec @p spec sets the seed itself (seed=N): parsed over two
+// different seeds, it leaves them equal only then.
+bool spec_sets_seed(const std::string& spec) {
+  dp::FaultConfig a{.seed = 0}, b{.seed = 1};
+  std::string e;
+  return dp::parse_fault_spec(spec, a, e) == 0 && dp::parse_fault_spec(spec, b, e) == 0 && a.seed == b.seed;
+}
+
+// Two options that set one thing: the last one given was taken without a word (an outside
+// tester: --loss 0.5 --fault-rx loss=0.1). And --pmd, which only chooses what opens --iface.
+int check_overlaps(const std::vector<std::string>& args, const std::vector<std::string>& given,
+                   const RuntimeOptions& o, std::string* err) {
+  auto has = [&](const char* n) { return std::find(given.begin(), given.end(), n) != given.end(); };
+  if (has("loss") && has("fault-rx"))
+    return *err = "--loss P is --fault-rx loss=P: with --fault-rx, give the loss in it", -EINVAL;
+  if (has("seed")) {
+    for (const std::string& spec : values_of(args, "fault-rx"))
+      if (spec_sets_seed(spec))
+        return *err = "--seed and --fault-rx " + spec + " both set the faults' seed: give it once", -EINVAL;
+  }
+  if (has("pmd") && o.iface.empty() && o.iface_b.empty())
+    return *err = "--pmd chooses what opens --iface (and --iface-b): give --iface", -EINVAL;
+  return 0;
+}
+
+// A value refused by its row: the table's message names the option and the value; the row's
+// help says what it takes (the range).
+void say_what_it_takes(std::string* err) {
+  const size_t at = err->rfind(" for --");
+  if (err->rfind("bad value '", 0) != 0 || at == std::string::npos) return;
+  std::string name = err->substr(at + 7);
+  name.resize(std::min(name.size(), name.find(' ')));
+  if (const dp::OptionRow<RuntimeOptions>* r = dp::find_option(table(), name)) *err += ": " + std::string(r->help);
+}
+
+// An error quotes what it was given, a file's bytes too (a binary --topology file):
+// control and non-ASCII bytes are written as \xNN, never sent to a terminal raw.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out += c;
+    } else {
+      char b[5];
+      std::snprintf(b, sizeof b, "\\x%02x", u);
+      out += b;
+    }
+  }
+  return out;
+}
+
+int parse_and_check(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
+  if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) {
+    if (rc < 0) say_what_it_takes(err);
+    return rc;
+  }
   const std::vector<std::string> given = dp::given_options(table(), args);
+  if (int rc = check_repeats(given, err); rc < 0) return rc;
+  if (int rc = check_overlaps(args, given, o, err); rc < 0) return rc;
   if (o.run_to_completion && std::find(given.begin(), given.end(), "engine-lcore") != given.end())
     return *err = "--engine-lcore: --run-to-completion runs no engine lcore (the application's thread polls)", -EINVAL;
   const bool b_opts = !o.iface_b.empty() || !o.peers_b.empty() || o.src_ip_b != 0;
@@ -211,6 +323,14 @@ int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& 
   if (int rc = check_fabric_options(o, err); rc < 0) return rc;
   if (int rc = check_send_window(o, err); rc < 0) return rc;
   return dp::check_protocol(o.protocol, err);
+}
+
+}  // namespace
+
+int parse_runtime_options(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
+  const int rc = parse_and_check(args, o, err);
+  if (rc < 0) *err = printable(*err);
+  return rc;
 }
 
 void print_runtime_options(FILE* f) { dp::print_option_table(f, table(), RuntimeOptions{}); }

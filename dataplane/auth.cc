@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "dataplane/auth.h"
 
+#include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -26,6 +28,19 @@ bool all_zero(const uint8_t* p, size_t n) { return sodium_is_zero(p, n) == 1; }
 
 bool is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// Read up to @p cap bytes of @p fd into @p buf. @return the count, or -errno.
+ssize_t read_all(int fd, uint8_t* buf, size_t cap) {
+  size_t n = 0;
+  while (n < cap) {
+    const ssize_t r = ::read(fd, buf + n, cap - n);
+    if (r == 0) break;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -errno;
+    n += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(n);
+}
+
 }  // namespace
 
 int auth_init() { return sodium_init() < 0 ? -EIO : 0; }
@@ -38,25 +53,39 @@ int auth_key_from_bytes(std::span<const uint8_t> raw, AuthKey& key) {
 }
 
 int auth_key_load(const std::string& path, AuthKey& key, std::string* err) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    int e = errno;
+  // Non-blocking: opening a FIFO for reading waits for a writer (an outside tester's start
+  // hung there); it is refused below, as every file that is not a regular one (a device
+  // such as /dev/zero, a directory): a key is a small file of its own.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
     *err = "cannot read key file " + path + ": " + std::strerror(e);
     return -e;
   }
-  // Taken, but said: a key others can read is everyone's (the USER.md example is chmod 600).
   struct stat st{};
-  if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    *err = "cannot read key file " + path + ": " + std::strerror(e);
+    return -e;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *err = "key file " + path + " is not a regular file (a key is a file of 32 bytes or 64 hex digits)";
+    return -EINVAL;
+  }
+  // Taken, but said: a key others can read is everyone's (the USER.md example is chmod 600).
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
     std::fprintf(stderr, "imago: warning: key file %s is open to other users (mode %03o): chmod 600 it\n",
                  path.c_str(), static_cast<unsigned>(st.st_mode & 0777));
   uint8_t buf[kMaxKeyFile + 1];
-  size_t n = std::fread(buf, 1, sizeof buf, f);
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) {
-    *err = "cannot read key file " + path;
-    return -EIO;
+  const ssize_t got_bytes = read_all(fd, buf, sizeof buf);
+  ::close(fd);
+  if (got_bytes < 0) {
+    *err = "cannot read key file " + path + ": " + std::strerror(static_cast<int>(-got_bytes));
+    return static_cast<int>(got_bytes);
   }
+  size_t n = static_cast<size_t>(got_bytes);
   uint8_t raw[kAuthKeyBytes];
   int rc = -EINVAL;
   if (n == kAuthKeyBytes) {

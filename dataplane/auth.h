@@ -50,9 +50,12 @@ int auth_key_from_bytes(std::span<const uint8_t> raw, AuthKey& key);
 
 /**
  * Read a key from the file @p path: exactly 32 raw bytes (`head -c 32 /dev/urandom`), or 64
- * hexadecimal digits optionally followed by white space (`openssl rand -hex 32`).
- * @return 0; -ENOENT/-EACCES/... (the file cannot be read: -errno); -EINVAL (not a key,
- *         or all zero); -EIO (libsodium failed to start). On error @p err says why.
+ * hexadecimal digits optionally followed by white space (`openssl rand -hex 32`). Only a
+ * regular file: a FIFO (whose opening would wait for a writer), a device or a directory is
+ * refused without being read.
+ * @return 0; -ENOENT/-EACCES/... (the file cannot be read: -errno); -EINVAL (not a regular
+ *         file, not a key, or all zero); -EIO (libsodium failed to start). On error @p err
+ *         says why.
  */
 int auth_key_load(const std::string& path, AuthKey& key, std::string* err);
 

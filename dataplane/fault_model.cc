@@ -90,6 +90,7 @@ int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err) 
     out = FaultConfig{.seed = out.seed};
     return 0;
   }
+  std::string given = ",";  // the keys so far, each between commas
   while (!spec.empty()) {
     size_t comma = spec.find(',');
     std::string_view item = spec.substr(0, comma);
@@ -99,6 +100,13 @@ int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err) 
       err = "fault spec: '" + std::string(item) + "' is not key=value";
       return -EINVAL;
     }
+    // A key given twice: the last one was taken without a word (an outside tester).
+    const std::string key(item.substr(0, eq));
+    if (given.find("," + key + ",") != std::string::npos) {
+      err = "fault spec: " + key + " given twice: give each key once";
+      return -EINVAL;
+    }
+    given += key + ",";
     if (int rc = set_knob(c, item.substr(0, eq), item.substr(eq + 1), err); rc < 0) return rc;
   }
   out = c;

@@ -29,7 +29,9 @@ int LcoreRunner::add_poll(unsigned lcore, const char* name, TaskFn fn, void* ctx
 
 int LcoreRunner::add_periodic(unsigned lcore, const char* name, TaskFn fn, void* ctx,
                               uint64_t period_us) {
-  uint64_t period = rte_get_tsc_hz() * period_us / 1'000'000;
+  // In 128 bits: hz x microseconds passes 2^64 for periods of about an hour at 5 GHz.
+  const unsigned __int128 cycles = static_cast<unsigned __int128>(rte_get_tsc_hz()) * period_us / 1'000'000;
+  uint64_t period = cycles > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(cycles);
   return add(lcore, Task{name, fn, ctx, period ? period : 1, 0});
 }
 

@@ -46,6 +46,10 @@ bool parse_peer(const std::string& s, uint64_t& id, MacAddr& mac, uint32_t& ip) 
   if (!parse_node_id(s.substr(0, at), id)) return false;
   if (at == std::string::npos) return true;
   const std::string addr = s.substr(at + 1);
+  // ID@IP@MAC: a peer known by its IP (UDP) whose frames go to MAC, the next hop's (a
+  // router's), not to the broadcast MAC a router would not forward.
+  if (const size_t at2 = addr.find('@'); at2 != std::string::npos)
+    return parse_ipv4(addr.substr(0, at2), ip) && parse_mac(addr.substr(at2 + 1), mac);
   return addr.find(':') != std::string::npos ? parse_mac(addr, mac) : parse_ipv4(addr, ip);
 }
 

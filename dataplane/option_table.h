@@ -42,8 +42,8 @@ bool parse_ipv4(const std::string& s, uint32_t& out);
 bool parse_mac(const std::string& s, MacAddr& out);
 /** Parse a node id, 1 .. 2^32 - 1 (what the wire's node fields hold: never narrowed). */
 bool parse_node_id(const std::string& s, uint64_t& id);
-/** Parse a peer, ID, ID@MAC or ID@IPv4 (the --peer option of every program): @p mac and @p ip
- *  are set only when given. */
+/** Parse a peer, ID, ID@MAC, ID@IPv4 or ID@IPv4@MAC (the next hop's MAC for a peer behind a
+ *  router; the --peer option of every program): @p mac and @p ip are set only when given. */
 bool parse_peer(const std::string& s, uint64_t& id, MacAddr& mac, uint32_t& ip);
 
 /** @return the shortest text that reads back as @p v ("0.1", not "0.100000"). */

@@ -85,11 +85,11 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
   t.push_back(flag("no-crc", "no CRC32C on frames (corruption then goes unseen)", &rel::Config::crc, false));
   t.push_back(time("dead-after-ms", "MS", "declare a peer dead after this much silence, 10..3600000",
                    &rel::Config::dead_after_ns, kMs, 10, 3'600'000));
-  t.push_back(time("ack-delay-us", "US", "ACK timer: acknowledge this long after the first unacknowledged unit",
+  t.push_back(time("ack-delay-us", "US", "ACK timer: acknowledge this long after the first unacknowledged unit, 1..10000000",
                    &rel::Config::ack_delay_ns, kUs, 1, 10'000'000));
-  t.push_back(time("rto-min-us", "US", "lower bound of the retransmission timeout (above --ack-delay-us)",
+  t.push_back(time("rto-min-us", "US", "lower bound of the retransmission timeout (above --ack-delay-us), 1..60000000",
                    &rel::Config::rto_min_ns, kUs, 1, 60'000'000));
-  t.push_back(time("rto-max-ms", "MS", "upper bound of the retransmission timeout (and of HELLO retries)",
+  t.push_back(time("rto-max-ms", "MS", "upper bound of the retransmission timeout (and of HELLO retries), 1..600000",
                    &rel::Config::rto_max_ns, kMs, 1, 600'000));
   auto count = [m](const char* name, const char* help, uint32_t rel::Config::*f, uint32_t hi) {
     return OptionRow<T>{name, "N", help,

@@ -17,18 +17,23 @@ static const char help[] =
 	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
-	"  --node ID           this process's node [the attachment's first]\n"
-	"  --group G           the group [7]\n"
+	"  --node ID           this process's node, 1..4294967295 [the attachment's first]\n"
+	"  --group G           the group, 1..4294967295 [7]\n"
 	"  --members N         send: start once N members joined, 1..64 [1]\n"
 	"  --chunk BYTES       send: bytes per DATA message, 64..60000 [8192]\n"
-	"  --out DIR           recv: where the file is written [.]\n"
-	"  --timeout S         give up after S seconds without progress, 0: never [30]\n"
-	"Prints READY, a line per member (send) or the file's fate (recv), and RESULT {json}.\n";
+	"  --out DIR           recv: the folder the file is written into [.]\n"
+	"  --timeout S         give up after S seconds without progress, 0..1000000, 0: never [30]\n"
+	"Prints READY, a line per member (send) or the file's fate (recv), and RESULT {json}.\n"
+	"Refused before anything starts (exit 2): send's FILE when it cannot be opened for reading,\n"
+	"is no regular file or its name is over 200 bytes; recv's --out when it is no folder this\n"
+	"process may write into.\n";
 
 enum { kBof = 1, kData = 2, kEof = 3, kDone = 4, kFailed = 5, kMaxMembers = EX_MAX_MEMBERS, kNameMax = 200 };
 
 struct cp_opts {
 	const char *file, *out;
+	FILE *f;             /* send: FILE, opened before the node starts */
+	struct stat at_open; /* ... and what it was then */
 	const char *send_only, *recv_only; /* an option given for the other role, to refuse */
 	uint64_t node;
 	uint32_t group, members, chunk;
@@ -55,6 +60,37 @@ static uint64_t fnv64(uint64_t h, const uint8_t *p, size_t n)
 	return h;
 }
 
+/* send FILE: open it now, before the node starts, so a file that is not there, not a regular
+ * file, not readable or of too long a name is a refused command line. @return 0 or -1 (said). */
+static int open_file(struct cp_opts *o, const char *prog)
+{
+	const char *base = strrchr(o->file, '/');
+	base = base ? base + 1 : o->file;
+	if (strlen(base) > kNameMax) /* cut, two names would meet at the receivers */
+		return fprintf(stderr, "%s: send '%s': a name of more than %d bytes\n", prog, o->file, kNameMax), -1;
+	int fd = open(o->file, O_RDONLY | O_NONBLOCK); /* a FIFO is refused below, not waited on */
+	if (fd < 0) return fprintf(stderr, "%s: send '%s': %s\n", prog, o->file, strerror(errno)), -1;
+	const char *why = fstat(fd, &o->at_open) != 0 ? strerror(errno)
+			  : S_ISDIR(o->at_open.st_mode) ? "a folder, not a regular file"
+			  : !S_ISREG(o->at_open.st_mode) ? "not a regular file"
+			  : fcntl(fd, F_SETFL, 0) != 0 || (o->f = fdopen(fd, "rb")) == NULL ? strerror(errno) : NULL;
+	if (why == NULL) return 0;
+	fprintf(stderr, "%s: send '%s': %s\n", prog, o->file, why);
+	return close(fd), -1;
+}
+
+/* recv --out DIR: a folder this process may create files in. @return 0 or -1 (said). */
+static int check_out(const char *dir, const char *prog)
+{
+	struct stat st;
+	const char *why = dir[0] == 0 ? "an empty name (the current folder: --out .)" : NULL;
+	if (why == NULL && stat(dir, &st) != 0) why = strerror(errno);
+	else if (why == NULL && !S_ISDIR(st.st_mode)) why = "not a folder";
+	else if (why == NULL && access(dir, W_OK | X_OK) != 0) why = strerror(errno);
+	if (why != NULL) fprintf(stderr, "%s: --out '%s': %s\n", prog, dir, why);
+	return why ? -1 : 0;
+}
+
 static int parse(int argc, char **argv, struct cp_opts *o)
 {
 	for (int i = 1; i < argc; ++i) {
@@ -75,7 +111,7 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 		else if (!strcmp(a, "recv")) o->file = NULL, o->out = o->out ? o->out : ".";
 		else if (a[0] == '-' && v == NULL) return fprintf(stderr, "%s: %s needs a value\n", argv[0], a), 2;
 		else if (!strcmp(a, "--secondary")) o->ex.prefix = v, i += step;
-		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node), i += step;
+		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, EX_NODE_MAX, &o->node), i += step;
 		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group), i += step;
 		else if (!strcmp(a, "--members")) bad = ex_u32(argv[0], a, v, 1, kMaxMembers, &o->members), o->send_only = "--members", i += step;
 		else if (!strcmp(a, "--chunk")) bad = ex_u32(argv[0], a, v, 64, 60000, &o->chunk), o->send_only = "--chunk", i += step;
@@ -89,9 +125,8 @@ static int parse(int argc, char **argv, struct cp_opts *o)
 		return fprintf(stderr, "%s: %s is for %s only (see --help)\n", argv[0], other, o->file ? "recv" : "send"), 2;
 	if ((o->file == NULL) == (o->out == NULL))
 		return fprintf(stderr, "%s: give send FILE or recv (see --help)\n", argv[0]), 2;
-	struct sigaction sa = {.sa_handler = ex_on_signal};
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	if ((o->file ? open_file(o, argv[0]) : check_out(o->out, argv[0])) < 0) return 2;
+	ex_install_signals();
 	return 0;
 }
 
@@ -184,16 +219,10 @@ static int changed(FILE *f, const struct stat *at_open, uint64_t read)
 
 static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 {
-	struct stat st;
+	const struct stat st = o->at_open; /* opened and checked before the node started (parse()) */
+	FILE *f = o->f;
 	const char *base = strrchr(o->file, '/');
 	base = base ? base + 1 : o->file;
-	if (strlen(base) > kNameMax)  /* cut, two names would meet at the receivers */
-		return fprintf(stderr, "imago-cp: %s: a name of more than %d bytes\n", o->file, kNameMax), -ENAMETOOLONG;
-	if (stat(o->file, &st) == 0 && !S_ISREG(st.st_mode))
-		return fprintf(stderr, "imago-cp: %s: not a regular file\n", o->file), -EINVAL;
-	FILE *f = fopen(o->file, "rb");
-	if (f == NULL) return fprintf(stderr, "imago-cp: %s: %s\n", o->file, strerror(errno)), -errno;
-	fstat(fileno(f), &st);
 	struct sender s = {.im = im, .node = node};
 	struct imago_group_opts go = {.local_node = node, .flags = IMAGO_GROUP_SEND};
 	int rc = imago_group_open(im, o->group, &go, &s.g);
@@ -203,6 +232,7 @@ static int run_send(imago_t *im, struct cp_opts *o, uint64_t node)
 	uint64_t until = ex_deadline(o->timeout_s);
 	while (s.n < o->members && !ex_stop && ex_now_ns() < until) sender_poll(&s, 0, 0);
 	uint8_t *buf = malloc(o->chunk + 1);
+	if (buf == NULL) return fclose(f), fprintf(stderr, "imago-cp: no memory for a chunk\n"), -ENOMEM;
 	struct cp_ctl c = {.type = kBof};
 	snprintf(c.name, sizeof c.name, "%s", base);
 	uint64_t sum = 14695981039346656037ull, t0 = ex_now_ns();
@@ -368,7 +398,10 @@ int main(int argc, char **argv)
 	if (rc) return rc == 1 ? 0 : rc;
 	imago_t *im;
 	const int attached = ex_attach(&o.ex, argv[0], &im);
-	if (attached < 0) return ex_attach_status(&o.ex, attached);
+	if (attached < 0) {
+		if (o.f) fclose(o.f);
+		return ex_attach_status(&o.ex, attached);
+	}
 	uint64_t node = o.node ? o.node : imago_node_id(im, 0);
 	rc = o.file ? run_send(im, &o, node) : run_recv(im, &o, node);
 	fflush(stdout);

@@ -20,6 +20,8 @@
 #define EX_END UINT64_MAX /* seq of the last message: "no more" */
 #define EX_HDR 16u        /* bytes of the header below, the smallest message */
 #define EX_MAX_MEMBERS 64u /* imago-group, imago-cp: the most members (and sources) they track */
+#define EX_NODE_MAX UINT32_MAX /* node ids are 32-bit: imagod's --node-id 1..4294967295 */
+#define EX_HOLD_MAX 16777216u  /* pubsub's --hold: imagod's largest --pool-buffers */
 
 struct ex_hdr {
 	uint64_t seq;
@@ -29,10 +31,11 @@ struct ex_hdr {
 
 struct ex_opts {
 	const char *role, *prefix, *name;
-	uint64_t node, peer, count;
+	uint64_t node, peer, count; /* node, peer: 1..EX_NODE_MAX */
 	uint32_t size_min, size_max, hold, zero_copy, use_wait;
 	double timeout_s;
-	/* Options of one example only: the ones it names in `own` (ex_parse()). */
+	/* Every option the example takes, " --a --b ": ex_parse() refuses any other as unknown
+	 * (an option it would ignore is not taken silently). */
 	const char *own;
 	/* Options of some roles only: pairs {"--option", "role, role"}, NULL-ended (NULL: none). */
 	const char *const *only;
@@ -48,6 +51,18 @@ struct ex_opts {
 
 static volatile sig_atomic_t ex_stop;
 static void ex_on_signal(int sig) { (void)sig; ex_stop = ex_stop < 2 ? ex_stop + 1 : 2; } /* 2: again */
+
+/* SIGINT, SIGTERM and SIGHUP (a terminal closed) stop the run cleanly: the application
+ * detaches, and an embedded node removes its runtime directory. SIGPIPE is ignored: a reader
+ * of stdout gone (`| head -1`) is a write error, not a death that leaves those files. */
+static inline void ex_install_signals(void)
+{
+	struct sigaction sa = {.sa_handler = ex_on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
 
 static inline uint64_t ex_now_ns(void)
 {
@@ -135,16 +150,44 @@ static inline int ex_u32(const char *prog, const char *opt, const char *v, uint3
 	return 0;
 }
 
-/* Option @p opt's value @p v as a number in [lo, hi] into *out. @return 0, or -1 said. */
+/* Option @p opt's value @p v as a number in [lo, hi] into *out: decimal, as the whole numbers
+ * (digits with at most one '.': no sign, space, exponent, 0x, inf or nan, which strtod() takes).
+ * @return 0, or -1 said. */
 static inline int ex_real(const char *prog, const char *opt, const char *v, double lo, double hi, double *out)
 {
+	int ok = 1, digits = 0, dots = 0;
+	for (const char *c = v; *c != 0 && ok; ++c)
+		digits += *c >= '0' && *c <= '9', dots += *c == '.', ok = (*c >= '0' && *c <= '9') || *c == '.';
 	char *end = NULL;
-	double x = strtod(v, &end);
-	if (end == v || *end != 0 || v[0] == ' ' || v[0] == '\t' || !(x >= lo && x <= hi)) {
-		fprintf(stderr, "%s: %s takes a number from %g to %g, not '%s'\n", prog, opt, lo, hi, v);
+	double x = ok && digits > 0 && dots <= 1 ? strtod(v, &end) : -1;
+	if (end == NULL || *end != 0 || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "%s: %s takes a number from %.15g to %.15g (decimal: 2, 0.5), not '%s'\n", prog, opt, lo, hi, v);
 		return -1;
 	}
 	*out = x;
+	return 0;
+}
+
+/* --size B or A-B: whole numbers from EX_HDR to UINT32_MAX, A <= B. @return 0, or -1 said. */
+static inline int ex_size_opt(const char *prog, const char *v, uint32_t *lo, uint32_t *hi)
+{
+	char a[24] = "", *end;
+	const char *dash = strchr(v, '-'), *b = dash ? dash + 1 : v;
+	const size_t n = dash ? (size_t)(dash - v) : strlen(v);
+	unsigned long long x = 0, y = 0;
+	int ok = n > 0 && n < sizeof a && strspn(v, "0123456789") == n && b[0] != 0 && strspn(b, "0123456789") == strlen(b);
+	if (ok) {
+		memcpy(a, v, n);
+		errno = 0;
+		x = strtoull(a, &end, 10), y = strtoull(b, &end, 10);
+		ok = errno == 0 && x >= EX_HDR && x <= y && y <= UINT32_MAX;
+	}
+	if (!ok) {
+		fprintf(stderr, "%s: --size takes B or A-B, whole numbers from %u to %u with A <= B, not '%s'\n", prog,
+			EX_HDR, UINT32_MAX, v);
+		return -1;
+	}
+	*lo = (uint32_t)x, *hi = (uint32_t)y;
 	return 0;
 }
 
@@ -210,8 +253,6 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 {
 	static const char valued[] = " --secondary --name --node --peer --count --size --hold --timeout --group --members --rate "
 				     "--idle-us --order --order-window --order-log ";
-	static const char group_only[] = " --group --members --from-oldest --nack --rate --idle-us --fastpath --order "
-					 "--order-window --order-log ";
 	uint64_t given = 0; /* o->only's options on the line */
 	o->role = roles[2];
 	for (int i = 1; i < argc; ++i) {
@@ -226,8 +267,7 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 			o->node_argv[0] = argv[0];
 			break;
 		}
-		int theirs = strstr(group_only, key) != NULL;
-		if (theirs && (o->own == NULL || strstr(o->own, key) == NULL))
+		if (a[0] == '-' && strcmp(a, "--help") && strstr(o->own, key) == NULL) /* not this example's */
 			return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
 		int valued_opt = a[0] == '-' && strstr(valued, key) != NULL;
 		if (v != NULL && !valued_opt) return fprintf(stderr, "%s: %s takes no value\n", argv[0], a), 2;
@@ -241,10 +281,10 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (a[0] != '-' && ex_is_role(a, roles)) o->role = a;
 		else if (!strcmp(a, "--secondary")) o->prefix = v;
 		else if (!strcmp(a, "--name")) o->name = v;
-		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->node);
-		else if (!strcmp(a, "--peer")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->peer);
+		else if (!strcmp(a, "--node")) bad = ex_uint(argv[0], a, v, 1, EX_NODE_MAX, &o->node);
+		else if (!strcmp(a, "--peer")) bad = ex_uint(argv[0], a, v, 1, EX_NODE_MAX, &o->peer);
 		else if (!strcmp(a, "--count")) bad = ex_uint(argv[0], a, v, 1, UINT64_MAX, &o->count);
-		else if (!strcmp(a, "--hold")) bad = ex_u32(argv[0], a, v, 0, UINT32_MAX, &o->hold);
+		else if (!strcmp(a, "--hold")) bad = ex_u32(argv[0], a, v, 0, EX_HOLD_MAX, &o->hold);
 		else if (!strcmp(a, "--timeout")) bad = ex_real(argv[0], a, v, 0, 1e6, &o->timeout_s); /* 0: never */
 		else if (!strcmp(a, "--group")) bad = ex_u32(argv[0], a, v, 1, UINT32_MAX, &o->group);
 		else if (!strcmp(a, "--members")) { /* N, or a list of node ids (N: the others) */
@@ -261,25 +301,15 @@ static inline int ex_parse(int argc, char **argv, struct ex_opts *o, const char 
 		else if (!strcmp(a, "--order-log")) o->order_log = v;
 		else if (!strcmp(a, "--zero-copy")) o->zero_copy = 1;
 		else if (!strcmp(a, "--wait")) o->use_wait = 1;
-		else if (!strcmp(a, "--size")) {
-			char lo[32] = "", *dash;
-			snprintf(lo, sizeof lo, "%s", v);
-			if ((dash = strchr(lo, '-')) != NULL) *dash = 0;
-			bad = ex_u32(argv[0], a, lo, 0, UINT32_MAX, &o->size_min);
-			o->size_max = o->size_min;
-			if (!bad && dash != NULL) bad = ex_u32(argv[0], a, v + (dash - lo) + 1, 0, UINT32_MAX, &o->size_max);
-		} else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
+		else if (!strcmp(a, "--size")) bad = ex_size_opt(argv[0], v, &o->size_min, &o->size_max);
+		else return fprintf(stderr, "%s: unknown argument '%s' (see --help)\n", argv[0], argv[i]), 2;
 		if (bad) return 2;
 	}
-	if (o->size_min < EX_HDR || o->size_max < o->size_min || o->count == 0)
-		return fprintf(stderr, "%s: --size must be >= %u (A-B: A <= B), --count > 0\n", argv[0], EX_HDR), 2;
 	if (ex_check_roles(o, given, argv[0])) return 2;
 	if (o->prefix == NULL && o->node_argc == 0 && strcmp(o->role, roles[2]))
 		return fprintf(stderr, "%s: '%s' alone needs --secondary PREFIX (an imagod) or -- and a node's "
 			       "command line; embedded by default runs '%s'\n", argv[0], o->role, roles[2]), 2;
-	struct sigaction sa = {.sa_handler = ex_on_signal};
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	ex_install_signals();
 	return 0;
 }
 
@@ -393,6 +423,55 @@ static inline void ex_print_rate(uint64_t msgs, uint64_t bytes, uint64_t ns)
 	double s = (double)ns / 1e9;
 	printf("\"duration_s\":%.6f,\"msgs_per_s\":%.1f,\"gbps\":%.4f", s, ns ? (double)msgs / s : 0.0,
 	       ns ? (double)bytes * 8 / s / 1e9 : 0.0);
+}
+
+/*
+ * A latency histogram of fixed size, in imago-perf's shape (apps/common/histogram.h): exact
+ * below 128, then 64 buckets per power of two (a percentile is off by under 1.6 %), any
+ * uint64_t value. What a run keeps of its samples, whatever its --count.
+ */
+#define EX_HIST_LINEAR 128u
+#define EX_HIST_PER_OCTAVE 64u
+#define EX_HIST_BUCKETS (EX_HIST_LINEAR + (64u - 7u) * EX_HIST_PER_OCTAVE)
+
+struct ex_hist {
+	uint64_t n, min, max;
+	uint64_t counts[EX_HIST_BUCKETS];
+};
+
+static inline unsigned ex_hist_bucket(uint64_t v)
+{
+	if (v < EX_HIST_LINEAR) return (unsigned)v;
+	const unsigned shift = (unsigned)(63 - __builtin_clzll(v)) - 6;
+	return (shift + 1) * EX_HIST_PER_OCTAVE + (unsigned)(v >> shift) - EX_HIST_PER_OCTAVE;
+}
+
+static inline void ex_hist_add(struct ex_hist *h, uint64_t v)
+{
+	h->counts[ex_hist_bucket(v)]++;
+	h->min = h->n == 0 || v < h->min ? v : h->min;
+	h->max = v > h->max ? v : h->max;
+	h->n++;
+}
+
+/* @return the value at quantile @p q (0..1): the middle of its bucket, within [min, max]; the
+ * first and the last exact (min, max); 0 when empty. */
+static inline uint64_t ex_hist_at(const struct ex_hist *h, double q)
+{
+	if (h->n == 0) return 0;
+	const double want = q * (double)h->n;
+	uint64_t rank = (uint64_t)want, seen = 0; /* rounded up, 1-based: p50 of 4 is the 2nd */
+	rank += (double)rank < want;
+	rank = rank < 1 ? 1 : rank > h->n ? h->n : rank;
+	if (rank == h->n || rank == 1) return rank == 1 ? h->min : h->max; /* the extremes are known exactly */
+	for (unsigned i = 0; i < EX_HIST_BUCKETS; ++i) {
+		if ((seen += h->counts[i]) < rank) continue;
+		const unsigned shift = i < EX_HIST_LINEAR ? 0 : i / EX_HIST_PER_OCTAVE - 1;
+		const uint64_t low = i < EX_HIST_LINEAR ? i : (uint64_t)(i % EX_HIST_PER_OCTAVE + EX_HIST_PER_OCTAVE) << shift;
+		const uint64_t mid = low + ((UINT64_C(1) << shift) - 1) / 2;
+		return mid < h->min ? h->min : mid > h->max ? h->max : mid;
+	}
+	return h->max;
 }
 
 #endif /* IMAGO_EXAMPLE_H */

@@ -25,16 +25,19 @@ static const char help[] =
 	"  all: send to the group and receive it on one endpoint (every node of a many-to-many\n"
 	"       group runs it: --members is the other nodes, each a source too; --size >= 24)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
-	"  --node ID           this process's node [the first; sub: the second of two; both: 1 and 2]\n"
+	"  --node ID           pub, sub, all: this process's node, 1..4294967295 [the attachment's\n"
+	"                      first; sub: its second of two] (both runs the first two: refused)\n"
 	"  --group G           the group, 1..4294967295 [7]\n"
-	"  --count N           messages to send (pub) or to expect from each source (sub) [100000]\n"
-	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
+	"  --count N           messages to send (pub) or to expect from each source (sub),\n"
+	"                      1..18446744073709551615 [100000]\n"
+	"  --size B | A-B      message bytes, 16..4294967295, or spread over A..B [64]\n"
 	"  --members N         pub, all: send once N members joined (all: and expect N sources),\n"
 	"                      1..64 [1]\n"
 	"  --members ID,ID,..  all: every member's node id, this node's among them, 2..64 distinct:\n"
 	"                      N is the others; the order of the list indexes the vector each\n"
 	"                      message carries\n"
-	"  --rate R            pub, all: at most R messages per second [0: as fast as the group takes]\n"
+	"  --rate R            pub, all: at most R messages per second, 0..1000000000 [0: as fast as\n"
+	"                      the group takes]\n"
 	"  --fastpath          pub, all: send with IMAGO_FASTPATH (each burst at once, not waiting\n"
 	"                      to coalesce with the next messages)\n"
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
@@ -47,7 +50,8 @@ static const char help[] =
 	"                      the stream's kind; complete: the source's last message came, which\n"
 	"                      says how many it sent (sent; --count unless it was stopped)\n"
 	"  --idle-us US        sleep US microseconds whenever a pass moved nothing (a core shared by\n"
-	"                      many nodes; with --run-to-completion the node waits too) [0: spin]\n"
+	"                      many nodes; with --run-to-completion the node waits too), 0..4294967295\n"
+	"                      [0: spin]\n"
 	"  --order fifo|causal|total  all: each source's own order only (fifo), or an ordered group\n"
 	"                      (IMAGO_GROUP_CAUSAL, IMAGO_GROUP_TOTAL) of the --members ID,ID,.. named;\n"
 	"                      every member gives the same --order, --members and --order-window;\n"
@@ -66,8 +70,10 @@ static const char help[] =
 	"                      delivered everywhere, 1..4096 [256]\n"
 	"  --order-log FILE    sub, all: write each delivered message as a line 'SRC SEQ' (SEQ 1, 2,\n"
 	"                      ..; the last, 'no more', is --count + 1), in delivery order, at the end.\n"
-	"                      A member's own messages are not delivered to it, so not in its log\n"
-	"  --timeout S         give up after S seconds without progress [0: never]\n"
+	"                      A member's own messages are not delivered to it, so not in its log.\n"
+	"                      FILE is opened (created or emptied) at the start: one that cannot be is\n"
+	"                      refused (exit 2); a write that fails at the end is said (exit 1)\n"
+	"  --timeout S         give up after S seconds without progress, 0..1000000 [0: never]\n"
 	"SIGINT/SIGTERM: a (fifo) pub that started sends its last message next, saying how many it\n"
 	"sent, and waits up to 2 s for every member to hold them all (a second signal: at once).\n"
 	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line (all:\n"
@@ -81,9 +87,11 @@ static const char help[] =
 	"Stopped by a signal or by --timeout, what had not come yet of streams that had not ended is\n"
 	"RESULT unfinished (counted in lost, not in lost_silently), as is what a source whose stream\n"
 	"ended 'closed' before its last message never sent (it stopped: killed, imagod closed it).\n"
-	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused.\n";
+	"An option of roles other than this one (pub, sub, all above; both plays pub and sub) is refused,\n"
+	"as is one not listed here (imago-pubsub's --peer, --name, --hold, ...). all's delay_us\n"
+	"percentiles come from a histogram of fixed size (within 1.6 %%; max exact), whatever --count.\n";
 /* Options of some roles only: refused for the others (ex_parse()). */
-static const char *const only[] = {"--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
+static const char *const only[] = {"--node", "pub, sub, all", "--members", "pub, both, all", "--rate", "pub, both, all", "--nack", "pub, both, all",
 				   "--fastpath", "pub, both, all", "--from-oldest", "sub, both, all", "--wait-end", "sub", "--order-log",
 				   "sub, both, all", "--order", "all", "--order-window", "all", NULL};
 
@@ -124,8 +132,7 @@ struct source {
 	int started, ended, reason, got_end;
 	int departed;       /* ordered: it left the order here (its messages past its cut dropped) */
 	uint64_t said_sent; /* what its last message said it sent before it */
-	uint64_t *delay_ns; /* role all: per message, send to delivery (one clock: one host) */
-	uint64_t n_delay;
+	struct ex_hist *delay; /* role all: send to delivery, ns (one clock: one host); else NULL */
 };
 
 struct sub {
@@ -136,7 +143,9 @@ struct sub {
 	uint64_t held_max;     /* ordered: the most order_held seen (sampled each pass) */
 	struct source src[kMaxSources];
 	unsigned n_src;
-	uint64_t t0, t1, own, delay_cap;
+	uint64_t t0, t1, own;
+	struct ex_hist *delays; /* role all: one per source (fixed memory, whatever --count); else NULL */
+	FILE *log_file;         /* --order-log, opened at the start */
 	unsigned want_sources; /* role all: done once this many sources sent their last message */
 	int done;
 	int left_out; /* an ordered group left this node out (-ECONNRESET): it receives no more */
@@ -292,7 +301,7 @@ static struct source *source_of(struct sub *s, uint64_t id)
 	if (s->n_src == kMaxSources) return NULL;
 	struct source *x = &s->src[s->n_src++];
 	*x = (struct source){.id = id};
-	if (s->delay_cap) x->delay_ns = malloc(s->delay_cap * sizeof(uint64_t));
+	x->delay = s->delays ? &s->delays[s->n_src - 1] : NULL;
 	return x;
 }
 
@@ -337,9 +346,9 @@ static uint64_t sub_message(struct source *x, const struct ex_opts *o, const str
 		x->next = before;
 		return msg_number(o, seq);
 	}
-	if (x->delay_ns && len >= kStampMin && x->n_delay < o->count) {
+	if (x->delay && len >= kStampMin) {
 		memcpy(&sent, data + kStampAt, sizeof sent);
-		x->delay_ns[x->n_delay++] = now - sent;
+		ex_hist_add(x->delay, now - sent);
 	}
 	if (x->delivered == 0 && x->next == 0) x->first = x->next = seq; /* joined late: starts here */
 	if (seq < x->next) {
@@ -370,14 +379,21 @@ static void log_delivery(struct sub *s, uint64_t src, uint64_t num)
 	s->n_log++;
 }
 
-static int write_log(const struct sub *s, const char *path, const char *prog)
+/* Write the log into @p f (opened at the start, so a path that cannot be opened was refused
+ * then) and close it. @return 0, or -1 (said: no memory for every delivery, a write failed). */
+static int write_log(const struct sub *s, FILE *f, const char *path, const char *prog)
 {
-	if (s->log_dropped) return fprintf(stderr, "%s: no memory for %s\n", prog, path), -1;
-	FILE *f = fopen(path, "w");
-	for (size_t i = 0; f != NULL && i < s->n_log; ++i)
-		fprintf(f, "%llu %llu\n", (unsigned long long)s->log[i][0], (unsigned long long)s->log[i][1]);
-	if (f != NULL && fclose(f) == 0) return 0;
-	return fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno)), -1;
+	int rc = 0, err = 0;
+	for (size_t i = 0; !s->log_dropped && rc >= 0 && i < s->n_log; ++i)
+		rc = fprintf(f, "%llu %llu\n", (unsigned long long)s->log[i][0], (unsigned long long)s->log[i][1]);
+	if (rc >= 0) rc = fflush(f);
+	err = rc < 0 ? errno : 0;
+	if (fclose(f) != 0 && err == 0) err = errno;
+	if (s->log_dropped)
+		return fprintf(stderr, "%s: --order-log '%s': no memory to keep every delivery (%zu kept, %zu not): "
+			       "nothing written\n", prog, path, s->n_log, s->log_dropped), -1;
+	if (err) return fprintf(stderr, "%s: --order-log '%s': cannot write it: %s\n", prog, path, strerror(err)), -1;
+	return 0;
 }
 
 /* Read one burst of @p ep: the events of our own stream go to @p p, the rest to @p s. */
@@ -424,21 +440,14 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 	return n;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Role all: the per-pair figures of a source (NASA's metrics): delay p50/p99, throughput. */
 static void print_delay(struct source *x)
 {
-	if (x->n_delay == 0) return;
-	qsort(x->delay_ns, x->n_delay, sizeof(uint64_t), cmp_u64);
+	if (x->delay == NULL || x->delay->n == 0) return;
 	double s = x->t1 > x->t0 ? (double)(x->t1 - x->t0) / 1e9 : 1e-9;
 	printf(",\"delay_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f},\"msgs_per_s\":%.1f",
-	       (double)x->delay_ns[x->n_delay / 2] / 1e3, (double)x->delay_ns[x->n_delay * 99 / 100] / 1e3,
-	       (double)x->delay_ns[x->n_delay - 1] / 1e3, (double)x->delivered / s);
+	       (double)ex_hist_at(x->delay, 0.5) / 1e3, (double)ex_hist_at(x->delay, 0.99) / 1e3,
+	       (double)x->delay->max / 1e3, (double)x->delivered / s);
 }
 
 static const char *order_name(const struct order *ord)
@@ -566,15 +575,17 @@ static int print_sub(const struct sub *s, const struct ex_opts *o, uint64_t node
 	return silent != 0 || dup || bad || s->n_src == 0 || (s->ord && s->ord->violations);
 }
 
-/* --members ID,ID,..: @return 0, or -1 (not 2..kMaxMembers distinct numbers: a member named
- * twice would be waited for as two, for ever). */
+/* --members ID,ID,..: @return 0, or -1 (not 2..kMaxMembers distinct node ids, decimal,
+ * 1..EX_NODE_MAX, as --node: a member named twice would be waited for as two, for ever). */
 static int parse_members(const char *list, struct order *ord)
 {
 	char *end;
 	for (const char *c = list; *c; c = *end == ',' ? end + 1 : end) {
-		if (ord->n == kMaxMembers) return -1;
-		ord->ids[ord->n++] = strtoull(c, &end, 0);
-		if (end == c || (*end != ',' && *end != '\0')) return -1;
+		if (ord->n == kMaxMembers || *c < '0' || *c > '9') return -1; /* no sign, space or 0x */
+		errno = 0;
+		ord->ids[ord->n++] = strtoull(c, &end, 10);
+		if (errno || ord->ids[ord->n - 1] == 0 || ord->ids[ord->n - 1] > EX_NODE_MAX) return -1;
+		if ((*end != ',' && *end != '\0') || (*end == ',' && end[1] == '\0')) return -1; /* "1,2,": a member missing */
 		if (order_index(ord, ord->ids[ord->n - 1]) != (int)ord->n - 1) return -1; /* named before */
 	}
 	return ord->n >= 2 ? 0 : -1;
@@ -587,7 +598,8 @@ static int order_opts(struct ex_opts *o, struct order *ord, int all, const char 
 	ord->flag = !strcmp(m, "causal") ? IMAGO_GROUP_CAUSAL : !strcmp(m, "total") ? IMAGO_GROUP_TOTAL : 0;
 	if (ord->flag == 0 && strcmp(m, "fifo")) return fprintf(stderr, "%s: --order is fifo, causal or total\n", prog), 2;
 	if (o->members_list && parse_members(o->members_list, ord) < 0)
-		return fprintf(stderr, "%s: --members ID,ID,..: 2..%d distinct node ids\n", prog, kMaxMembers), 2;
+		return fprintf(stderr, "%s: --members ID,ID,.. takes 2 to %d distinct node ids, each a whole number from 1 "
+			       "to %u, not '%s'\n", prog, kMaxMembers, EX_NODE_MAX, o->members_list), 2;
 	if (o->members_list && !all) return fprintf(stderr, "%s: --members ID,ID,.. is for all only (see --help)\n", prog), 2;
 	if (o->members_list) o->members = ord->n - 1;
 	if (ord->flag && (!all || !o->members_list || o->count >= UINT32_MAX))
@@ -645,7 +657,7 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 		}
 		if (rc >= 0 && do_sub) work += rc = read_ring(s->ep, all ? p : NULL, s, o);
 		if (work == 0 && o->idle_us > 0) { /* nothing moved: leave the core to others a while */
-			struct timespec nap = {0, (long)o->idle_us * 1000};
+			struct timespec nap = {o->idle_us / 1000000, (long)(o->idle_us % 1000000) * 1000};
 			nanosleep(&nap, NULL);
 		}
 		/* The publisher is done once every member holds every message (closing loses none):
@@ -672,8 +684,8 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 int main(int argc, char **argv)
 {
 	struct ex_opts o = {.count = 100000, .size_min = 64, .size_max = 64, .group = 7, .members = 1,
-			    .own = " --group --members --from-oldest --nack --rate --idle-us --fastpath --order "
-				   "--order-window --order-log ",
+			    .own = " --secondary --node --count --size --timeout --group --members --from-oldest --wait-end "
+				   "--nack --rate --idle-us --fastpath --order --order-window --order-log ",
 			    .only = only};
 	struct order ord = {0};
 	int rc = ex_parse(argc, argv, &o, roles, help);
@@ -684,14 +696,25 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "%s: all needs --size >= %u (the send time travels in each message)\n", argv[0],
 			       (unsigned)kStampMin), 2;
 	if ((rc = order_opts(&o, &ord, all, argv[0])) != 0) return rc;
+	struct pub p = {.ord = ord.flag ? &ord : NULL, .last = o.count};
+	struct sub s = {.ord = p.ord, .want_sources = all ? o.members : 0};
+	/* Opened now, not only when the run ends: a path that cannot be written is a bad line. */
+	if (o.order_log && (s.log_file = fopen(o.order_log, "w")) == NULL)
+		return fprintf(stderr, "%s: --order-log '%s': cannot open it for writing: %s\n", argv[0], o.order_log,
+			       strerror(errno)), 2;
 	imago_t *im;
 	const int attached = ex_attach(&o, argv[0], &im);
-	if (attached < 0) return ex_attach_status(&o, attached);
-	struct pub p = {.ord = ord.flag ? &ord : NULL, .last = o.count};
-	struct sub s = {.ord = p.ord, .want_sources = all ? o.members : 0, .delay_cap = all ? o.count : 0};
+	if (attached < 0) {
+		if (s.log_file) fclose(s.log_file);
+		return ex_attach_status(&o, attached);
+	}
+	rc = 1;
 	uint32_t least = msg_len(&o, p.ord, EX_END); /* an ordered message's least size */
 	p.slot = o.size_max > least ? o.size_max : least;
-	p.scratch = malloc((size_t)32 * p.slot);
+	if (all && (s.delays = calloc(kMaxSources, sizeof *s.delays)) == NULL) {
+		fprintf(stderr, "%s: no memory for the delay histograms\n", argv[0]);
+		goto out;
+	}
 	/* One side: --node, or the attachment's first node (sub: its second, when it serves two).
 	 * Both: its first two (1 and 2). */
 	int both = do_pub && do_sub && !all;
@@ -711,6 +734,10 @@ int main(int argc, char **argv)
 		if (do_pub && !(p.ep = open_group(im, &o, pub_node, pub_flags, NULL, argv[0]))) goto out;
 	}
 	if (do_pub && ex_check_size(p.ep, "--size", p.slot, argv[0]) < 0) goto out; /* its largest message */
+	if (do_pub && (p.scratch = malloc((size_t)32 * p.slot)) == NULL) { /* a burst of messages the endpoint takes */
+		fprintf(stderr, "%s: no memory for a burst of 32 messages of %u bytes\n", argv[0], p.slot);
+		goto out;
+	}
 	rc = run(&p, &s, &o, do_pub, do_sub);
 	if (rc < 0) fprintf(stderr, "%s: %s\n", argv[0], strerror(-rc));
 	if (ex_stop) printf("%s: stopped by a signal\n", o.role);
@@ -718,12 +745,14 @@ int main(int argc, char **argv)
 	if (do_pub) print_pub(&p, &o, pub_node, im);
 	if (do_sub) bad = print_sub(&s, &o, sub_node, im, ex_stop || rc == -ETIMEDOUT);
 	fflush(stdout);
-	if (o.order_log && write_log(&s, o.order_log, argv[0]) < 0) bad = 1;
+	if (s.log_file && write_log(&s, s.log_file, o.order_log, argv[0]) < 0) bad = 1;
+	s.log_file = NULL; /* closed */
 	rc = rc < 0 || bad ? 1 : 0;
 out:
 	imago_detach(im);
+	if (s.log_file) fclose(s.log_file); /* not written: the run did not start */
 	free(p.scratch);
 	free(s.log);
-	for (unsigned i = 0; i < s.n_src; ++i) free(s.src[i].delay_ns);
+	free(s.delays);
 	return rc;
 }

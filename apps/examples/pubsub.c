@@ -13,27 +13,59 @@ static const char help[] =
 	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  (embedded with -- ... --run-to-completion, this thread polls the node too)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
-	"  --node ID           this process's node [pub 1, sub 2]    --peer ID  [the other node, or\n"
-	"                      the only --peer of a one-node embedded command line]\n"
-	"  --name NAME         endpoint name [pubsub]               --count N  messages [1000000]\n"
-	"  --size B | A-B      message bytes (>= 16), or spread over A..B [64]\n"
-	"  --hold K            sub: keep the last K messages unreleased [0]\n"
+	"  --node ID           this process's node, 1..4294967295 [pub 1, sub 2]\n"
+	"  --peer ID           its peer's node, 1..4294967295 [the other node, or the only --peer of a\n"
+	"                      one-node embedded command line]\n"
+	"  --name NAME         endpoint name [pubsub]\n"
+	"  --count N           messages, 1..18446744073709551615 [1000000]\n"
+	"  --size B | A-B      message bytes, 16..4294967295, or spread over A..B [64]\n"
+	"  --hold K            sub: keep the last K messages unreleased, 0..16777216 [0]\n"
 	"  --zero-copy         pub: write into imago_buf_alloc() buffers, imago_send_zc()\n"
-	"  --timeout S         give up after S seconds without progress [0: never]\n"
+	"  --timeout S         give up after S seconds without progress, 0..1000000 [0: never]\n"
 	"(--hold is refused for pub, --zero-copy for sub: that role would ignore it; --node and --peer\n"
-	" for both, which runs nodes 1 and 2.)\n"
+	" for both, which runs nodes 1 and 2; an option not listed here, as unknown: exit 2.)\n"
 	"Each side prints 'ROLE: peer ready' and 'ROLE: peer gone (its endpoint closed, or its node\n"
-	"died)' as its peer's endpoint comes and goes.\n";
+	"died)' as its peer's endpoint comes and goes. The subscriber remembers which of the last\n"
+	"16777216 sequence numbers below the highest it got came (fixed memory, whatever --count): an\n"
+	"older one (imago delivers in order: none should come) counts as reordered.\n";
 /* Options one role ignores: refused there (ex_parse()). */
 static const char *const only[] = {"--hold", "sub, both", "--zero-copy", "pub, both", "--node", "pub, sub",
 				   "--peer", "pub, sub", NULL};
 
 struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *scratch; };
+/* The subscriber's memory of what came: a bit per sequence number, for the kSeenMax below the
+ * highest one received (top), in a ring (seq % window): fixed memory, whatever --count. */
+static const uint64_t kSeenMax = UINT64_C(1) << 24;
+
 struct sub {
 	imago_ep_t *ep; uint8_t *seen; struct imago_msg *held;
+	uint64_t window; /* bits of seen: --count, at most kSeenMax */
 	uint64_t delivered, distinct, bytes, top, lost_end, dup, reord, bad, t0, t1, nheld, pos;
 	int done, ready;
 };
+
+static int seen_has(const struct sub *s, uint64_t seq)
+{
+	const uint64_t b = seq % s->window;
+	return s->seen[b / 8] >> b % 8 & 1;
+}
+
+static void seen_set(struct sub *s, uint64_t seq, int on)
+{
+	const uint64_t b = seq % s->window;
+	s->seen[b / 8] = (uint8_t)(on ? s->seen[b / 8] | 1u << b % 8 : s->seen[b / 8] & ~(1u << b % 8));
+}
+
+/* Note @p seq, not a duplicate: at or above top its bits take over from those a window below
+ * (forgotten), below top within the window it is late. */
+static void seen_note(struct sub *s, uint64_t seq)
+{
+	if (seq >= s->top && seq - s->top >= s->window) memset(s->seen, 0, (size_t)((s->window + 7) / 8));
+	else for (uint64_t k = s->top; k < seq; ++k) seen_set(s, k, 0); /* amortized: top only grows */
+	if (seq >= s->top || s->top - seq <= s->window) seen_set(s, seq, 1);
+	s->reord += seq < s->top, s->distinct++;
+	s->top = seq >= s->top ? seq + 1 : s->top;
+}
 
 /* Send what the tx ring takes now, up to a burst. @return messages taken, or -errno. */
 static int pub_step(struct pub *p, const struct ex_opts *o)
@@ -85,12 +117,10 @@ static int sub_step(struct sub *s, const struct ex_opts *o)
 			s->done = 1;
 			s->lost_end = o->count - s->distinct;
 			continue;
-		} else if (s->seen[seq / 8] & (1u << seq % 8)) {
+		} else if (seq < s->top && s->top - seq <= s->window && seen_has(s, seq)) {
 			s->dup++;
 		} else {
-			s->seen[seq / 8] |= (uint8_t)(1u << seq % 8);
-			s->reord += seq < s->top, s->distinct++;
-			s->top = seq >= s->top ? seq + 1 : s->top;
+			seen_note(s, seq); /* new, or late (below top; older than the window, not told from a dup) */
 		}
 		s->delivered++, s->bytes += m[i].len, s->t1 = ex_now_ns();
 		if (o->hold == 0) continue;
@@ -105,7 +135,8 @@ static int sub_step(struct sub *s, const struct ex_opts *o)
 
 int main(int argc, char **argv)
 {
-	struct ex_opts o = {.name = "pubsub", .count = 1000000, .size_min = 64, .size_max = 64, .only = only};
+	struct ex_opts o = {.name = "pubsub", .count = 1000000, .size_min = 64, .size_max = 64, .only = only,
+			    .own = " --secondary --node --peer --name --count --size --hold --zero-copy --timeout "};
 	int rc = ex_parse(argc, argv, &o, roles, help);
 	if (rc) return rc == 1 ? 0 : rc;
 	int do_pub = strcmp(o.role, "sub") != 0, do_sub = strcmp(o.role, "pub") != 0;
@@ -113,12 +144,22 @@ int main(int argc, char **argv)
 	const int attached = ex_attach(&o, argv[0], &im);
 	if (attached < 0) return ex_attach_status(&o, attached);
 	rc = 1;
-	struct pub p = {.scratch = malloc((size_t)32 * o.size_max)};
-	struct sub s = {.seen = calloc(o.count / 8 + 1, 1), .held = calloc(o.hold + 1, sizeof(struct imago_msg))};
+	struct pub p = {0};
+	struct sub s = {.window = o.count < kSeenMax ? o.count : kSeenMax};
+	if (do_sub && ((s.seen = calloc((size_t)(s.window + 7) / 8, 1)) == NULL ||
+		       (s.held = calloc(o.hold + 1, sizeof(struct imago_msg))) == NULL)) {
+		fprintf(stderr, "%s: no memory to track %llu messages and hold %u\n", argv[0], (unsigned long long)s.window,
+			o.hold);
+		goto out;
+	}
 	uint64_t pub_node = do_pub && o.node ? o.node : 1, sub_node = do_sub && o.node ? o.node : 2;
 	if (do_sub && !(s.ep = ex_open(im, &o, sub_node, do_pub ? pub_node : o.peer, argv[0]))) goto out;
 	if (do_pub && !(p.ep = ex_open(im, &o, pub_node, do_sub ? sub_node : o.peer, argv[0]))) goto out;
 	if (do_pub && ex_check_size(p.ep, "--size", o.size_max, argv[0]) < 0) goto out;
+	if (do_pub && (p.scratch = malloc((size_t)32 * o.size_max)) == NULL) { /* a burst */
+		fprintf(stderr, "%s: no memory for a burst of 32 messages of %u bytes\n", argv[0], o.size_max);
+		goto out;
+	}
 	uint64_t last = ex_now_ns(), seen = 0;
 	int finished = 0;
 	rc = 0;

@@ -2,19 +2,22 @@
 // imagod: the imago primary process. It owns EAL, the ports, the nodes and their engine
 // lcore; applications attach as DPDK secondary processes (imago_attach_secondary()) and open
 // endpoints over rte_mp. It reclaims the endpoints of applications that exit or are killed,
-// prints counters periodically, and stops cleanly on SIGINT or SIGTERM.
+// prints counters periodically, and stops cleanly on SIGINT, SIGTERM or SIGHUP.
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
 #include "api/engine_watch.h"
 #include "api/runtime.h"
+#include "apps/common/signals.h"
 #include "dataplane/eal.h"
 
 namespace {
@@ -36,13 +39,17 @@ void usage(const char* prog) {
       "/imago/endpoint,SLOT, /imago/pools and /imago/routes,ID (dpdk-telemetry.py -f PREFIX, or imago-stat -f\n"
       "PREFIX for a live table); dpdk-dumpcap --file-prefix=PREFIX -i PORT captures its frames\n"
       "(tshark decodes them with imago.lua, which meson install puts in Wireshark's global Lua\n"
-      "plugin folder). SIGINT or SIGTERM stops it cleanly (a --topology node first closes its\n"
-      "circuits and tells its neighbours it leaves). A node dropping frames only\n"
-      "miswiring (or forgery) explains gets a line 'imago: node N dropped M frames ...' naming\n"
-      "the counter and the likely cause (networks crossed, a peer without --redundancy), at most\n"
-      "one per kind every 10 s. Exit codes: 0 stopped cleanly, 2 a refused command line, 1 it\n"
-      "could not start, 3 it gave up (an engine lcore stuck for 10 s, or a stop not done in 30 s:\n"
-      "an application killed mid-operation can wedge it; start a new one, which cleans up).\n\n"
+      "plugin folder). SIGINT, SIGTERM or SIGHUP stops it cleanly (a --topology node first closes\n"
+      "its circuits and tells its neighbours it leaves). A closed standard output does not stop\n"
+      "it: it says so once on stderr and goes on serving, without printing counters. An option\n"
+      "given twice is refused, except the repeatable ones (--peer, --peer-b, --vdev); so are\n"
+      "--loss with --fault-rx (--loss P is --fault-rx loss=P) and --pmd without --iface.\n"
+      "A node dropping frames only miswiring (or forgery) explains gets a line 'imago: node N\n"
+      "dropped M frames ...' naming the counter and the likely cause (networks crossed, a peer\n"
+      "without --redundancy), at most one per kind every 10 s. Exit codes: 0 stopped cleanly,\n"
+      "2 a refused command line, 1 it could not start, 3 it gave up (an engine lcore stuck for\n"
+      "10 s, or a stop not done in 30 s: an application killed mid-operation can wedge it; start\n"
+      "a new one, which cleans up).\n\n"
       "Options [default]:\n",
       prog, prog, prog, prog);
   imago::api::print_runtime_options(stdout);
@@ -74,8 +81,32 @@ void bound_the_stop() {
   }).detach();
 }
 
+// Standard output that fails under imagod: its service does not depend on its log, so it
+// goes on serving and says so once on stderr. A pipe whose reader left (EPIPE; SIGPIPE is
+// ignored, apps/common/signals.h) never comes back: no more counters are printed into it.
+// Another error (a full disk) may pass: printing goes on, the lines lost meanwhile are lost.
+struct StdoutWatch {
+  bool lost = false;  ///< EPIPE: nothing is printed to stdout any more
+  bool said = false;
+  // @return true once standard output is gone for good.
+  bool check() {
+    if (lost) return true;
+    int e = errno;  // a line written just before that failed left why here
+    if (std::fflush(stdout) != 0) e = errno;
+    else if (!std::ferror(stdout)) return false;
+    std::clearerr(stdout);
+    lost = e == EPIPE;
+    if (!said)
+      std::fprintf(stderr, "imagod: standard output cannot be written (%s): %s; still serving (SIGINT, SIGTERM or "
+                   "SIGHUP stops it)\n", e ? std::strerror(e) : "write error",
+                   lost ? "counters are no longer printed" : "lines printed meanwhile are lost");
+    said = true;
+    return lost;
+  }
+};
+
 // The control loop: reap dead applications, print counters, until a signal or --duration.
-void serve(imago::api::Runtime& rt, const imago::api::RuntimeOptions& o) {
+void serve(imago::api::Runtime& rt, const imago::api::RuntimeOptions& o, StdoutWatch& out) {
   const uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc();
   const auto period = static_cast<uint64_t>(o.stats_period_s * static_cast<double>(hz));
   const uint64_t end = o.duration_s > 0 ? start + static_cast<uint64_t>(o.duration_s * static_cast<double>(hz)) : UINT64_MAX;
@@ -86,12 +117,13 @@ void serve(imago::api::Runtime& rt, const imago::api::RuntimeOptions& o) {
     if (rte_rdtsc() >= next_watch) {
       next_watch += hz;
       rt.watch_wiring(stdout);
+      out.check();
       const auto now_ns = static_cast<uint64_t>(static_cast<double>(rte_rdtsc() - start) * 1e9 / static_cast<double>(hz));
       if (const int l = engines.stuck(rt.engine_loops(), now_ns); l >= 0) give_up_stuck(l);
     }
     if (period && rte_rdtsc() >= next_stats) {
       next_stats += period;
-      rt.print_stats(stdout);
+      if (!out.check()) rt.print_stats(stdout);
     }
     rte_delay_us_sleep(20'000);  // control work only: the engines run on their own lcore
   }
@@ -120,25 +152,27 @@ int main(int argc, char** argv) {
                          "imagod's nodes run on its engine lcore\n");
     return 2;
   }
-  dp::install_stop_signals();
+  app::install_stop_signals();
   api::Runtime rt;
+  StdoutWatch out;
   int rc = rt.start(o, args, true);
   if (rc == 0) {
     std::printf("imagod: serving %zu node(s) (ids", rt.node_count());
     for (uint32_t i = 0; i < rt.shm()->n_nodes; ++i) std::printf(" %lu", static_cast<unsigned long>(rt.shm()->node_ids[i]));
     if (o.no_huge) {
-      std::printf("), no applications (--no-huge); SIGINT or SIGTERM stops it\n");
+      std::printf("), no applications (--no-huge); SIGINT, SIGTERM or SIGHUP stops it\n");
     } else {
       // EAL's runtime directory ends in the prefix, whoever chose it (EAL args of its own too).
       const std::string dir = rte_eal_get_runtime_dir();
-      std::printf("), file prefix '%s'; SIGINT or SIGTERM stops it\n", dir.substr(dir.rfind('/') + 1).c_str());
+      std::printf("), file prefix '%s'; SIGINT, SIGTERM or SIGHUP stops it\n", dir.substr(dir.rfind('/') + 1).c_str());
     }
-    std::fflush(stdout);
-    serve(rt, o);
+    out.check();
+    serve(rt, o, out);
     bound_the_stop();
-    rt.print_stats(stdout);
+    if (!out.check()) rt.print_stats(stdout);
   }
   rt.stop();
-  std::printf("imagod: %s\n", rc == 0 ? "stopped cleanly" : "failed to start");
+  // Where it can still be read: stderr once standard output is gone.
+  std::fprintf(out.check() ? stderr : stdout, "imagod: %s\n", rc == 0 ? "stopped cleanly" : "failed to start");
   return rc == 0 ? 0 : 1;
 }

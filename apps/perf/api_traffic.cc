@@ -198,7 +198,7 @@ Death peer_died(ApiRun& r, Kind k) {
 
 void stats_line(ApiRun& r, uint64_t now) {
   if (r.o.stats_period_s <= 0 || now < r.next_stats) return;
-  r.next_stats = now + static_cast<uint64_t>(r.o.stats_period_s * r.tsc_hz);
+  r.next_stats = tsc_after(now, r.o.stats_period_s, r.tsc_hz);
   std::printf("%s via api: sent %" PRIu64 "  delivered %" PRIu64 "  echoed %" PRIu64 "  back %" PRIu64 "\n",
               r.o.mode.c_str(), r.sent, r.check.delivered, r.echoed, r.echo.echoes);
   std::fflush(stdout);
@@ -266,7 +266,7 @@ int traffic_run(ApiRun& r) {
   r.pacer = app::Pacer(r.o.rate_pps ? r.tsc_hz / r.o.rate_pps : 0);
   r.echo.tsc_hz = r.tsc_hz;
   if (echoes(k)) r.back.init(kEchoSlots, r.o.size);
-  r.deadline = rte_rdtsc() + static_cast<uint64_t>(r.o.duration_s * r.tsc_hz);
+  r.deadline = tsc_after(rte_rdtsc(), r.o.duration_s, r.tsc_hz);
   std::printf("READY mode=%s shape=%s via=api attach=%s\n", r.o.mode.c_str(), r.o.pair ? "pair" : r.o.role.c_str(),
               r.o.attach.empty() ? "embedded" : "secondary");
   std::fflush(stdout);
@@ -335,7 +335,7 @@ void report_pingpong(ApiRun& r, app::Json& res) {
   }
   stream_json(c, r.a.ep ? r.sent : r.echoed, secs, r.a.ep != nullptr, res);
   res.obj("rtt_us", rtt_json(h)).boolean("peer_dead", r.dead);
-  if (r.a.ep) write_hist_csv(r.o, h);
+  if (r.a.ep && !write_hist_csv(r.o, h)) r.output_failed = true;
 }
 
 }  // namespace
@@ -357,12 +357,12 @@ void traffic_report(ApiRun& r, app::Json& res) {
   res.num("send_errors", r.send_errors).boolean("peer_dead", r.dead);
   if (k == Kind::kRate) {
     res.obj("delay_us", rtt_json(r.delay_ns));
-    if (r.b.ep) write_hist_csv(r.o, r.delay_ns);
+    if (r.b.ep && !write_hist_csv(r.o, r.delay_ns)) r.output_failed = true;
   }
   if (k == Kind::kEcho) {
     res.obj("rtt_us", rtt_json(r.echo.rtt_ns));
     res.num("echoes", r.a.ep ? r.echo.echoes : r.echoed).num("echo_bad", r.echo.bad);
-    if (r.a.ep) write_hist_csv(r.o, r.echo.rtt_ns);
+    if (r.a.ep && !write_hist_csv(r.o, r.echo.rtt_ns)) r.output_failed = true;
   }
 }
 

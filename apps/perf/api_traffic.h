@@ -39,6 +39,7 @@ struct ApiRun {
   ApiEnd a, b;
   uint64_t tsc_hz = 1, deadline = 0;
   bool timed_out = false, closed = false, dead = false;
+  bool output_failed = false;   ///< --hist-csv was not written (said): exit 1 after RESULT
   const char* ended = nullptr;  ///< why the run ended: done, duration, signal, closed, peer_dead, send_error
   // Node A: the sender.
   std::vector<std::vector<uint8_t>> bufs;  // one message per slot of a send burst

@@ -80,7 +80,7 @@ void perf_cli_stop(void) {
 
 void perf_cli_wait(void) {
   using namespace imago::perf;
-  // Every run is bounded by --msgs or --duration; SIGINT/SIGTERM end the wait too.
+  // Every run is bounded by --msgs or --duration; SIGINT, SIGTERM or SIGHUP end the wait too.
   while (running() && !imago::dp::stop_requested()) rte_delay_us_sleep(1000);
   std::printf("run: %s\n", running() ? "interrupted" : "finished");
 }

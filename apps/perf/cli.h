@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-/** Run the prompt on stdin/stdout until `quit`, end of input, or SIGINT/SIGTERM. */
+/** Run the prompt on stdin/stdout until `quit`, end of input, or SIGINT, SIGTERM or SIGHUP. */
 void perf_cli_prompt(void);
 
 /* Handlers of the commands, called by the cmdline glue. */

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "apps/common/signals.h"
 #include "apps/perf/cli.h"
 #include "apps/perf/options.h"
 #include "apps/perf/session.h"
@@ -43,8 +44,7 @@ int run_batch(Session& s) {
     std::fprintf(stderr, "imago-perf: failed: %s\n", strerror(-rc));
     return 1;
   }
-  std::printf("RESULT %s\n", result.text().c_str());
-  return 0;
+  return print_result(result, s.ctx.output_failed);
 }
 
 // The option of @p o that only builds EAL args of our own (eal_defaults()), if one was given.
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   auto eal = args.explicit_eal ? args.eal : dp::default_eal_args(perf::eal_defaults(s.ctx.opt), getpid());
   // Before EAL: a signal while it starts (a few hundred ms) stops the run once it begins,
   // which then reports and cleans up, instead of killing the process half set up.
-  dp::install_stop_signals();
+  app::install_stop_signals();
   if (dp::eal_start(args.prog, eal) < 0) return 1;
   // Our unique prefix, or one only a primary holds: leave nothing behind.
   if (!args.explicit_eal || rte_eal_process_type() == RTE_PROC_PRIMARY) dp::eal_own_runtime_dir();
@@ -111,5 +111,5 @@ int main(int argc, char** argv) {
   perf_cli_prompt();
   perf::session_close(s);
   dp::eal_stop();
-  return 0;
+  return s.ctx.output_failed ? 1 : 0;  // a --hist-csv or --arrivals of a run not written (said)
 }

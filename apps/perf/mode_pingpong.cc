@@ -149,7 +149,7 @@ void pp_report(Context& ctx, app::Json& r) {
       .boolean("peer_dead", p.dead || st.echoer.dead);
   r.obj("rtt_us", rtt_json(h));
   engine_sides_json(st.a, st.b, r);
-  if (st.a.node) write_hist_csv(ctx.opt, h);
+  if (st.a.node && !write_hist_csv(ctx.opt, h)) ctx.output_failed = true;
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ void pp_report(Context& ctx, app::Json& r) {
       .num("echoed", echoed)
       .num("decode_rejected", (st.ping_node ? s.decode : st.echoer.stats().decode).total_rejected());
   r.obj("rtt_us", rtt_json(h));
-  if (st.ping_node) write_hist_csv(ctx.opt, h);
+  if (st.ping_node && !write_hist_csv(ctx.opt, h)) ctx.output_failed = true;
 }
 
 }  // namespace

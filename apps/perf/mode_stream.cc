@@ -17,6 +17,7 @@
 
 #include "apps/perf/engine_end.h"
 #include "apps/common/histogram.h"
+#include "apps/common/output_file.h"
 #include "apps/common/pacer.h"
 #include "apps/perf/raw_traffic.h"
 #include "apps/perf/stream_check.h"
@@ -212,17 +213,17 @@ int setup_variant(Context& ctx, Variant v) {
 }
 
 // --arrivals FILE: "unix_us,delay_us" per message delivered, in delivery order.
-void write_arrivals(const Context& ctx, const StreamReceiver& r) {
-  if (ctx.opt.arrivals_csv.empty()) return;
-  FILE* f = std::fopen(ctx.opt.arrivals_csv.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "imago-perf: cannot write %s\n", ctx.opt.arrivals_csv.c_str());
-    return;
-  }
-  std::fprintf(f, "unix_us,delay_us\n");
-  for (size_t i = 0; i < r.arrive_unix_ns.size(); ++i)
-    std::fprintf(f, "%.1f,%.2f\n", static_cast<double>(r.arrive_unix_ns[i]) / 1e3, r.arrive_delay_ns[i] / 1e3);
-  std::fclose(f);
+// @return false when it could not be written (said on stderr, with why).
+bool write_arrivals(const Context& ctx, const StreamReceiver& r) {
+  if (ctx.opt.arrivals_csv.empty()) return true;
+  const std::string why = app::write_output(ctx.opt.arrivals_csv, [&](FILE* f) {
+    std::fprintf(f, "unix_us,delay_us\n");
+    for (size_t i = 0; i < r.arrive_unix_ns.size() && !std::ferror(f); ++i)
+      std::fprintf(f, "%.1f,%.2f\n", static_cast<double>(r.arrive_unix_ns[i]) / 1e3, r.arrive_delay_ns[i] / 1e3);
+  });
+  if (!why.empty())
+    std::fprintf(stderr, "imago-perf: --arrivals %s: not written: %s\n", ctx.opt.arrivals_csv.c_str(), why.c_str());
+  return why.empty();
 }
 
 int stream_setup(Context& ctx) { return setup_variant(ctx, Variant::kStream); }
@@ -285,10 +286,11 @@ void stream_report(Context& ctx, app::Json& r) {
   if (st.variant == Variant::kEcho) {
     r.obj("rtt_us", rtt_json(st.tx_events.timer.rtt_ns));
     r.num("echoes", st.tx.node ? st.tx_events.timer.echoes : st.echoed).num("echo_bad", st.tx_events.timer.bad);
-    if (st.tx.node) write_hist_csv(ctx.opt, st.tx_events.timer.rtt_ns);
+    if (st.tx.node && !write_hist_csv(ctx.opt, st.tx_events.timer.rtt_ns)) ctx.output_failed = true;
   }
-  if (st.variant == Variant::kRate && st.rx.node) write_hist_csv(ctx.opt, st.rx_app.delay_ns);
-  if (st.variant == Variant::kRate && st.rx.node) write_arrivals(ctx, st.rx_app);
+  if (st.variant == Variant::kRate && st.rx.node && !write_hist_csv(ctx.opt, st.rx_app.delay_ns))
+    ctx.output_failed = true;
+  if (st.variant == Variant::kRate && st.rx.node && !write_arrivals(ctx, st.rx_app)) ctx.output_failed = true;
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 // The table of perf modes (testpmd's fwd_engines[]): a mode joins by adding its entry here.
 #include <rte_lcore.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
+#include "apps/common/output_file.h"
 #include "apps/perf/perf.h"
 
 namespace imago::perf {
@@ -43,11 +46,22 @@ app::Json rtt_json(const app::Histogram& h) {
   return j;
 }
 
-void write_hist_csv(const Options& o, const app::Histogram& ns) {
-  if (o.hist_csv.empty()) return;
-  FILE* f = std::fopen(o.hist_csv.c_str(), "w");
-  if (!f || std::fputs(ns.csv().c_str(), f) < 0) std::fprintf(stderr, "imago-perf: cannot write %s\n", o.hist_csv.c_str());
-  if (f) std::fclose(f);
+bool write_hist_csv(const Options& o, const app::Histogram& ns) {
+  if (o.hist_csv.empty()) return true;
+  const std::string why = app::write_output(o.hist_csv, [&](FILE* f) { std::fputs(ns.csv().c_str(), f); });
+  if (!why.empty()) std::fprintf(stderr, "imago-perf: --hist-csv %s: not written: %s\n", o.hist_csv.c_str(), why.c_str());
+  return why.empty();
+}
+
+int print_result(const app::Json& result, bool output_failed) {
+  errno = 0;
+  std::printf("RESULT %s\n", result.text().c_str());
+  int e = errno;  // the line's own write, when it failed there
+  if (std::fflush(stdout) != 0) e = errno;
+  else if (!std::ferror(stdout)) return output_failed ? 1 : 0;
+  std::fprintf(stderr, "imago-perf: standard output cannot be written (%s): the RESULT line is lost\n",
+               e ? std::strerror(e) : "write error");
+  return 1;
 }
 
 size_t max_frame_bytes(const Options& o) {

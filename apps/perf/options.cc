@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "apps/perf/options.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 
+#include "apps/common/output_file.h"
 #include "apps/perf/raw_traffic.h"
 #include "dataplane/auth.h"
 #include "dataplane/option_table.h"
@@ -29,11 +30,19 @@ Opt fault_prob(const char* name, const char* help, double dp::FaultConfig::*fiel
           [field](const Options& o) { return dp::format_num(o.fault_tx.*field); }};
 }
 
+// @return true when the fault spec @p spec sets the seed itself (seed=N): parsed over two
+// different seeds, it leaves them equal only then.
+bool spec_sets_seed(const std::string& spec) {
+  dp::FaultConfig a{.seed = 0}, b{.seed = 1};
+  std::string e;
+  return dp::parse_fault_spec(spec, a, e) == 0 && dp::parse_fault_spec(spec, b, e) == 0 && a.seed == b.seed;
+}
+
 Opt fault_spec(const char* name, const char* help, dp::FaultConfig Options::*stage) {
   return {name, "SPEC", help,
           [stage](Options& o, const std::string& v) {
             std::string err;
-            if (dp::parse_fault_spec(v, o.*stage, err) == 0) return true;
+            if (dp::parse_fault_spec(v, o.*stage, err) == 0) return o.spec_seed |= spec_sets_seed(v), true;
             std::fprintf(stderr, "imago-perf: %s\n", err.c_str());
             return false;
           },
@@ -63,7 +72,7 @@ dp::OptionTable<Options> make_table() {
       {"lcores", "LIST", "without EAL args: EAL -l core list (default: all; tx 0 / rx 1 with --role)",
        [](Options& o, const std::string& v) { return o.lcores = v, true; },
        [](const Options& o) { return o.lcores.empty() ? "auto" : o.lcores; }},
-      {"msgs", "N", "messages to send",
+      {"msgs", "N", "messages to send, 1 or more",
        [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.msgs, 1); },
        [](const Options& o) { return std::to_string(o.msgs); }},
       {"size", "BYTES", "message size in bytes, 16-65535 (raw modes: what fits one frame)",
@@ -82,7 +91,7 @@ dp::OptionTable<Options> make_table() {
          return true;
        },
        [](const Options& o) { return o.encap.kind == dp::Encap::L2 ? "l2" : "udp"; }},
-      {"udp-port", "PORT", "UDP port of the UDP encapsulation",
+      {"udp-port", "PORT", "UDP port of the UDP encapsulation, 1..65535",
        [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.encap.udp_port, 1); },
        [](const Options& o) { return std::to_string(o.encap.udp_port); }},
       {"no-udp-csum", nullptr, "send UDP checksums as 0 (not computed)",
@@ -95,8 +104,8 @@ dp::OptionTable<Options> make_table() {
                             "take frames only from a unicast one",
        [](Options& o, const std::string& v) { return dp::parse_ipv4(v, o.encap.dst_ip); },
        [](const Options& o) { return dp::format_ipv4(o.encap.dst_ip); }},
-      {"peer", "ID@MAC|ID@IP", "the other node and its address, as imagod's --peer: ID is 2 for --role tx, 1 "
-                               "for rx; @MAC sets --peer-mac, @IP --dst-ip",
+      {"peer", "ID@MAC|ID@IP|ID@IP@MAC", "the other node and its address, as imagod's --peer: ID is 2 for --role tx, 1 "
+                               "for rx; @MAC sets --peer-mac, @IP --dst-ip (@IP@MAC both: a peer behind a router, MAC the next hop's)",
        [](Options& o, const std::string& v) {
          dp::MacAddr mac = dp::kBroadcastMac;
          if (!dp::parse_peer(v, o.peer_id, mac, o.encap.dst_ip)) return false;
@@ -109,16 +118,20 @@ dp::OptionTable<Options> make_table() {
        [](const Options& o) { return dp::format_mac(o.encap.dst_mac); }},
       {"auth-key", "FILE", "cluster key (32 bytes or 64 hex digits) in FILE: tag every frame, drop frames "
                            "without a valid tag",
-       [](Options& o, const std::string& v) { return dp::auth_key_option(v, o.encap.auth, "imago-perf"); },
+       [](Options& o, const std::string& v) {
+         return dp::auth_key_option(v, o.encap.auth, "imago-perf") && (o.auth_key_file = v, true);
+       },
        [](const Options& o) { return o.encap.auth ? "set" : "-"; }},
-      {"duration", "SECONDS", "stop after this long whatever happened",
-       [](Options& o, const std::string& v) { return dp::parse_num(v, o.duration_s) && o.duration_s > 0; },
+      {"duration", "SECONDS", "stop after this long whatever happened, above 0, at most 315360000 (10 years)",
+       [](Options& o, const std::string& v) {
+         return dp::parse_num(v, o.duration_s) && o.duration_s > 0 && o.duration_s <= kMaxSeconds;
+       },
        [](const Options& o) { return dp::format_num(o.duration_s); }},
-      {"idle-timeout-ms", "MS", "receiver: finish after this much silence once traffic began",
-       [](Options& o, const std::string& v) { return dp::parse_num<unsigned>(v, o.idle_timeout_ms, 1); },
+      {"idle-timeout-ms", "MS", "receiver: finish after this much silence once traffic began, 1..3600000",
+       [](Options& o, const std::string& v) { return dp::parse_num<unsigned>(v, o.idle_timeout_ms, 1, 3'600'000); },
        [](const Options& o) { return std::to_string(o.idle_timeout_ms); }},
-      {"ping-timeout-us", "US", "raw-pingpong: a reply later than this counts as lost",
-       [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.ping_timeout_us, 1); },
+      {"ping-timeout-us", "US", "raw-pingpong: a reply later than this counts as lost, 1..60000000",
+       [](Options& o, const std::string& v) { return dp::parse_num<uint64_t>(v, o.ping_timeout_us, 1, 60'000'000); },
        [](const Options& o) { return std::to_string(o.ping_timeout_us); }},
       {"hist-csv", "FILE", "pingpong, raw-pingpong, echo: the round trips', rate: the one-way delays' histogram (ns buckets) as CSV",
        [](Options& o, const std::string& v) { return !v.empty() && (o.hist_csv = v, true); },
@@ -127,33 +140,35 @@ dp::OptionTable<Options> make_table() {
                            "as CSV, one line per message in delivery order",
        [](Options& o, const std::string& v) { return !v.empty() && (o.arrivals_csv = v, true); },
        [](const Options& o) { return o.arrivals_csv.empty() ? "-" : o.arrivals_csv; }},
-      {"stats-period", "SECONDS", "print a stats line this often (0: off)",
-       [](Options& o, const std::string& v) { return dp::parse_num(v, o.stats_period_s) && o.stats_period_s >= 0; },
+      {"stats-period", "SECONDS", "print a stats line this often (0: off), at most 315360000 (10 years)",
+       [](Options& o, const std::string& v) {
+         return dp::parse_num(v, o.stats_period_s) && o.stats_period_s >= 0 && o.stats_period_s <= kMaxSeconds;
+       },
        [](const Options& o) { return dp::format_num(o.stats_period_s); }},
-      fault_prob("loss", "tx fault: drop each frame with probability P", &dp::FaultConfig::drop),
-      fault_prob("burst-loss", "tx fault: Gilbert-Elliott P(good->bad); bursts of ~4 frames",
+      fault_prob("loss", "tx fault: drop each frame with probability P, 0..1 (--fault-tx loss=P)", &dp::FaultConfig::drop),
+      fault_prob("burst-loss", "tx fault: Gilbert-Elliott P(good->bad), 0..1; bursts of ~4 frames (--fault-tx burst=P)",
                  &dp::FaultConfig::burst_enter),
-      fault_prob("reorder", "tx fault: hold a frame back so later ones overtake it",
+      fault_prob("reorder", "tx fault: hold a frame back so later ones overtake it, 0..1 (--fault-tx reorder=P)",
                  &dp::FaultConfig::reorder),
-      fault_prob("dup", "tx fault: send a frame twice", &dp::FaultConfig::dup),
-      fault_prob("corrupt", "tx fault: flip one payload bit", &dp::FaultConfig::corrupt),
-      {"delay-us", "US", "tx fault: delay every frame",
+      fault_prob("dup", "tx fault: send a frame twice, 0..1 (--fault-tx dup=P)", &dp::FaultConfig::dup),
+      fault_prob("corrupt", "tx fault: flip one payload bit, 0..1 (--fault-tx corrupt=P)", &dp::FaultConfig::corrupt),
+      {"delay-us", "US", "tx fault: delay every frame, 0..10000000 (--fault-tx delay-us=N)",
        [](Options& o, const std::string& v) { return dp::parse_num<uint32_t>(v, o.fault_tx.delay_us, 0, 10'000'000); },
        [](const Options& o) { return std::to_string(o.fault_tx.delay_us); }},
-      {"seed", "N", "seed of the fault layer (both directions)",
+      {"seed", "N", "seed of the fault layer (both directions; not with a seed= in --fault-tx or --fault-rx)",
        [](Options& o, const std::string& v) {
          return dp::parse_num(v, o.fault_tx.seed) && (o.fault_rx.seed = o.fault_tx.seed + 1, true);
        },
        [](const Options& o) { return std::to_string(o.fault_tx.seed); }},
-      fault_spec("fault-tx", "tx faults as key=value,... (loss burst dup corrupt reorder delay-us "
-                 "jitter-us seed ...)", &Options::fault_tx),
+      fault_spec("fault-tx", "tx faults as key=value,... (loss burst dup corrupt reorder: 0..1; reorder-us "
+                 "delay-us jitter-us: 0..10000000; seed); not with the tx fault options above", &Options::fault_tx),
       fault_spec("fault-rx", "rx faults, same keys as --fault-tx", &Options::fault_rx),
-      {"ring-size", "N", "slots per net_ring direction of --pair (power of two)",
+      {"ring-size", "N", "slots per net_ring direction of --pair, a power of two, 64..1048576",
        [](Options& o, const std::string& v) {
          return dp::parse_num<unsigned>(v, o.ring_size, 64, 1u << 20) && (o.ring_size & (o.ring_size - 1)) == 0;
        },
        [](const Options& o) { return std::to_string(o.ring_size); }},
-      {"nb-desc", "N", "rx and tx descriptors per port queue",
+      {"nb-desc", "N", "rx and tx descriptors per port queue, 64..8192",
        [](Options& o, const std::string& v) { return dp::parse_num<uint16_t>(v, o.nb_desc, 64, 8192); },
        [](const Options& o) { return std::to_string(o.nb_desc); }},
       {"interactive", nullptr, "a prompt (start, stop, show stats|peers|config, set, clear stats, quit); also -i",
@@ -206,16 +221,6 @@ const dp::OptionTable<Options>& table() {
 
 namespace {
 
-// A file an option names is written at the end of the run: one that cannot be is said now.
-bool writable(const std::string& path) {
-  const bool existed = access(path.c_str(), F_OK) == 0;
-  FILE* f = std::fopen(path.c_str(), "a");
-  if (f == nullptr) return false;
-  std::fclose(f);
-  if (!existed) std::remove(path.c_str());
-  return true;
-}
-
 // What a mode needs, and the options only some modes use: refused as a bad line (exit 2).
 int check_mode_options(const Options& opt, std::string& err) {
   const std::string& m = opt.mode;
@@ -225,11 +230,13 @@ int check_mode_options(const Options& opt, std::string& err) {
   const bool histogram = m == "pingpong" || m == "raw-pingpong" || m == "echo" || m == "rate";
   if (!opt.hist_csv.empty() && !histogram)
     err = "--hist-csv: mode " + m + " has no histogram (pingpong, raw-pingpong, echo, rate)";
-  else if (!opt.hist_csv.empty() && !writable(opt.hist_csv))
-    err = "--hist-csv " + opt.hist_csv + ": cannot write it: " + std::strerror(errno);
+  // Written at the end of the run: one that cannot be is said now (a FIFO is not opened
+  // yet: apps/common/output_file.h).
+  else if (std::string why; !opt.hist_csv.empty() && !(why = app::check_output(opt.hist_csv)).empty())
+    err = "--hist-csv " + opt.hist_csv + ": cannot write it: " + why;
   if (!opt.arrivals_csv.empty() && m != "rate") err = "--arrivals: rate mode only";
-  else if (!opt.arrivals_csv.empty() && !writable(opt.arrivals_csv))
-    err = "--arrivals " + opt.arrivals_csv + ": cannot write it: " + std::strerror(errno);
+  else if (std::string why; !opt.arrivals_csv.empty() && !(why = app::check_output(opt.arrivals_csv)).empty())
+    err = "--arrivals " + opt.arrivals_csv + ": cannot write it: " + why;
   return err.empty() ? 0 : -EINVAL;
 }
 
@@ -265,6 +272,50 @@ int check_pointless(const Options& o, const std::vector<std::string>& args, std:
   return 0;
 }
 
+// An option that takes a value, given twice: the second replaced the first without a word
+// (an outside tester). A flag given twice says one thing; --vdev adds a port each time.
+int check_repeats(const std::vector<std::string>& given, std::string& err) {
+  std::set<std::string> seen;
+  for (const std::string& name : given) {
+    if (dp::find_option(table(), name)->arg != nullptr && name != "vdev" && !seen.insert(name).second) {
+      err = "--" + name + " given twice: it takes one value (only --vdev repeats)";
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
+// Two options that set one thing: the last one given was taken without a word (--loss 0.5
+// --fault-tx loss=0.1, --seed 3 --fault-rx seed=4).
+int check_overlaps(const Options& o, const std::vector<std::string>& given, std::string& err) {
+  auto has = [&](const std::string& n) { return std::find(given.begin(), given.end(), n) != given.end(); };
+  // The tx fault options and the --fault-tx key each one is.
+  static const std::pair<const char*, const char*> kTxKnobs[] = {
+      {"loss", "loss"}, {"burst-loss", "burst"}, {"reorder", "reorder"}, {"dup", "dup"},
+      {"corrupt", "corrupt"}, {"delay-us", "delay-us"}};
+  for (const auto& [name, key] : kTxKnobs) {
+    if (has(name) && has("fault-tx")) {
+      err = std::string("--") + name + " is --fault-tx " + key + "=...: with --fault-tx, give every tx fault in it";
+      return -EINVAL;
+    }
+  }
+  if (has("seed") && o.spec_seed && (has("fault-tx") || has("fault-rx"))) {
+    err = "--seed and a seed= in --fault-tx or --fault-rx both set the faults' seed: give it once";
+    return -EINVAL;
+  }
+  return 0;
+}
+
+// A value refused by its row: the table's message names the option and the value; the row's
+// help says what it takes (the range).
+void say_what_it_takes(std::string& err) {
+  const size_t at = err.rfind(" for --");
+  if (err.rfind("bad value '", 0) != 0 || at == std::string::npos) return;
+  std::string name = err.substr(at + 7);
+  name.resize(std::min(name.size(), name.find(' ')));
+  if (const Opt* r = dp::find_option(table(), name)) err += ": " + std::string(r->help);
+}
+
 }  // namespace
 
 int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err) {
@@ -276,7 +327,14 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
       rest.push_back(a);
     }
   }
-  if (int rc = dp::parse_option_table(table(), rest, opt, &err); rc != 0) return rc;
+  opt.spec_seed = false;  // this line's specs only (the prompt's `set` parses one option)
+  if (int rc = dp::parse_option_table(table(), rest, opt, &err); rc != 0) {
+    if (rc < 0) say_what_it_takes(err);
+    return rc;
+  }
+  const std::vector<std::string> given = given_options(rest);
+  if (int rc = check_repeats(given, err); rc < 0) return rc;
+  if (int rc = check_overlaps(opt, given, err); rc < 0) return rc;
   if (int rc = dp::check_protocol(opt.protocol, &err); rc < 0) return rc;
   if (opt.pair && !opt.role.empty()) {
     err = "--pair and --role exclude each other";
@@ -340,13 +398,14 @@ void print_usage(const char* prog) {
       "busy-polling. The library is embedded (--pair: nodes 1 and 2 in this process; --role tx|rx:\n"
       "node 1 or 2 on --iface/--vdev), or with --attach PREFIX this process is a secondary of that\n"
       "imagod (hugepages): both ends when it serves nodes 1 and 2 (imagod --pair), else the --role's\n"
-      "(tx on node 1, rx on node 2). Node options (--iface, --vdev, --encap, --src-ip, --dst-ip,\n"
-      "--peer-mac, --fault-rx, --seed and the protocol options) go to the embedded library; with\n"
-      "--attach they are imagod's. Options the library does not have (tx faults, --ring-size,\n"
-      "--nb-desc, --lcores, --auth-key, -i) are refused (exit 2). A sender alone finishes once its\n"
-      "node has nothing in flight (imago_node_stats_get()); a receiver alone lingers 200 ms after\n"
-      "the last frame (done too if the sender is declared dead once all came). Echo keeps at\n"
-      "most 1024 messages unanswered (both ends of a pair share the node's buffer pools).\n"
+      "(tx on node 1, rx on node 2). Node options (--iface, --pmd, --vdev, --encap, --src-ip,\n"
+      "--dst-ip, --peer, --peer-mac, --fault-rx, --seed, --auth-key and the protocol options) go to\n"
+      "the embedded library; with --attach they are imagod's. Options the library does not have\n"
+      "(tx faults, --ring-size, --nb-desc, --lcores, --arrivals, --udp-port, --no-udp-csum, -i) are\n"
+      "refused (exit 2), each with its reason. A sender alone finishes once its node has nothing\n"
+      "in flight (imago_node_stats_get()); a receiver alone lingers 200 ms after the last frame\n"
+      "(done too if the sender is declared dead once all came). Echo keeps at most 1024\n"
+      "messages unanswered (both ends of a pair share the node's buffer pools).\n"
       "RESULT adds via, attach, ended (done, idle, duration, signal, closed, peer_dead, send_error),\n"
       "node_<id> (the engines' counters during the run), ep_A, ep_B.\n"
       "--run-to-completion (embedded) gives the library no engine lcore: this thread polls the\n"
@@ -358,8 +417,14 @@ void print_usage(const char* prog) {
   for (const Mode* m = modes(); m->name; ++m) std::printf("  %-10s %s\n", m->name, m->help);
   std::printf(
       "\nThe last line of output is RESULT {json}: msgs_sent, msgs_delivered, lost, ...\n"
+      "An option that takes a value may be given once (--vdev: as often as needed); a tx fault\n"
+      "option (--loss ...) does not go with --fault-tx, nor --seed with a seed= in a spec.\n"
+      "SIGINT, SIGTERM or SIGHUP ends a run early and cleanly (RESULT's ended: signal). A closed\n"
+      "standard output (SIGPIPE is ignored) does not: the run goes to its end, then exits 1.\n"
       "Exit status: 0 once RESULT is printed, whatever the run found (judge it by RESULT's ended,\n"
-      "peer_dead, lost, msgs_delivered); 1 when the run could not take place; 2 for a bad line.\n"
+      "peer_dead, lost, msgs_delivered); 1 when the run could not take place, or when RESULT or a\n"
+      "file asked for (--hist-csv, --arrivals) could not be written (said on stderr; RESULT is\n"
+      "still printed if it can be); 2 for a bad line.\n"
       "Example: %s --pair --mode raw --msgs 1000000 --size 64 --loss 0.1 --seed 7\n",
       prog);
 }

@@ -41,6 +41,7 @@ struct Options {
   uint64_t peer_id = 0;       ///< --peer ID@ADDR: the id given (checked against the role)
   dp::MacAddr peer_at_mac = dp::kBroadcastMac;  ///< --peer ID@MAC's MAC (checked against --peer-mac)
   dp::MacAddr peer_mac = dp::kBroadcastMac;     ///< --peer-mac's
+  std::string auth_key_file;  ///< --auth-key's file (the key is in encap.auth): --via api hands it on
   double duration_s = 60;
   unsigned idle_timeout_ms = 1000;
   uint64_t ping_timeout_us = 10'000;
@@ -49,6 +50,7 @@ struct Options {
   double stats_period_s = 0;
   dp::FaultConfig fault_tx;
   dp::FaultConfig fault_rx;
+  bool spec_seed = false;     ///< a --fault-tx/--fault-rx of the line parse_options() reads set seed=N
   unsigned ring_size = 1024;
   unsigned fault_capacity = 1024;
   uint16_t nb_desc = 1024;
@@ -83,6 +85,7 @@ struct Context {
   bool fell_silent = false;    ///< a receiver alone gave up after --idle-timeout-ms short of --msgs (ended: idle)
   bool explicit_eal = false;   ///< EAL args were given: --iface made no vdev
   dp::TelemetrySources tel;    ///< what /imago/... telemetry reads: the run's engine boards, the lcores
+  bool output_failed = false;  ///< a file asked for (--hist-csv, --arrivals) was not written: exit 1
 };
 
 /**
@@ -109,6 +112,19 @@ struct Mode {
   /** Free mode state. */
   void (*teardown)(Context& ctx);
 };
+
+/** The longest --duration and --stats-period, as imagod's: ten years in seconds. With it,
+ *  seconds times any TSC rate stays far inside 64 bits (an outside tester: --duration
+ *  9000000000 overflowed into a deadline already past, and the run ended at once). */
+inline constexpr double kMaxSeconds = 315360000;
+
+/** @return the TSC @p s seconds after @p now on a clock of @p hz, or UINT64_MAX (never)
+ *  when that is beyond 64 bits: a deadline never wraps into the past. */
+inline uint64_t tsc_after(uint64_t now, double s, uint64_t hz) {
+  const double cycles = s * static_cast<double>(hz);
+  if (!(cycles >= 0 && cycles < 0x1p63) || static_cast<uint64_t>(cycles) > UINT64_MAX - now) return UINT64_MAX;
+  return now + static_cast<uint64_t>(cycles);
+}
 
 /**
  * @return true when more than @p span cycles passed from @p since to @p now. A @p since
@@ -148,8 +164,17 @@ std::string rtt_percentiles(const app::Histogram& ns);
 /** @return the RESULT "rtt_us" object of a round-trip histogram in nanoseconds. */
 app::Json rtt_json(const app::Histogram& ns);
 
-/** Write @p ns as CSV to --hist-csv, if the options name a file (an error is printed). */
-void write_hist_csv(const Options& o, const app::Histogram& ns);
+/** Write @p ns as CSV to --hist-csv, if the options name a file. @return false when it could
+ *  not be written (said on stderr, with why). */
+bool write_hist_csv(const Options& o, const app::Histogram& ns);
+
+/**
+ * Print the RESULT line of @p result, the last of the run, and see it written: standard
+ * output may be a pipe whose reader left (SIGPIPE is ignored: apps/common/signals.h).
+ * @return the process's exit status: 0; 1 when RESULT could not be written or a file the
+ *         run was asked for was not (@p output_failed), each said on stderr.
+ */
+int print_result(const app::Json& result, bool output_failed);
 
 /** @return the mode table, terminated by an entry with a null name. */
 const Mode* modes();

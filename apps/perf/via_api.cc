@@ -12,6 +12,7 @@
 #include <cstring>
 #include <set>
 
+#include "apps/common/signals.h"
 #include "apps/perf/api_traffic.h"
 #include "apps/perf/options.h"
 #include "dataplane/eal.h"
@@ -25,8 +26,36 @@ namespace {
 const std::set<std::string> kRunOptions = {
     "mode", "pair", "role", "msgs", "size", "burst", "rate", "duration", "idle-timeout-ms",
     "ping-timeout-us", "hist-csv", "stats-period", "quiet", "via", "attach"};
-// Options of the node, which the embedded library takes (and imagod, with --attach).
-const std::set<std::string> kNodeOptions = {"run-to-completion", "iface", "pmd", "encap", "src-ip", "dst-ip", "peer", "peer-mac", "fault-rx", "seed"};
+// Options of the node, which the embedded library takes (and imagod, with --attach): they go
+// to it in library_args().
+const std::set<std::string> kNodeOptions = {"run-to-completion", "iface", "pmd", "vdev", "encap", "src-ip", "dst-ip",
+                                            "peer", "peer-mac", "fault-rx", "seed", "auth-key"};
+
+// Why an option of imago-perf's own engine path means nothing through the library, each its
+// own reason (one reason for all named tx faults and rings to every option, an outside tester).
+const char* no_meaning(const std::string& name) {
+  static const std::pair<const char*, const char*> kWhy[] = {
+      {"loss", "it drops frames on imago-perf's own tx path, which the library's nodes do not have; inject the "
+               "loss on a receiving node instead: --fault-rx loss=P"},
+      {"burst-loss", "it is a fault of imago-perf's own tx path; on a receiving node: --fault-rx burst=P"},
+      {"reorder", "it is a fault of imago-perf's own tx path; on a receiving node: --fault-rx reorder=P"},
+      {"dup", "it is a fault of imago-perf's own tx path; on a receiving node: --fault-rx dup=P"},
+      {"corrupt", "it is a fault of imago-perf's own tx path; on a receiving node: --fault-rx corrupt=P"},
+      {"delay-us", "it is a fault of imago-perf's own tx path; on a receiving node: --fault-rx delay-us=N"},
+      {"fault-tx", "the library's nodes inject faults on receive only: give the spec as --fault-rx"},
+      {"ring-size", "it sizes imago-perf's own net_ring pair; the library's --pair makes its own rings"},
+      {"nb-desc", "it sizes imago-perf's own port queues; the library sizes its ports' queues itself"},
+      {"lcores", "the library starts EAL itself on lcores 0-1 (this thread on 0, its engines on 1); for "
+                 "others give EAL args: -l LIST ... --"},
+      {"arrivals", "the library's receiving end keeps no arrival times: --hist-csv gives the delays' "
+                   "histogram, RESULT.delay_us their percentiles (or run rate mode on the engine)"},
+      {"udp-port", "the library's nodes always use UDP port 47000"},
+      {"no-udp-csum", "the library's nodes always send UDP checksums"},
+  };
+  for (const auto& [n, why] : kWhy)
+    if (name == n) return why;
+  return "the library's nodes have no such setting";
+}
 
 std::string refusal_of(const std::string& name, bool attached) {
   if (attached && name == "run-to-completion")
@@ -34,8 +63,7 @@ std::string refusal_of(const std::string& name, bool attached) {
   if (attached && (kNodeOptions.count(name) || dp::is_protocol_option(name)))
     return "with --attach the node is imagod's: give --" + name + " to imagod";
   if (kNodeOptions.count(name) || dp::is_protocol_option(name)) return "";
-  return "--" + name + " has no meaning with --via api (the library's nodes have no such setting: "
-         "tx faults are --fault-rx on the receiver, descriptors and rings are the library's)";
+  return "--" + name + " has no meaning with --via api: " + no_meaning(name);
 }
 
 std::string shape_refusal(const Options& o, const dp::ArgSplit& args) {
@@ -45,7 +73,6 @@ std::string shape_refusal(const Options& o, const dp::ArgSplit& args) {
   if (o.interactive) return "--via api runs one batch (no -i)";
   bool attached = !o.attach.empty();
   if (attached && args.explicit_eal) return "with --attach the library starts EAL as imagod's secondary: no EAL args";
-  if (attached && !o.vdevs.empty()) return "with --attach the node is imagod's: give --vdev to imagod";
   if (o.pair && o.encap.kind == dp::Encap::Udp) return "--pair with --via api is Ethernet only (no --encap udp)";
   return "";
 }
@@ -76,15 +103,18 @@ std::vector<std::string> library_args(const Options& o, const dp::ArgSplit& args
   } else {
     bool tx = o.role == "tx";
     std::string peer = std::to_string(tx ? kApiNodeB : kApiNodeA);
+    const bool mac = o.encap.dst_mac != dp::EncapConfig{}.dst_mac;  // --peer-mac, or --peer ID@MAC
     if (o.encap.kind == dp::Encap::Udp) {
       v.insert(v.end(), {"--src-ip", dp::format_ipv4(o.encap.src_ip)});
       peer += "@" + dp::format_ipv4(o.encap.dst_ip);
-    } else if (o.encap.dst_mac != dp::EncapConfig{}.dst_mac) {
+      if (mac) peer += "@" + dp::format_mac(o.encap.dst_mac);  // the next hop's: a router's
+    } else if (mac) {
       peer += "@" + dp::format_mac(o.encap.dst_mac);
     }
     v.insert(v.end(), {"--node-id", std::to_string(tx ? kApiNodeA : kApiNodeB), "--peer", peer});
   }
   if (!o.iface.empty()) v.insert(v.end(), {"--iface", o.iface, "--pmd", dp::iface_pmd_name(o.pmd)});
+  if (!o.auth_key_file.empty()) v.insert(v.end(), {"--auth-key", o.auth_key_file});
   for (const std::string& d : o.vdevs) v.insert(v.end(), {"--vdev", d});
   if (std::string f = dp::format_fault_spec(o.fault_rx); f != "none") v.insert(v.end(), {"--fault-rx", f});
   for (const std::string& a : dp::protocol_args(o.protocol)) v.push_back(a);
@@ -205,7 +235,7 @@ void report(ApiRun& r, app::Json& res) {
 int run_via_api(const Options& o, const dp::ArgSplit& args) {
   ApiRun r;
   r.o = o;
-  dp::install_stop_signals();  // before attaching: a signal then ends the run cleanly
+  app::install_stop_signals();  // before attaching: a signal then ends the run cleanly
   if (int rc = attach(o, args, &r.im); rc < 0) {
     std::fprintf(stderr, "imago-perf: cannot attach (%s): %s%s\n", o.attach.empty() ? "embedded" : o.attach.c_str(),
                  strerror(-rc),
@@ -222,8 +252,7 @@ int run_via_api(const Options& o, const dp::ArgSplit& args) {
     std::fprintf(stderr, "imago-perf: failed: %s\n", strerror(-rc));
     return 1;
   }
-  std::printf("RESULT %s\n", res.text().c_str());
-  return 0;
+  return print_result(res, r.output_failed);
 }
 
 }  // namespace imago::perf

@@ -272,6 +272,16 @@ class Topology:
         host.ip("addr", "add", str(a), "dev", iface.name, netns=iface.netns)
         iface.ipv4.append(a)
 
+    def add_route(self, node: Node, dest: str, via: str | ipaddress.IPv4Address) -> None:
+        """Route @p dest ("default", "10.199.32.0/24") in @p node's namespace through gateway @p via."""
+        self._check_alive()
+        host.ip("route", "add", dest, "via", str(ipaddress.IPv4Address(via)), netns=node.netns)
+
+    def set_sysctl(self, node: Node, settings: dict[str, str]) -> None:
+        """Write sysctls in @p node's namespace only, e.g. ``{"net.ipv4.ip_forward": "1"}`` (a router)."""
+        self._check_alive()
+        host.sysctl_in_netns(node.netns, settings)
+
     def _veth(self, a_ns: str, a_name: str, b_ns: str, b_name: str) -> None:
         # Both ends are born inside their namespaces: nothing ever shows in ours.
         host.ip(

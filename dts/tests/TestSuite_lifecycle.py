@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from framework.apps import (EalConfig, ImagoPerf, RawParams, Role, build_dir, imagod_binary, result_line_object,
                             results_in, run_app)
-from framework.imago_apps import ImagodRun, example_path
+from framework.imago_apps import ExampleParams, ImagodRun, example_path, start_example
 from framework.testsuite import TestSuite
 from framework.topology import Topology
 
@@ -119,6 +120,102 @@ class TestSuiteLifecycle(TestSuite):
                             ("--node", "1"): "--node is for pub, sub only"}.items():
             cp = run_app(node, pubsub, ["both", *args])
             self.verify(cp.returncode == 2 and words in cp.stderr, f"{args}: exit {cp.returncode}, {cp.stderr!r}")
+
+    def test_the_examples_refuse_what_they_would_ignore_or_misread(self, topology: Topology, tmp_path: Path) -> None:
+        """
+        Steps:
+            Run each example with what an outside tester found taken: imago-group both with
+            --node (it runs nodes 1 and 2) and with --peer (it has none); a node id above
+            2^32 - 1 (ids are 32-bit); --timeout and --rate in hex; --size -1; another
+            example's option (imago-pubsub --wait, imago-reqresp --hold, imago-group --name);
+            imago-group --order-log into a folder; imago-cp recv --out a missing folder, ''
+            and /dev/null; imago-cp send a missing file and a folder.
+            Each with the embedded node's command line of an outside tester (EAL args of its
+            own, EAL's default log level: its start says "EAL: ...").
+        Verify:
+            Each exits 2 before EAL starts (no "EAL:" line), naming the option, or the file,
+            and what it takes. Before: exit 0 with the option ignored; the hex taken; "not ''"
+            for --size -1; imago-group's log refused only after the whole run (exit 1);
+            imago-cp recv waiting to end "timed out", and send failing after EAL (exit 1).
+        """
+        node = topology.add_node("h")
+        (tmp_path / "dir").mkdir()
+        group, cp = example_path("imago-group"), example_path("imago-cp")
+        pubsub, reqresp = example_path("imago-pubsub"), example_path("imago-reqresp")
+        bad = [
+            (group, ["both", "--node", "7"], "--node is for pub, sub, all only"),
+            (group, ["both", "--node", "4294967296"], "--node takes a whole number from 1 to 4294967295, not '4294967296'"),
+            (group, ["both", "--peer", "5"], "unknown argument '--peer'"),
+            (group, ["both", "--name", "x"], "unknown argument '--name'"),
+            (pubsub, ["sub", "--peer", "4294967296"], "--peer takes a whole number from 1 to 4294967295"),
+            (reqresp, ["client", "--node", "4294967296"], "--node takes a whole number from 1 to 4294967295"),
+            (cp, ["recv", "--node", "4294967296"], "--node takes a whole number from 1 to 4294967295"),
+            (pubsub, ["both", "--count", "10", "--timeout", "0x10"], "--timeout takes a number from 0 to 1000000"),
+            (cp, ["recv", "--timeout", "0x10"], "--timeout takes a number from 0 to 1000000"),
+            (group, ["both", "--rate", "0x10"], "--rate takes a number from 0 to 1000000000"),
+            (pubsub, ["both", "--size", "-1"], "--size takes B or A-B, whole numbers from 16 to 4294967295 with A <= B, not '-1'"),
+            (reqresp, ["both", "--size", "-1"], "not '-1'"),
+            (group, ["both", "--size", "-1"], "not '-1'"),
+            (pubsub, ["both", "--wait"], "unknown argument '--wait'"),
+            (reqresp, ["both", "--hold", "1"], "unknown argument '--hold'"),
+            (group, ["both", "--count", "10", "--order-log", str(tmp_path / "dir")],
+             "--order-log '" + str(tmp_path / "dir") + "': cannot open it for writing: Is a directory"),
+            (cp, ["recv", "--out", str(tmp_path / "none")], "No such file or directory"),
+            (cp, ["recv", "--out", ""], "--out '': an empty name"),
+            (cp, ["recv", "--out", "/dev/null"], "--out '/dev/null': not a folder"),
+            (cp, ["send", str(tmp_path / "none")], "No such file or directory"),
+            (cp, ["send", str(tmp_path / "dir")], "a folder, not a regular file"),
+        ]
+        node_line = ["--", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--file-prefix", f"{topology.prefix}-bad",
+                     "-l", "0-1", "--", "--pair"]
+        for program, args, words in bad:
+            cp_ = run_app(node, program, [*args, "--timeout", "3", *node_line], timeout=60)
+            what = f"{program.name} {args}: exit {cp_.returncode}, stderr {cp_.stderr[-300:]!r}"
+            self.verify(cp_.returncode == 2 and words in cp_.stderr, what)
+            self.verify("EAL: " not in cp_.stderr, f"{what}: EAL started for a bad command line")
+
+    def test_the_examples_take_the_largest_count_they_state(self, topology: Topology) -> None:
+        """
+        Steps:
+            imago-reqresp both and imago-pubsub both (embedded) with --count
+            18446744073709551615, the largest their --help states; SIGTERM a second after READY.
+        Verify:
+            Each exits 0 with a RESULT of what it did (its requests answered, round-trip
+            percentiles in order; its messages delivered, none lost). Before: a segmentation
+            fault, from an allocation of a sample per request (a bit per message) never checked.
+        """
+        node = topology.add_node("h")
+        for program in ("imago-reqresp", "imago-pubsub"):
+            run = start_example(node, program, ExampleParams(role="both", count=2**64 - 1, timeout_s=10))
+            run.wait_ready(30)
+            time.sleep(1.0)
+            run.proc.signal(signal.SIGTERM)
+            res = run.result(timeout=15)
+            self.verify(res.msgs_delivered > 0 and res.clean, f"{program}: {res}")
+            if program == "imago-reqresp":
+                rtt = res.rtt_us()
+                self.verify(0 < rtt["p50"] <= rtt["p99"] <= rtt["p999"] <= rtt["max"], f"rtt percentiles {rtt}")
+
+    def test_imago_group_says_when_its_order_log_cannot_be_written(self, topology: Topology, tmp_path: Path) -> None:
+        """
+        Steps:
+            imago-group both (embedded) --count 10 with --order-log /dev/full (opens, but every
+            write fails), then with --order-log a file of a folder that exists.
+        Verify:
+            The first runs, then exits 1 naming --order-log, the file and the error (no space
+            left); the second exits 0 and its log has the 11 deliveries (10 and the last).
+        """
+        node = topology.add_node("h")
+        group = example_path("imago-group")
+        cp_ = run_app(node, group, ["both", "--count", "10", "--timeout", "20", "--order-log", "/dev/full"], timeout=60)
+        self.verify(cp_.returncode == 1 and "RESULT " in cp_.stdout and
+                    "--order-log '/dev/full': cannot write it: No space left on device" in cp_.stderr,
+                    f"exit {cp_.returncode}, stderr {cp_.stderr[-300:]!r}")
+        log = tmp_path / "order.log"
+        cp_ = run_app(node, group, ["both", "--count", "10", "--timeout", "20", "--order-log", str(log)], timeout=60)
+        self.verify(cp_.returncode == 0, f"exit {cp_.returncode}, stderr {cp_.stderr[-300:]!r}")
+        lines = log.read_text().splitlines()
+        self.verify(lines == [f"1 {k}" for k in range(1, 12)], f"order log {lines}")
 
     def test_an_example_on_one_embedded_node_opens_towards_its_only_peer(self, topology: Topology) -> None:
         """

@@ -13,7 +13,9 @@ refused with exit status 2 and the reason.
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -201,6 +203,12 @@ class TestSuitePerfViaApi(TestSuite):
         (["--via", "api", "--mode", "pingpong", "-i"], "no -i"),
         (["--mode", "stream", "--run-to-completion"], "give --via api too"),
         (["--attach", "nowhere", "--mode", "stream", "--run-to-completion"], "drives an embedded library"),
+        # Each with its own reason (before: one about tx faults and rings for all of them):
+        (["--via", "api", "--mode", "rate", "--rate", "1000", "--arrivals", "/tmp/imago-arrivals.csv"],
+         "--arrivals has no meaning with --via api: the library's receiving end keeps no arrival times"),
+        (["--via", "api", "--mode", "stream", "--ring-size", "64"], "it sizes imago-perf's own net_ring pair"),
+        (["--via", "api", "--mode", "stream", "--fault-tx", "loss=0.1"], "give the spec as --fault-rx"),
+        (["--attach", "nowhere", "--mode", "stream", "--vdev", "net_null0"], "give --vdev to imagod"),
     ])
     def test_options_the_library_does_not_take_are_refused(self, topology: Topology, perf_binary, args,
                                                             reason) -> None:
@@ -215,3 +223,48 @@ class TestSuitePerfViaApi(TestSuite):
         self.verify(cp.returncode == 2, f"exit {cp.returncode}: {cp.stderr}")
         self.verify(reason in cp.stderr, f"stderr lacks {reason!r}: {cp.stderr}")
         self.verify("RESULT" not in cp.stdout, "a refused run printed a RESULT")
+
+    def test_the_cluster_key_and_vdevs_go_to_the_library(self, topology: Topology, perf_binary,
+                                                          tmp_path: Path) -> None:
+        """
+        Steps:
+            Two namespaces joined by a veth; imago-perf --via api --role rx --auth-key K (the
+            library embedded), then --via api --role tx --auth-key K: a stream of 20000
+            messages. Again with a sender without the key, for 3 s. Then imago-perf --via api
+            --role rx --vdev net_null0 --duration 1.
+        Verify:
+            With the key on both ends all 20000 are delivered, ended done (before: --auth-key
+            refused with --via api, exit 2, though imago_attach_embedded() takes it); a sender
+            without it delivers nothing and the receiver's node rejects its frames (so the
+            key was the library's). The --vdev run runs and ends at --duration, exit 0
+            (before: refused, though USER.md gives --vdev as the other way to name the port).
+        """
+        key = tmp_path / "cluster.key"
+        key.write_bytes(os.urandom(32))
+        key.chmod(0o600)
+        tx_if, rx_if = topology.add_veth(topology.add_node("tx"), topology.add_node("rx"))
+        results = []
+        for tx_key, duration in ((["--auth-key", str(key)], "30"), ([], "3")):
+            common = ["--via", "api", "--mode", "stream", "--msgs", "20000", "--duration", duration]
+            rx = ImagoPerf(rx_if.node, perf_binary).start_args(
+                [*common, "--auth-key", str(key), "--role", "rx", "--iface", rx_if.name, "--peer", f"1@{tx_if.mac}"],
+                name="key-rx")
+            rx.wait_ready(READY_S)
+            tx = ImagoPerf(tx_if.node, perf_binary).start_args(
+                [*common, *tx_key, "--role", "tx", "--iface", tx_if.name, "--peer", f"2@{rx_if.mac}"], name="key-tx")
+            t = tx.result(timeout=RUN_S)
+            r = rx.result(timeout=RUN_S)
+            print("tx RESULT", json.dumps(t.raw))
+            print("rx RESULT", json.dumps(r.raw))
+            results.append((t, r))
+        (t, r), (_, r_nokey) = results
+        self.verify(r.msgs_delivered == 20000 and r.raw["ended"] == "done",
+                    f"same key: rx delivered {r.msgs_delivered} of 20000, ended {r.raw['ended']}")
+        self.verify(t.raw["ended"] == "done", f"same key: the sender ended {t.raw['ended']}")
+        self.verify(r_nokey.msgs_delivered == 0 and r_nokey.raw["node_2"]["frames_rejected"] > 0,
+                    f"a sender without the key: {r_nokey.msgs_delivered} delivered, node_2 {r_nokey.raw['node_2']}")
+        cp = topology.add_node("vdev").exec([str(perf_binary), "--via", "api", "--mode", "stream", "--role", "rx",
+                                             "--vdev", "net_null0", "--duration", "1", "--quiet"],
+                                            timeout=60, check=False)
+        self.verify(cp.returncode == 0 and '"ended":"duration"' in cp.stdout,
+                    f"--vdev through the library: exit {cp.returncode}, {cp.stderr[-400:]!r}")

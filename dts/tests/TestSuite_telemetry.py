@@ -40,6 +40,35 @@ GROUP_KEYS = tuple("group_" + k for k in (
     "nack_frames_sent", "interests_full"))
 
 
+def _fake_process(path: str) -> socket.socket:
+    """A telemetry socket at @p path that greets as rte_telemetry does and answers imago's
+    commands as a process with one idle node would (no ports, endpoints or pools), for any
+    number of connections one after the other; close it to stop."""
+    answers = {"/imago/lcores": {}, "/imago/nodes": [1], "/imago/node": {"node": 1, "msgs_sent": 0},
+               "/imago/peers": [], "/imago/ports": [], "/imago/endpoints": [], "/imago/pools": {}}
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    srv.bind(path)
+    srv.listen(4)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:  # closed
+                return
+            with conn:
+                try:
+                    conn.send(json.dumps({"version": "DPDK 22.11", "pid": 1, "max_output_len": 16384}).encode())
+                    while (cmd := conn.recv(1024).decode()):
+                        name = cmd.split(",")[0]
+                        conn.send(json.dumps({name: answers.get(name)}).encode())
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+
 @pytest.fixture
 def served(topology: Topology, perf_binary, request: pytest.FixtureRequest):
     """imagod --pair on hugepages, and an imago-perf secondary streaming through it."""
@@ -269,9 +298,58 @@ class TestSuiteTelemetry(TestSuite):
         node = topology.add_node("badstat")
         for args, says in ((["-f", "a", "-f", "b"], "more than once"), (["-f", ""], "bad --file-prefix"),
                            (["-f", "../imago"], "bad --file-prefix"),
-                           (["-f", "a", "--socket", "/nonexistent/s"], "two ways")):
+                           (["-f", "a", "--socket", "/nonexistent/s"], "two ways"),
+                           # Read as no --socket before: the default prefix's socket (an outside tester).
+                           (["--socket", ""], "--socket ''")):
             cp = node.exec(["/usr/bin/python3", str(IMAGO_STAT), *args, "--json"], timeout=30, check=False)
             self.verify(cp.returncode == 2 and says in cp.stderr, f"{args}: exit {cp.returncode}: {cp.stderr}")
+
+    def test_imago_stat_says_a_path_that_is_no_socket_is_none(self, tmp_path: Path) -> None:
+        """
+        Steps:
+            imago-stat --socket on a folder, and on a regular file.
+        Verify:
+            Exit 1 saying the path is not a socket, and what it is (before: "Connection refused",
+            as if a process there had stopped: an outside tester).
+        """
+        (tmp_path / "dir").mkdir()
+        (tmp_path / "file").write_text("x")
+        for name, kind in (("dir", "a folder"), ("file", "a regular file")):
+            cp = subprocess.run(["/usr/bin/python3", str(IMAGO_STAT), "--socket", str(tmp_path / name), "--json"],
+                                capture_output=True, text=True, timeout=30)
+            self.verify(cp.returncode == 1 and f"not a socket but {kind}" in cp.stderr,
+                        f"{name}: exit {cp.returncode}, stderr {cp.stderr!r}")
+
+    def test_imago_stat_ends_quietly_when_its_reader_leaves_and_owns_its_output_errors(self, tmp_path: Path) -> None:
+        """
+        Steps:
+            A telemetry socket answering as a process with one idle node; imago-stat --socket
+            on it: -n 5 -i 0.3 piped into head -1 (bash, pipefail); -n 1 and --json with their
+            output on /dev/full.
+        Verify:
+            The first prints the table's first line and exits 0 with nothing on stderr (the
+            reader left: Unix tools stop quietly); the others exit 1 saying imago-stat could not
+            write its output (no space left), not that the process stopped answering. Before:
+            exit 1, "the process stopped answering: [Errno 32] Broken pipe" (and [Errno 28]).
+        """
+        path = str(tmp_path / "dpdk_telemetry.v2")
+        srv = _fake_process(path)
+        try:
+            stat = f"/usr/bin/python3 {IMAGO_STAT} --socket {path}"
+            cp = subprocess.run(["bash", "-o", "pipefail", "-c", f"{stat} -n 5 -i 0.3 | head -1"], capture_output=True,
+                                text=True, timeout=30)
+            self.verify(cp.returncode == 0 and cp.stdout.startswith("imago-stat ") and cp.stderr == "",
+                        f"| head -1: exit {cp.returncode}, stdout {cp.stdout!r}, stderr {cp.stderr!r}")
+            for args in (["-n", "1"], ["--json"]):
+                with open("/dev/full", "w") as full:
+                    cp = subprocess.run(["/usr/bin/python3", str(IMAGO_STAT), "--socket", path, *args], stdout=full,
+                                        stderr=subprocess.PIPE, text=True, timeout=30)
+                self.verify(cp.returncode == 1 and "imago-stat: cannot write its output: No space left on device"
+                            in cp.stderr and "stopped answering" not in cp.stderr,
+                            f"{args} > /dev/full: exit {cp.returncode}, stderr {cp.stderr!r}")
+        finally:
+            srv.shutdown(socket.SHUT_RDWR)  # wakes its accept()
+            srv.close()
 
     def test_imago_perf_answers_on_its_own_prefix(self, topology: Topology, perf_binary) -> None:
         """

@@ -4,15 +4,19 @@
 // missing or unexpected rejected, the MTU accounting, and the key file formats. No EAL.
 #include "dataplane/auth.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataplane/encap.h"
@@ -269,6 +273,38 @@ TEST(AuthKeyLoad, RefusesWhatIsNotAKey) {
     EXPECT_EQ(auth_key_load(f->path, k, &err), -EINVAL) << f->path;
     EXPECT_NE(err.find("holds no key"), std::string::npos) << err;
   }
+}
+
+// An outside tester: a FIFO given as the key file held the start for ever (opening it waits
+// for a writer), a directory was "cannot read key file" with no reason, and /dev/zero was to
+// be made a key with `head -c 32 /dev/urandom > /dev/zero`.
+TEST(AuthKeyLoad, AFileThatIsNotRegularIsRefusedUnread) {
+  char dir[] = "/tmp/imago-auth-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string(dir), std::string("/dev/zero")}) {
+    // Do: load it on a thread of its own, a FIFO no process writes to among them.
+    auto load = std::async(std::launch::async, [path] {
+      AuthKey k;
+      std::string err;
+      const int rc = auth_key_load(path, k, &err);
+      return std::make_pair(rc, err);
+    });
+    if (load.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      ADD_FAILURE() << path << ": still waiting after 5 s";
+      close(open(fifo.c_str(), O_WRONLY | O_NONBLOCK));  // a writer comes and goes: the wait ends
+      load.wait();
+      continue;
+    }
+    // Expect: refused at once, saying it is not a regular file; no advice to write a key there.
+    const auto [rc, err] = load.get();
+    EXPECT_EQ(rc, -EINVAL) << path;
+    EXPECT_NE(err.find(path + " is not a regular file"), std::string::npos) << err;
+    EXPECT_EQ(err.find("make one with"), std::string::npos) << err;
+  }
+  unlink(fifo.c_str());
+  rmdir(dir);
 }
 
 TEST(AuthKeyLoad, FromBytesWantsExactlyOneKey) {

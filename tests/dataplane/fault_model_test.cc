@@ -339,6 +339,14 @@ TEST(FaultSpec, RejectsUnknownKeyNamingIt) {
   EXPECT_NE(err.find("lose"), std::string::npos) << err;
 }
 
+TEST(FaultSpec, RejectsAKeyGivenTwice) {
+  // An outside tester: --fault-tx loss=0.1,loss=0.2 ran with 0.2, without a word.
+  // Do: parse a spec that gives loss twice.
+  std::string err = expect_rejected("loss=0.1,dup=0.01,loss=0.2");
+  // Expect: -EINVAL, the message names the key.
+  EXPECT_NE(err.find("loss given twice"), std::string::npos) << err;
+}
+
 TEST(FaultSpec, RejectsMissingEquals) {
   // Do: parse a bare key.
   std::string err = expect_rejected("loss");

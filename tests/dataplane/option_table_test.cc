@@ -83,7 +83,14 @@ TEST(Parsers, APeerIsAnIdAndMaybeAnAddress) {
   EXPECT_EQ(format_ipv4(ip), "10.0.0.1");
   EXPECT_TRUE(parse_peer("7", id, mac, ip));
   EXPECT_EQ(id, 7u);
-  for (const char* bad : {"0", "4294967296", "-1", "2@", "2@02:00:00:00:00", "2@10.0.0", "@10.0.0.1", "x@10.0.0.1", ""})
+  // A peer behind a router: its IP, and the MAC of the next hop its frames go to.
+  mac = MacAddr{}, ip = 0;
+  EXPECT_TRUE(parse_peer("3@10.0.2.2@02:00:00:00:00:01", id, mac, ip));
+  EXPECT_EQ(id, 3u);
+  EXPECT_EQ(format_ipv4(ip), "10.0.2.2");
+  EXPECT_EQ(format_mac(mac), "02:00:00:00:00:01");
+  for (const char* bad : {"0", "4294967296", "-1", "2@", "2@02:00:00:00:00", "2@10.0.0", "@10.0.0.1", "x@10.0.0.1", "",
+                          "2@10.0.0.1@", "2@02:00:00:00:00:01@10.0.0.1", "2@10.0.0.1@10.0.0.2", "2@10.0.0.1@02:00:00:00:00:01@x"})
     EXPECT_FALSE(parse_peer(bad, id, mac, ip)) << bad;
 }
 
