@@ -270,7 +270,13 @@ int Runtime::find_ports(uint16_t* a, uint16_t* b) const {
     return -ENODEV;
   }
   if (all.empty()) {
-    std::fprintf(stderr, "imago: %s\n", dp::no_port_message("--pair, --iface NAME, --vdev DEV, or EAL args with a --vdev").c_str());
+    // --iface and --vdev made ports only with the default EAL args: with EAL args of one's
+    // own, the port goes there, and saying "give --iface" to one who gave it would mislead.
+    const bool unmade = !iface_vdevs_ && (!o_.iface.empty() || !o_.vdevs.empty());
+    std::fprintf(stderr, "imago: %s\n",
+                 dp::no_port_message(unmade ? "the port in your EAL args (--iface and --vdev make ports only with the "
+                                              "default EAL args): e.g. --vdev net_af_packet0,iface=NAME before --"
+                                            : "--pair, --iface NAME, --vdev DEV, or EAL args with a --vdev").c_str());
     return -ENODEV;
   }
   *a = all[0];

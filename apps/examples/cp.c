@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 	}
 	uint64_t node = o.node ? o.node : imago_node_id(im, 0);
 	rc = o.file ? run_send(im, &o, node) : run_recv(im, &o, node);
-	fflush(stdout);
+	if (ex_output_lost(argv[0])) rc = -EIO;
 	imago_detach(im);
 	return rc < 0 ? 1 : 0;
 }

@@ -235,6 +235,16 @@ static inline int ex_check_size(imago_ep_t *ep, const char *opt, uint32_t len, c
 	return -1;
 }
 
+/* Standard output that failed (its reader gone: SIGPIPE is ignored; a full disk): what was
+ * printed, the RESULT line among it, is lost; said on stderr. @return 1 then, else 0. */
+static inline int ex_output_lost(const char *prog)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+	fprintf(stderr, "%s: standard output cannot be written (%s): the RESULT line is lost\n", prog,
+		errno ? strerror(errno) : "write error");
+	return 1;
+}
+
 /* Say that the peer's endpoint is now @p ready (imago_peer_ready()) or gone, as @p role. */
 static inline void ex_say_peer(const char *role, int ready)
 {

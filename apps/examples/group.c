@@ -43,6 +43,8 @@ static const char help[] =
 	"  --from-oldest       sub, all: start at the oldest message a source still holds\n"
 	"  --wait-end          sub: a source is done only once its stream ended here (EVENT\n"
 	"                      ended; RESULT sources' ended says why), not at its last message\n"
+	"                      (not both: its publisher, in the same process, ends the stream\n"
+	"                      only after its subscriber is done)\n"
 	"  --nack              pub, all: a NACK-based stream (IMAGO_GROUP_NACK): the publisher never\n"
 	"                      waits for a member; what a member misses for good it is told (EVENT\n"
 	"                      lost, RESULT lost_reported: stream units, not messages). A subscriber\n"
@@ -744,7 +746,7 @@ int main(int argc, char **argv)
 	int bad = 0;
 	if (do_pub) print_pub(&p, &o, pub_node, im);
 	if (do_sub) bad = print_sub(&s, &o, sub_node, im, ex_stop || rc == -ETIMEDOUT);
-	fflush(stdout);
+	if (ex_output_lost(argv[0])) bad = 1;
 	if (s.log_file && write_log(&s, s.log_file, o.order_log, argv[0]) < 0) bad = 1;
 	s.log_file = NULL; /* closed */
 	rc = rc < 0 || bad ? 1 : 0;

@@ -201,8 +201,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)st.peer_deaths, (unsigned long long)st.msgs_unconfirmed,
 		       (unsigned long long)st.last_unconfirmed_first, (unsigned long long)st.last_unconfirmed_count);
 	}
-	fflush(stdout);
-	rc = rc < 0 || (do_sub && (lost || s.dup || s.reord || s.bad)) ? 1 : 0;
+	rc = rc < 0 || (do_sub && (lost || s.dup || s.reord || s.bad)) || ex_output_lost(argv[0]) ? 1 : 0;
 out:
 	if (s.ep && s.nheld) imago_release(s.ep, s.held, (unsigned)s.nheld); /* or let detach reclaim them */
 	imago_detach(im);

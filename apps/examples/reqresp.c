@@ -125,8 +125,7 @@ int main(int argc, char **argv)
 	} else {
 		printf("\"msgs_delivered\":%llu}\n", (unsigned long long)served);
 	}
-	fflush(stdout);
-	rc = rc < -1 || lost || dup || reord || bad ? 1 : 0;
+	rc = rc < -1 || lost || dup || reord || bad || ex_output_lost(argv[0]) ? 1 : 0;
 out:
 	imago_detach(im);
 	free(req);

@@ -196,6 +196,48 @@ class TestSuiteLifecycle(TestSuite):
                 rtt = res.rtt_us()
                 self.verify(0 < rtt["p50"] <= rtt["p99"] <= rtt["p999"] <= rtt["max"], f"rtt percentiles {rtt}")
 
+    def test_the_examples_stop_on_sighup_and_say_when_their_output_is_gone(self, topology: Topology) -> None:
+        """
+        Steps:
+            imago-pubsub both (embedded): SIGHUP a second after READY. Then imago-pubsub,
+            imago-reqresp and imago-group both --count 1000 with standard output on /dev/full.
+        Verify:
+            The first stops cleanly: exit 0, a clean RESULT, its runtime directory
+            (/var/run/dpdk/imago-PID) gone. Each of the others runs, then exits 1 saying its
+            RESULT line is lost. Before: SIGHUP killed it, leaving that directory, and a lost
+            RESULT went unsaid (exit 0).
+        """
+        node = topology.add_node("h")
+        run = start_example(node, "imago-pubsub", ExampleParams(role="both", count=2**64 - 1, timeout_s=10))
+        run.wait_ready(30)
+        time.sleep(1.0)
+        run.proc.signal(signal.SIGHUP)
+        res = run.result(timeout=15)
+        self.verify(res.msgs_delivered > 0 and res.clean, f"imago-pubsub after SIGHUP: {res}")
+        left = Path(f"/var/run/dpdk/imago-{run.proc.pid}")
+        self.verify(not left.exists(), f"{left} left behind")
+        for program in ("imago-pubsub", "imago-reqresp", "imago-group"):
+            cmd = f"'{example_path(program)}' both --count 1000 --timeout 20 > /dev/full"
+            cp_ = node.exec(["/bin/sh", "-c", cmd], timeout=60, check=False)
+            self.verify(cp_.returncode == 1 and "the RESULT line is lost" in cp_.stderr,
+                        f"{program}: exit {cp_.returncode}, stderr {cp_.stderr[-300:]!r}")
+
+    def test_an_iface_beside_eal_args_of_ones_own_is_told_where_the_port_goes(self, topology: Topology) -> None:
+        """
+        Steps:
+            imagod with EAL args of its own (no --vdev in them) and --iface lo after --.
+        Verify:
+            It does not start (exit 1) and says the port goes in those EAL args, since --iface
+            makes a port only with the default ones. Before: "no port: give --pair, --iface
+            NAME, ..." to one who had given --iface (an outside tester, through
+            imago_attach_embedded()).
+        """
+        node = topology.add_node("h")
+        cp_ = run_app(node, imagod_binary(), ["--no-huge", "-m", "256", "--no-pci", "--file-prefix", f"imdts{os.getpid()}-if",
+                                              "-l", "0-1", "--", "--iface", "lo", "--node-id", "1", "--peer", "2"], timeout=30)
+        self.verify(cp_.returncode == 1 and "make ports only with the default EAL args" in cp_.stderr,
+                    f"exit {cp_.returncode}, stderr {cp_.stderr[-300:]!r}")
+
     def test_imago_group_says_when_its_order_log_cannot_be_written(self, topology: Topology, tmp_path: Path) -> None:
         """
         Steps:
