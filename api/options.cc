@@ -9,7 +9,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
-#include <set>
 
 #include "api/imago.h"
 #include "dataplane/option_table.h"
@@ -100,7 +99,7 @@ dp::OptionTable<RuntimeOptions> make_table() {
                              "reorder-us=N,delay-us=N,jitter-us=N (N: 0..10000000 us),seed=N [none]",
        [](RuntimeOptions& o, const std::string& v) {
          std::string e;
-         return dp::parse_fault_spec(v, o.fault_rx, e) == 0;
+         return dp::parse_fault_spec(v, o.fault_rx, e, &o.fault_rx_seed_given) == 0;
        }},
       {"seed", "N", "seed of the injected faults (each port adds its id), 0..18446744073709551615 (not with --fault-rx seed=N) [1]",
        [](RuntimeOptions& o, const std::string& v) { return dp::parse_num(v, o.fault_rx.seed); }},
@@ -199,71 +198,17 @@ int check_peer_addresses(const RuntimeOptions& o, std::string* err) {
 
 namespace {
 
-// Options that may be given more than once, each adding one more (a peer, a port).
-const std::set<std::string> kRepeatable = {"peer", "peer-b", "vdev"};
-
-// An option that takes a value, given twice: the second replaced the first without a word
-// (an outside tester: --file-prefix A --file-prefix B). A flag given twice says one thing.
-int check_repeats(const std::vector<std::string>& given, std::string* err) {
-  std::set<std::string> seen;
-  for (const std::string& name : given) {
-    const dp::OptionRow<RuntimeOptions>* r = dp::find_option(table(), name);
-    if (r->arg != nullptr && !kRepeatable.count(name) && !seen.insert(name).second)
-      return *err = "--" + name + " given twice: it takes one value (only --peer, --peer-b and --vdev repeat)",
-             -EINVAL;
-  }
-  return 0;
-}
-
-// The values of --@p name in @p args, read as dp::parse_option_table() reads them.
-std::vector<std::string> values_of(const std::vector<std::string>& args, const std::string& name) {
-  std::vector<std::string> v;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].rfind("--", 0) != 0) continue;
-    std::string n = args[i].substr(2);
-    const size_t eq = n.find('=');
-    if (eq != std::string::npos) n.resize(eq);
-    const dp::OptionRow<RuntimeOptions>* r = dp::find_option(table(), n);
-    if (r == nullptr || r->arg == nullptr) continue;
-    const std::string value = eq != std::string::npos ? args[i].substr(eq + 3) : i + 1 < args.size() ? args[++i] : "";
-    if (n == name) v.push_back(value);
-  }
-  return v;
-}
-
-// @return true when the fault spec @p spec sets the seed itself (seed=N): parsed over two
-// different seeds, it leaves them equal only then.
-bool spec_sets_seed(const std::string& spec) {
-  dp::FaultConfig a{.seed = 0}, b{.seed = 1};
-  std::string e;
-  return dp::parse_fault_spec(spec, a, e) == 0 && dp::parse_fault_spec(spec, b, e) == 0 && a.seed == b.seed;
-}
-
 // Two options that set one thing: the last one given was taken without a word (an outside
 // tester: --loss 0.5 --fault-rx loss=0.1). And --pmd, which only chooses what opens --iface.
-int check_overlaps(const std::vector<std::string>& args, const std::vector<std::string>& given,
-                   const RuntimeOptions& o, std::string* err) {
+int check_overlaps(const std::vector<std::string>& given, const RuntimeOptions& o, std::string* err) {
   auto has = [&](const char* n) { return std::find(given.begin(), given.end(), n) != given.end(); };
   if (has("loss") && has("fault-rx"))
     return *err = "--loss P is --fault-rx loss=P: with --fault-rx, give the loss in it", -EINVAL;
-  if (has("seed")) {
-    for (const std::string& spec : values_of(args, "fault-rx"))
-      if (spec_sets_seed(spec))
-        return *err = "--seed and --fault-rx " + spec + " both set the faults' seed: give it once", -EINVAL;
-  }
+  if (has("seed") && o.fault_rx_seed_given)
+    return *err = "--seed and --fault-rx seed=N both set the faults' seed: give it once", -EINVAL;
   if (has("pmd") && o.iface.empty() && o.iface_b.empty())
     return *err = "--pmd chooses what opens --iface (and --iface-b): give --iface", -EINVAL;
   return 0;
-}
-
-// A value refused by its row: the table's message names the option and the value; the row's
-// help says what it takes (the range).
-void say_what_it_takes(std::string* err) {
-  const size_t at = err->rfind(" for --");
-  if (err->rfind("bad value '", 0) != 0 || at == std::string::npos) return;
-  std::string name = err->substr(at + 7);
-  name.resize(std::min(name.size(), name.find(' ')));
-  if (const dp::OptionRow<RuntimeOptions>* r = dp::find_option(table(), name)) *err += ": " + std::string(r->help);
 }
 
 // An error quotes what it was given, a file's bytes too (a binary --topology file):
@@ -284,13 +229,10 @@ std::string printable(const std::string& s) {
 }
 
 int parse_and_check(const std::vector<std::string>& args, RuntimeOptions& o, std::string* err) {
-  if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) {
-    if (rc < 0) say_what_it_takes(err);
-    return rc;
-  }
+  if (int rc = dp::parse_option_table(table(), args, o, err); rc != 0) return rc;
   const std::vector<std::string> given = dp::given_options(table(), args);
-  if (int rc = check_repeats(given, err); rc < 0) return rc;
-  if (int rc = check_overlaps(args, given, o, err); rc < 0) return rc;
+  if (int rc = dp::refuse_repeats(table(), given, {"peer", "peer-b", "vdev"}, err); rc < 0) return rc;
+  if (int rc = check_overlaps(given, o, err); rc < 0) return rc;
   if (o.run_to_completion && std::find(given.begin(), given.end(), "engine-lcore") != given.end())
     return *err = "--engine-lcore: --run-to-completion runs no engine lcore (the application's thread polls)", -EINVAL;
   const bool b_opts = !o.iface_b.empty() || !o.peers_b.empty() || o.src_ip_b != 0;

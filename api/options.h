@@ -45,6 +45,7 @@ struct RuntimeOptions {
   uint32_t big_buffers = 64;
   dp::ProtocolOptions protocol;     ///< MTU, modes, timers (fast-link preset), --dead-after-ms
   dp::FaultConfig fault_rx;         ///< injected on every port's receive side, for tests
+  bool fault_rx_seed_given = false;  ///< --fault-rx had a seed=N
   std::string file_prefix;          ///< daemon: the shared EAL prefix ["imago"]
   bool no_huge = false;             ///< daemon without hugepages (no secondaries then)
   double stats_period_s = 10;       ///< daemon

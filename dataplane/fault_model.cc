@@ -84,8 +84,9 @@ bool FaultConfig::active() const {
          jitter_us > 0;
 }
 
-int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err) {
+int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err, bool* seed_given) {
   FaultConfig c = out;
+  if (seed_given != nullptr) *seed_given = false;
   if (spec == "none" || spec.empty()) {
     out = FaultConfig{.seed = out.seed};
     return 0;
@@ -109,6 +110,7 @@ int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err) 
     given += key + ",";
     if (int rc = set_knob(c, item.substr(0, eq), item.substr(eq + 1), err); rc < 0) return rc;
   }
+  if (seed_given != nullptr) *seed_given = given.find(",seed,") != std::string::npos;
   out = c;
   return 0;
 }

@@ -39,9 +39,11 @@ struct FaultConfig {
  * Parse "key=value,..." into @p out (keys: loss, burst, burst-exit, burst-drop, dup, corrupt,
  * reorder, reorder-us, delay-us, jitter-us, seed). Unnamed knobs keep their value in @p out.
  *
+ * @p seed_given (if not null) tells whether the spec had a seed=N.
+ *
  * @return 0, or -EINVAL with a message in @p err naming the bad key or value.
  */
-int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err);
+int parse_fault_spec(std::string_view spec, FaultConfig& out, std::string& err, bool* seed_given = nullptr);
 
 /** Format @p c as a spec parse_fault_spec() reads back ("none" when inactive). */
 std::string format_fault_spec(const FaultConfig& c);

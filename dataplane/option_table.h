@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -77,7 +78,7 @@ const OptionRow<T>* find_option(const OptionTable<T>& table, const std::string& 
 /**
  * Parse @p args ("--name value", "--name=value", "--flag") into @p o through @p table.
  * @return 0; 1 for -h or --help; -EINVAL with the reason in @p err (unknown option, missing
- * or bad value).
+ * or bad value: the value, then the row's help).
  */
 template <typename T>
 int parse_option_table(const OptionTable<T>& table, const std::vector<std::string>& args, T& o,
@@ -96,8 +97,8 @@ int parse_option_table(const OptionTable<T>& table, const std::vector<std::strin
       value = args[++i];
     }
     if (r->arg == nullptr && eq != std::string::npos) return *err = "--" + name + " takes no value", -EINVAL;
-    if (!r->set(o, value)) {
-      *err = "bad value '" + value + "' for --" + name + (r->arg ? std::string(" ") + r->arg : "");
+    if (!r->set(o, value)) {  // the row's help says what it takes (the range)
+      *err = "bad value '" + value + "' for --" + name + (r->arg ? std::string(" ") + r->arg : "") + ": " + r->help;
       return -EINVAL;
     }
   }
@@ -121,6 +122,28 @@ std::vector<std::string> given_options(const OptionTable<T>& table, const std::v
     if (r->arg != nullptr && eq == std::string::npos) ++i;  // its value
   }
   return names;
+}
+
+/** Refuse an option of @p table that takes a value and is among @p given (given_options())
+ *  twice: the second would replace the first without a word. @p repeatable names those that
+ *  add one more each time (a peer, a port). @return 0, or -EINVAL with the reason in @p err. */
+template <typename T>
+int refuse_repeats(const OptionTable<T>& table, const std::vector<std::string>& given,
+                   const std::vector<std::string>& repeatable, std::string* err) {
+  std::vector<std::string> seen;
+  for (const std::string& name : given) {
+    const bool repeats = std::find(repeatable.begin(), repeatable.end(), name) != repeatable.end();
+    if (find_option(table, name)->arg == nullptr || repeats) continue;
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      std::string only;
+      for (const std::string& n : repeatable) only += (only.empty() ? "--" : ", --") + n;
+      const char* verb = repeatable.size() == 1 ? " repeats)" : " repeat)";
+      *err = "--" + name + " given twice: it takes one value" + (only.empty() ? "" : " (only " + only + verb);
+      return -EINVAL;
+    }
+    seen.push_back(name);
+  }
+  return 0;
 }
 
 /** Write one line per row of @p table to @p f: name, argument, help and, in brackets, the

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <set>
 #include <string>
 
 #include "apps/common/output_file.h"
@@ -30,19 +29,12 @@ Opt fault_prob(const char* name, const char* help, double dp::FaultConfig::*fiel
           [field](const Options& o) { return dp::format_num(o.fault_tx.*field); }};
 }
 
-// @return true when the fault spec @p spec sets the seed itself (seed=N): parsed over two
-// different seeds, it leaves them equal only then.
-bool spec_sets_seed(const std::string& spec) {
-  dp::FaultConfig a{.seed = 0}, b{.seed = 1};
-  std::string e;
-  return dp::parse_fault_spec(spec, a, e) == 0 && dp::parse_fault_spec(spec, b, e) == 0 && a.seed == b.seed;
-}
-
 Opt fault_spec(const char* name, const char* help, dp::FaultConfig Options::*stage) {
   return {name, "SPEC", help,
           [stage](Options& o, const std::string& v) {
             std::string err;
-            if (dp::parse_fault_spec(v, o.*stage, err) == 0) return o.spec_seed |= spec_sets_seed(v), true;
+            bool seed = false;
+            if (dp::parse_fault_spec(v, o.*stage, err, &seed) == 0) return o.spec_seed |= seed, true;
             std::fprintf(stderr, "imago-perf: %s\n", err.c_str());
             return false;
           },
@@ -272,19 +264,6 @@ int check_pointless(const Options& o, const std::vector<std::string>& args, std:
   return 0;
 }
 
-// An option that takes a value, given twice: the second replaced the first without a word
-// (an outside tester). A flag given twice says one thing; --vdev adds a port each time.
-int check_repeats(const std::vector<std::string>& given, std::string& err) {
-  std::set<std::string> seen;
-  for (const std::string& name : given) {
-    if (dp::find_option(table(), name)->arg != nullptr && name != "vdev" && !seen.insert(name).second) {
-      err = "--" + name + " given twice: it takes one value (only --vdev repeats)";
-      return -EINVAL;
-    }
-  }
-  return 0;
-}
-
 // Two options that set one thing: the last one given was taken without a word (--loss 0.5
 // --fault-tx loss=0.1, --seed 3 --fault-rx seed=4).
 int check_overlaps(const Options& o, const std::vector<std::string>& given, std::string& err) {
@@ -306,16 +285,6 @@ int check_overlaps(const Options& o, const std::vector<std::string>& given, std:
   return 0;
 }
 
-// A value refused by its row: the table's message names the option and the value; the row's
-// help says what it takes (the range).
-void say_what_it_takes(std::string& err) {
-  const size_t at = err.rfind(" for --");
-  if (err.rfind("bad value '", 0) != 0 || at == std::string::npos) return;
-  std::string name = err.substr(at + 7);
-  name.resize(std::min(name.size(), name.find(' ')));
-  if (const Opt* r = dp::find_option(table(), name)) err += ": " + std::string(r->help);
-}
-
 }  // namespace
 
 int parse_options(const std::vector<std::string>& args, Options& opt, std::string& err) {
@@ -328,12 +297,9 @@ int parse_options(const std::vector<std::string>& args, Options& opt, std::strin
     }
   }
   opt.spec_seed = false;  // this line's specs only (the prompt's `set` parses one option)
-  if (int rc = dp::parse_option_table(table(), rest, opt, &err); rc != 0) {
-    if (rc < 0) say_what_it_takes(err);
-    return rc;
-  }
+  if (int rc = dp::parse_option_table(table(), rest, opt, &err); rc != 0) return rc;
   const std::vector<std::string> given = given_options(rest);
-  if (int rc = check_repeats(given, err); rc < 0) return rc;
+  if (int rc = dp::refuse_repeats(table(), given, {"vdev"}, &err); rc < 0) return rc;
   if (int rc = check_overlaps(opt, given, err); rc < 0) return rc;
   if (int rc = dp::check_protocol(opt.protocol, &err); rc < 0) return rc;
   if (opt.pair && !opt.role.empty()) {

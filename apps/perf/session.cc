@@ -28,16 +28,6 @@ void hold_intr_thread_once_linked(const Context& ctx) {
   }
 }
 
-// On a terminal with no --stats-period, one line rewritten in place; otherwise a line each.
-void print_stats_line(Session& s, uint64_t now) {
-  bool progress = s.ctx.opt.stats_period_s <= 0;
-  std::printf(progress ? "\r%s\033[K" : "%s\n", s.mode->stats_line(s.ctx, now).c_str());
-  std::fflush(stdout);
-}
-
-// Every 10 ms: the run's end, --duration, and the stats line when it is due (timed here in
-// TSC cycles, not as a periodic task of its own: the runner's microseconds-to-cycles product
-// overflows for periods of hours).
 unsigned control_task(void* arg, uint64_t now) {
   auto* s = static_cast<Session*>(arg);
   hold_intr_thread_once_linked(s->ctx);
@@ -47,10 +37,15 @@ unsigned control_task(void* arg, uint64_t now) {
     s->timed_out = true;
     s->ctx.runner.stop();
   }
-  if (s->stats_period_tsc != 0 && now >= s->next_stats_tsc) {
-    s->next_stats_tsc = s->stats_period_tsc > UINT64_MAX - now ? UINT64_MAX : now + s->stats_period_tsc;
-    print_stats_line(*s, now);
-  }
+  return 0;
+}
+
+// On a terminal with no --stats-period, one line rewritten in place; otherwise a line each.
+unsigned stats_task(void* arg, uint64_t now) {
+  auto* s = static_cast<Session*>(arg);
+  bool progress = s->ctx.opt.stats_period_s <= 0;
+  std::printf(progress ? "\r%s\033[K" : "%s\n", s->mode->stats_line(s->ctx, now).c_str());
+  std::fflush(stdout);
   return 0;
 }
 
@@ -110,16 +105,13 @@ int session_prepare(Session& s) {
   // prompt, so completion checks ride on the first polling lcore.
   unsigned ctl = s.interactive ? s.ctx.runner.used_lcores().front() : rte_get_main_lcore();
   s.timed_out = false;
-  const uint64_t now = rte_rdtsc();
-  s.deadline_tsc = tsc_after(now, s.ctx.opt.duration_s, s.ctx.tsc_hz);
-  bool tty_progress = !s.interactive && isatty(STDOUT_FILENO) && s.ctx.opt.stats_period_s <= 0;
-  s.stats_period_tsc = 0;
-  if (!s.interactive && (s.ctx.opt.stats_period_s > 0 || tty_progress)) {
-    double period = tty_progress ? 0.5 : s.ctx.opt.stats_period_s;
-    s.next_stats_tsc = tsc_after(now, period, s.ctx.tsc_hz);
-    s.stats_period_tsc = s.next_stats_tsc - now;
-  }
+  s.deadline_tsc = tsc_after(rte_rdtsc(), s.ctx.opt.duration_s, s.ctx.tsc_hz);
   s.ctx.runner.add_periodic(ctl, "control", control_task, &s, 10'000);
+  bool tty_progress = !s.interactive && isatty(STDOUT_FILENO) && s.ctx.opt.stats_period_s <= 0;
+  if (!s.interactive && (s.ctx.opt.stats_period_s > 0 || tty_progress)) {
+    double period = tty_progress ? 0.5 : s.ctx.opt.stats_period_s;  // at most 10 years: add_periodic() saturates
+    s.ctx.runner.add_periodic(ctl, "stats", stats_task, &s, static_cast<uint64_t>(period * 1e6));
+  }
   return 0;
 }
 

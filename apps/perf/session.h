@@ -18,8 +18,6 @@ struct Session {
   bool interactive = false;    ///< pollers stay off the main lcore, which runs the prompt
   bool prepared = false;       ///< a run's mode state exists (reported or not)
   uint64_t deadline_tsc = 0;
-  uint64_t stats_period_tsc = 0;  ///< 0: no stats lines (batch: --stats-period, or a tty's progress)
-  uint64_t next_stats_tsc = 0;
   bool timed_out = false;
   bool stopped = false;        ///< interactive: `stop` ended the run before it finished
 };

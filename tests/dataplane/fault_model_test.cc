@@ -347,6 +347,20 @@ TEST(FaultSpec, RejectsAKeyGivenTwice) {
   EXPECT_NE(err.find("loss given twice"), std::string::npos) << err;
 }
 
+TEST(FaultSpec, SaysWhetherTheSpecSetTheSeed) {
+  // --seed beside a spec's seed=N is refused: the parser says which specs set it.
+  FaultConfig c;
+  std::string err;
+  bool seed = true;
+  ASSERT_EQ(parse_fault_spec("loss=0.1,reorder=0.2", c, err, &seed), 0);
+  EXPECT_FALSE(seed);
+  ASSERT_EQ(parse_fault_spec("loss=0.1,seed=9", c, err, &seed), 0);
+  EXPECT_TRUE(seed);
+  EXPECT_EQ(c.seed, 9u);
+  ASSERT_EQ(parse_fault_spec("none", c, err, &seed), 0);
+  EXPECT_FALSE(seed);
+}
+
 TEST(FaultSpec, RejectsMissingEquals) {
   // Do: parse a bare key.
   std::string err = expect_rejected("loss");

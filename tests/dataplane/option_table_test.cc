@@ -53,6 +53,26 @@ TEST(OptionTable, BadInputIsRefusedWithAReason) {
   EXPECT_EQ(parse({"--n", "5", "-h"}, o, &err), 1);
 }
 
+TEST(OptionTable, ABadValueIsToldWithWhatTheOptionTakes) {
+  Opts o;
+  std::string err;
+  EXPECT_EQ(parse({"--n", "101"}, o, &err), -EINVAL);
+  EXPECT_EQ(err, "bad value '101' for --n N: a number, 1..100");
+}
+
+TEST(OptionTable, AValueGivenTwiceIsRefusedUnlessTheOptionRepeats) {
+  const std::vector<std::string> args = {"--n", "5", "--flag", "--n", "6", "--flag"};
+  const std::vector<std::string> given = given_options(table(), args);
+  std::string err;
+  // Do: --n twice (a value each), --flag twice (says one thing).
+  EXPECT_EQ(refuse_repeats(table(), given, {}, &err), -EINVAL);
+  EXPECT_EQ(err, "--n given twice: it takes one value");
+  EXPECT_EQ(refuse_repeats(table(), given, {"n", "flag"}, &err), 0);
+  EXPECT_EQ(refuse_repeats(table(), given_options(table(), {"--n", "5", "--flag", "--flag"}), {}, &err), 0);
+  EXPECT_EQ(refuse_repeats(table(), given, {"flag"}, &err), -EINVAL);
+  EXPECT_EQ(err, "--n given twice: it takes one value (only --flag repeats)");
+}
+
 TEST(OptionTable, ParsersTakeWholeValuesOnly) {
   uint32_t ip = 0;
   EXPECT_TRUE(parse_ipv4("10.0.0.7", ip));
