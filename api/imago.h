@@ -213,7 +213,9 @@ struct imago_node_stats {
 	                                  frames are) */
 	uint64_t frames_received;    /**< frames of sessions that passed every check (group data
 	                                  and parity frames not included; group control frames are) */
-	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale),
+	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale,
+	                                  a peer's HELLOs stating another frame size: its --mtu is
+	                                  not this node's, no session, reject_mtu_mismatch, logged),
 	                                  and group frames of a stream this node does not receive
 	                                  (not joined, or left: a source goes on sending to the group
 	                                  address for its other members: telemetry's

@@ -110,6 +110,9 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void on_peer_up(rel::NodeId peer) override;
   void on_peer_reset(rel::NodeId peer, uint64_t discarded) override;
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
+  void on_peer_mtu(rel::NodeId peer, uint32_t theirs, uint32_t ours) override {
+    dp::node_engine_log_mtu(spec_.id, peer, theirs, ours);
+  }
   bool deliver_group(rel::NodeId src, rel::GroupId g, std::span<const uint8_t> msg) override;
   void on_group_event(const rel::GroupEvent& e) override;
   bool on_group_report(const rel::GroupEvent& e) override;

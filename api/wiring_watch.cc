@@ -15,9 +15,9 @@ constexpr const char* kWhy[WiringWatch::kKinds] = {
     "frames of an unknown wire version (reject_bad_version): a peer on two networks (--redundancy) "
     "talking to this node on one, another imago version, or frames damaged on the way (a few, with "
     "reject_bad_crc or circ_bad_frame growing too)",
-    "frames with records this node cannot take (reject_bad_record): a peer with a larger --mtu than "
-    "this node's (both ends must use one; its stream here stalls, resent for ever), or damaged or "
-    "forged frames",
+    "frames with records this node cannot take (reject_bad_record): damaged or forged frames, or "
+    "frames longer than this node takes from a peer that did not state its frame size (another imago "
+    "version; peers that state another are refused: reject_mtu_mismatch)",
     "frames without a CRC (reject_missing_crc): a peer run with --no-crc (both ends must agree), or forged frames",
 };
 

@@ -51,6 +51,8 @@ Reject decode_header(std::span<const uint8_t> frame, bool require_crc, Header* o
   *body = frame.subspan(fixed);
   const bool has_body = out->type == FrameType::kData || out->type == FrameType::kGroupData ||
                         out->type == FrameType::kGroupCtl || out->type == FrameType::kGroupParity;
+  const bool hello = out->type == FrameType::kHello || out->type == FrameType::kHelloAck;
+  if (hello && (body->empty() || body->size() == sizeof(HelloBody))) return Reject::kNone;
   if (!has_body && !body->empty()) return Reject::kBadRecord;
   return Reject::kNone;
 }

@@ -217,6 +217,7 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
     return;
   }
   if (h.type == FrameType::kHello || h.type == FrameType::kHelloAck) {
+    if (!mtu_agrees(*p, body)) return;
     on_hello(*p, h, now_ns);
   } else if (h.type == FrameType::kGroupCtl) {
     if (!session_ok(*p, h)) return;

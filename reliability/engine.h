@@ -79,6 +79,9 @@ class AppSink {
   virtual void on_peer_reset(NodeId /*peer*/, uint64_t /*discarded*/) {}
   /** @p peer was silent too long; @p discarded unconfirmed messages were dropped. */
   virtual void on_peer_dead(NodeId /*peer*/, uint64_t /*discarded*/) {}
+  /** @p peer's HELLO states frames of @p theirs bytes where ours are @p ours: refused
+   *  (reject mtu_mismatch), no session until they agree. Once, until a HELLO agrees. */
+  virtual void on_peer_mtu(NodeId /*peer*/, uint32_t /*theirs*/, uint32_t /*ours*/) {}
 
   /**
    * Lending buffers to rebuild large messages in, so that they are delivered without a copy
@@ -304,7 +307,11 @@ class Engine {
   uint64_t keepalive_ns() const { return std::min(cfg_.ack_refresh_ns, cfg_.dead_after_ns / 3); }
   /** How often a peer declared dead is asked whether it is back (a HELLO). */
   uint64_t dead_probe_ns() const { return std::max(cfg_.rto_initial_ns, cfg_.dead_after_ns / 4); }
-  void encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo = 0);
+  /** Write a HELLO or HELLO_ACK (with its body) into txbuf_. @return its length. */
+  size_t encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo = 0);
+  /** @return false (counted, the application told) when a HELLO's @p body states a frame
+   *  size other than ours: the frame is refused. */
+  bool mtu_agrees(Peer& p, std::span<const uint8_t> body);
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);
   void confirm(Peer& p);

@@ -85,6 +85,7 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
 }
 
 void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) {
+  p.mtu_told = false;
   p.last_heard = now;
   p.c.pkts_received++;
   if (h.type == FrameType::kHello) p.hello_echo = h.credit;
@@ -131,11 +132,11 @@ void Engine::challenge(Peer& p, const Header& h, uint64_t now) {
   if (p.challenge_ns != kNever && now - p.challenge_ns < cfg_.challenge_interval_ns) return;
   // ack: anything but the claimant's ISN, so the challenge does not confirm it: it stays
   // CONNECTING, and its HELLO retries repeat the proof until one gets through.
-  encode_hello(p, FrameType::kHelloAck, h.src_token, c.isn, h.seq + 1);
-  finish_frame(txbuf_.get(), sizeof(FrameHeader), cfg_.crc);
+  const size_t len = encode_hello(p, FrameType::kHelloAck, h.src_token, c.isn, h.seq + 1);
+  finish_frame(txbuf_.get(), len, cfg_.crc);
   // Not transmit(): a challenge is no traffic of the session. It must not count as our
   // keep-alive (last_sent), or a HELLO flood would starve the peer of ACK refreshes.
-  if (!frames_->send_frame(p.id, {txbuf_.get(), sizeof(FrameHeader)})) {
+  if (!frames_->send_frame(p.id, {txbuf_.get(), len})) {
     p.c.tx_backpressure++;  // the claimant's next HELLO gets the challenge
     return;
   }
@@ -220,9 +221,27 @@ void Engine::declare_dead(Peer& p) {
   app_->on_peer_dead(p.id, discarded);
 }
 
-void Engine::encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo) {
+size_t Engine::encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo) {
   HeaderOut h{t, 0, cfg_.node_id, p.id, cfg_.epoch, token_, dst_token, seq, ack, echo};
   encode_header(h, txbuf_.get());
+  HelloBody b;
+  b.mtu.set(cfg_.mtu);
+  std::memcpy(txbuf_.get() + sizeof(FrameHeader), &b, sizeof b);
+  return sizeof(FrameHeader) + sizeof b;
+}
+
+bool Engine::mtu_agrees(Peer& p, std::span<const uint8_t> body) {
+  if (body.size() != sizeof(HelloBody)) return true;  // states none
+  HelloBody b;
+  std::memcpy(&b, body.data(), sizeof b);
+  const uint32_t theirs = b.mtu.get();
+  if (theirs == cfg_.mtu) return true;
+  // Its frames, or ours, would be lost on their way in: no session rather than a stall. Told
+  // once a peer (a flood of forged values is one notice), again after a HELLO that agreed.
+  count(p, Reject::kMtuMismatch);
+  if (!p.mtu_told) app_->on_peer_mtu(p.id, theirs, cfg_.mtu);
+  p.mtu_told = true;
+  return false;
 }
 
 bool Engine::send_hello(Peer& p, bool is_ack, uint64_t now) {
@@ -230,8 +249,8 @@ bool Engine::send_hello(Peer& p, bool is_ack, uint64_t now) {
   uint32_t attempt = p.hello_attempts + 1;
   if (attempt == 0) attempt = 1;  // 0 means "no attempt" on the wire
   const uint32_t echo = is_ack ? p.hello_echo : attempt;
-  encode_hello(p, t, p.s.known ? p.s.token : 0, p.s.my_isn, p.s.known ? p.s.peer_isn : 0, echo);
-  if (!transmit(p, sizeof(FrameHeader), t, nullptr, now)) return false;
+  const size_t len = encode_hello(p, t, p.s.known ? p.s.token : 0, p.s.my_isn, p.s.known ? p.s.peer_isn : 0, echo);
+  if (!transmit(p, len, t, nullptr, now)) return false;
   if (is_ack) {
     p.hello_echo = 0;  // answered: a later HELLO_ACK (what changed) names no HELLO
   } else {

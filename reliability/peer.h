@@ -74,6 +74,7 @@ struct Peer {
   uint32_t hello_attempts = 0;  ///< HELLOs sent this session (the latest one's number)
   uint32_t hello_echo = 0;      ///< the peer's latest HELLO, for our next HELLO_ACK (0: none)
   bool hello_ack_now = false;  ///< answer a HELLO
+  bool mtu_told = false;       ///< the application heard of a HELLO stating another frame size
   bool tx_blocked = false;     ///< the frame sink pushed back; retry soon
 
   PeerCounters c;

@@ -74,6 +74,15 @@ static_assert(offsetof(FrameHeader, ack) == 36);
 static_assert(offsetof(FrameHeader, credit) == 40);
 static_assert(offsetof(FrameHeader, crc) == 44);
 
+/** The body of a HELLO or HELLO_ACK: the largest frame its sender takes (and sends), in bytes
+ *  after the link or UDP header (Config::mtu). Peers must agree on it: a frame larger than the
+ *  receiver's is lost on its way in, so a HELLO stating another is refused (docs/PROTOCOL.md
+ *  3.3). A HELLO with no body states none (taken as the receiver's own). */
+struct __attribute__((packed)) HelloBody {
+  Be32 mtu;
+};
+static_assert(sizeof(HelloBody) == 4);
+
 /** One SACK range: units [start, end) (mod 2^32) were received beyond the cumulative ACK. */
 struct __attribute__((packed)) SackRange {
   Be32 start;

@@ -23,7 +23,8 @@ rel::Config engine_config(const Options& o) {
 }
 
 int engine_end_open(Context& ctx, EngineEnd& en, NodePort* node, rel::NodeId self, rel::NodeId peer,
-                    rel::AppSink* app) {
+                    PeerLife* app) {
+  app->self = self;
   en.node = node;
   en.self = self;
   en.peer = peer;

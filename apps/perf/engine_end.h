@@ -50,6 +50,10 @@ struct PeerLife : rel::AppSink {
   void on_peer_dead(rel::NodeId, uint64_t n) override {
     if (up || n != 0) dead = true, discarded += n;
   }
+  rel::NodeId self = 0;  ///< for on_peer_mtu()'s notice
+  void on_peer_mtu(rel::NodeId peer, uint32_t theirs, uint32_t ours) override {
+    dp::node_engine_log_mtu(self, peer, theirs, ours);
+  }
   /// The peer died once this end, alone in its process, had everything (@p alone_with_all)
   /// and none of its own messages went with it: it left when all was confirmed, before this
   /// end's 200 ms linger was over. The run is done, not dead: true, and the death forgotten.
@@ -76,12 +80,12 @@ struct EngineEnd : dp::NodeEngine {
  * @return 0 or a negative errno after printing why.
  */
 int engine_end_open(Context& ctx, EngineEnd& en, NodePort* node, rel::NodeId self, rel::NodeId peer,
-                     rel::AppSink* app);
+                     PeerLife* app);
 
 /** One side of a reliable mode: its engine, its application and the lcore task driving it. */
 struct EngineSide {
   EngineEnd* node;
-  rel::AppSink* app;
+  PeerLife* app;
   const char* task_name;
   dp::TaskFn task;
   void* task_arg;

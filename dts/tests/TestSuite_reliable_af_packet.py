@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import pytest
 
-from framework.apps import Encap, ImagoPerf, PerfParams, Result, Role
+from framework.apps import Encap, ImagoPerf, PerfParams, Result, Role, af_packet_vdev
 from framework.testsuite import TestSuite
 from framework.topology import Interface, Topology
 
@@ -172,6 +172,35 @@ class TestSuiteReliableAfPacket(TestSuite):
                           "--mode", "stream", "--mtu", "9000", "--msgs", "10", "--duration", "10"],
                          timeout=60, check=False)
         self.verify(cp.returncode == 1 and "framesz" in cp.stderr, f"exit {cp.returncode}; {cp.stderr[-800:]!r}")
+
+    def test_peers_with_different_mtus_refuse_each_other_and_say_why(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            A veth pair at MTU 9000; the receiver runs imago-perf --mtu 1500, the sender
+            --mtu 9000 (its ring frames sized for it), 1,000 messages of 1 KiB, --dead-after-ms 1000.
+        Verify:
+            No session: the sender ends peer_dead with nothing delivered, both count
+            reject mtu_mismatch and both say on stderr which frame sizes differ (before: the
+            sender's frames were cut short on their way in, it resent them until it declared
+            the receiver dead, and nothing said why: an outside tester).
+        """
+        tx_if, rx_if = topology.add_veth(topology.add_node("mtx"), topology.add_node("mrx"), mtu=9000)
+        base = PerfParams(role=Role.RX, msgs=1000, size=1024, mode="stream", dead_after_ms=1000)
+        rx = ImagoPerf(rx_if.node).start_raw_vdev(
+            af_packet_vdev(rx_if.name), replace(base, peer_mac=tx_if.mac, mtu=1500, duration_s=8), lcore=1, name="m-rx")
+        rx.wait_ready(READY_TIMEOUT_S)
+        tx = ImagoPerf(tx_if.node).start_raw_vdev(
+            af_packet_vdev(tx_if.name, 9000), replace(base, role=Role.TX, peer_mac=rx_if.mac, mtu=9000, duration_s=30),
+            lcore=0, name="m-tx")
+        t, r = tx.result(timeout=60), rx.result(timeout=60)
+        for run, res, engine in ((tx, t, "engine_A"), (rx, r, "engine_B")):
+            refused = res.raw[engine]["reject"]["mtu_mismatch"]
+            said = [l for l in run.proc.lines("stderr") if "mtu_mismatch" in l]
+            print(run.proc.name, "mtu_mismatch", refused, said)
+            self.verify(refused >= 1 and len(said) == 1 and "1496" in said[0] and "8996" in said[0],
+                        f"{run.proc.name}: reject mtu_mismatch {refused}, said {said}")
+        self.verify(t.raw["peer_dead"] and r.msgs_delivered == 0,
+                    f"tx peer_dead {t.raw['peer_dead']}, rx delivered {r.msgs_delivered}")
 
     def test_pingpong(self, link) -> None:
         """

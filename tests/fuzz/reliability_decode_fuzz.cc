@@ -132,7 +132,9 @@ void run(Reader& in) {
   FUZZ_CHECK(body.data() + body.size() == frame.data() + frame.size());
   const bool has_body = h.type == rel::FrameType::kData || h.type == rel::FrameType::kGroupData ||
                         h.type == rel::FrameType::kGroupCtl || h.type == rel::FrameType::kGroupParity;
-  if (!has_body) FUZZ_CHECK(body.empty());
+  const bool hello = h.type == rel::FrameType::kHello || h.type == rel::FrameType::kHelloAck;
+  if (hello) FUZZ_CHECK(body.empty() || body.size() == sizeof(rel::HelloBody));
+  if (!has_body && !hello) FUZZ_CHECK(body.empty());
   header_round_trip(h, frame, body);
   std::vector<Record> recs;
   if (walk(body, h.seq, &recs) == 0) records_round_trip(recs, h.seq);

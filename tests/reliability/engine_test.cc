@@ -34,6 +34,45 @@ size_t reject(const Node& n, Reject r) {
   return n.e->total_counters().reject[static_cast<size_t>(r)];
 }
 
+// An outside tester: node A at --mtu 9000 and node B at 1500 on one veth: A's frames were
+// lost on their way into B (truncated), A resent them until it declared B dead, and nothing
+// said why. A HELLO states its sender's frame size; peers that differ refuse each other.
+TEST_F(EngineTest, PeersStatingDifferentFrameSizesRefuseEachOtherAndSaySoOnce) {
+  cb.mtu = ca.mtu - 100;
+  remake();
+  // Do: A queues a message; both handshake for several HELLO intervals.
+  ASSERT_EQ(a.e->send(2, msg(1000, 1), 0, now), 0);
+  for (int i = 0; i < 8; ++i) {
+    now = std::max(now, std::min(a.e->next_deadline(), b.e->next_deadline()));
+    poll_settle();
+  }
+  // Expect: no session either way, nothing delivered; each refused the other's HELLOs,
+  // counted each, and told its application once, with the other's size.
+  EXPECT_NE(a.e->state(2), PeerState::kEstablished);
+  EXPECT_NE(b.e->state(1), PeerState::kEstablished);
+  EXPECT_TRUE(b.got.empty());
+  EXPECT_GE(reject(a, Reject::kMtuMismatch), 2u);
+  EXPECT_GE(reject(b, Reject::kMtuMismatch), 2u);
+  EXPECT_EQ(a.mtu_told, 1);
+  EXPECT_EQ(b.mtu_told, 1);
+  EXPECT_EQ(a.mtu_theirs, cb.mtu);
+  EXPECT_EQ(b.mtu_theirs, ca.mtu);
+  // Expect: a HELLO whose body is no HelloBody is malformed; one with none states nothing.
+  const uint64_t bad = reject(b, Reject::kBadRecord);
+  b.e->on_frame(forge({FrameType::kHello, 0, 1, 2, 7, 0xBEEF, 0, 5, 0, 1}, {}, Bytes(3, 0)), now);
+  EXPECT_EQ(reject(b, Reject::kBadRecord), bad + 1);
+  // Do: the same sizes on both.
+  cb.mtu = ca.mtu;
+  remake();
+  // Expect: the session comes up, and the message goes.
+  ASSERT_EQ(a.e->send(2, msg(1000, 1), 0, now), 0);
+  connect();
+  a.e->poll(now += 1'000'000);
+  settle();
+  EXPECT_EQ(b.got.size(), 1u);
+  EXPECT_EQ(reject(a, Reject::kMtuMismatch) + reject(b, Reject::kMtuMismatch), 0u);
+}
+
 TEST_F(EngineTest, HandshakeCarriesNodeEpochTokenAndEstablishesBothSides) {
   // Do: poll A once.
   a.e->poll(now);

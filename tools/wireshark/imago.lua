@@ -49,6 +49,7 @@ f.seq = ProtoField.uint32("imago.rel.seq", "Seq")
 f.ack = ProtoField.uint32("imago.rel.ack", "Cumulative ACK")
 f.credit = ProtoField.uint32("imago.rel.credit", "Credit (HELLO: attempt; HELLO_ACK: the attempt answered)")
 f.crc = ProtoField.uint32("imago.rel.crc", "CRC32C", base.HEX)
+f.hello_mtu = ProtoField.uint32("imago.rel.hello_mtu", "Frame size (HELLO body: the sender's, peers must agree)")
 f.records = ProtoField.uint32("imago.rel.records", "Records in this frame")
 -- 3.2.2 SackRange
 f.sack_start = ProtoField.uint32("imago.sack.start", "SACK start")
@@ -193,11 +194,17 @@ local function dissect_reliability(buf, tree)
   end
   local n = 0
   if ftype == 3 and off < buf:len() then n = dissect_records(buf(off), t, buf(32, 4):uint()) end
+  local hello_mtu = nil
+  if (ftype == 1 or ftype == 2) and off + 4 <= buf:len() then
+    t:add(f.hello_mtu, buf(off, 4))
+    hello_mtu = buf(off, 4):uint()
+  end
   t:add(f.records, n):set_generated()
   local name = frame_types[ftype] or string.format("type %d", ftype)
   local info = string.format("%s %d->%d seq=%d ack=%d", name, buf(4, 4):uint(), buf(8, 4):uint(), buf(32, 4):uint(),
                              buf(36, 4):uint())
   if ftype == 3 then info = info .. string.format(" records=%d", n) end
+  if hello_mtu ~= nil then info = info .. string.format(" mtu=%d", hello_mtu) end
   if sacks > 0 then info = info .. string.format(" sack=%d", sacks) end
   return info
 end
