@@ -215,7 +215,7 @@ struct imago_node_stats {
 	                                  and parity frames not included; group control frames are) */
 	uint64_t frames_rejected;    /**< frames refused (malformed, bad CRC or tag, foreign, stale,
 	                                  a peer's HELLOs stating another frame size: its --mtu is
-	                                  not this node's, no session, reject_mtu_mismatch, logged),
+	                                  not this node's, no session, reject_settings_mismatch, logged),
 	                                  and group frames of a stream this node does not receive
 	                                  (not joined, or left: a source goes on sending to the group
 	                                  address for its other members: telemetry's
@@ -526,7 +526,10 @@ int imago_wait(imago_ep_t *ep, int64_t timeout_us);
  *  not live), -ENOTCONN ((secondary) imagod is gone). */
 int imago_peer_ready(imago_ep_t *ep);
 
-/** @return the largest message imago_send() accepts on @p ep, in bytes (0: @p ep not live;
+/** @return the largest message imago_send() accepts on @p ep, in bytes: the node's
+ *  --max-message, and once the peer's endpoint is ready no more than the peer's node takes (its
+ *  --max-message may be smaller: a larger message put on the tx ring before is discarded, in
+ *  tx_invalid) (0: @p ep not live;
  *  on a group endpoint that sends also at most half the node's --group-window units, about
  *  3 MB with 4096 units and a 1500-byte MTU; a RECV-only one, which sends nothing, answers
  *  the peer endpoints' largest). */
@@ -556,7 +559,9 @@ struct imago_ep_stats {
 	uint64_t rx_no_buffer;    /**< times the engine held a delivery back: no pooled buffer
 	                               free (or, for messages of the big pool, this node's
 	                               deliveries hold their share of it); counted at each try */
-	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded */
+	uint64_t tx_invalid;      /**< malformed descriptors found on the tx ring and discarded, and
+	                               messages larger than the peer's node takes (put on the ring
+	                               before its endpoint was ready: imago_max_message()) */
 	uint32_t tx_ring_used;    /**< ring slots in use in the tx ring now (a message of 49 to
 	                               IMAGO_SEND_INLINE_MAX bytes sent by copy takes 2 to 5) */
 	uint32_t rx_ring_used;    /**< ring slots in use in the rx ring now (the same) */

@@ -138,8 +138,7 @@ void Node::activate(uint32_t slot_index) {
   a.group_ok = false;
   if (a.slot->group != 0) return activate_group(a);
   for (unsigned i = 0; i < n_remote_; ++i)
-    if (remote_[i].peer == a.slot->peer && remote_[i].hash == a.slot->hash)
-      a.slot->peer_ready.store(1, std::memory_order_release);
+    if (remote_[i].peer == a.slot->peer && remote_[i].hash == a.slot->hash) set_ready(*a.slot, true);
   queue_announce(a.slot->peer, a.slot->hash, kOpOpen);
 }
 
@@ -206,7 +205,18 @@ Node::Active* Node::find_group(rel::GroupId g, uint32_t flag) {
 }
 
 void Node::set_ready(uint64_t peer, uint32_t hash, bool ready) {
-  if (Active* a = find(peer, hash)) a->slot->peer_ready.store(ready ? 1 : 0, std::memory_order_release);
+  if (Active* a = find(peer, hash)) set_ready(*a->slot, ready);
+}
+
+void Node::set_ready(EndpointSlot& s, bool ready) {
+  // Ready, a send takes no more than the peer's node takes (its HELLO said: its --max-message
+  // may be below ours), before the application reads peer_ready.
+  if (ready) {
+    const uint64_t peer_max = ne_.engine->peer_max_message(static_cast<rel::NodeId>(s.peer));
+    const uint64_t cap = std::min<uint64_t>(shm_->max_message, peer_max > kTagBytes ? peer_max - kTagBytes : 0);
+    s.max_message.store(static_cast<uint32_t>(cap), std::memory_order_relaxed);
+  }
+  s.peer_ready.store(ready ? 1 : 0, std::memory_order_release);
 }
 
 // --- application -> engine ---
@@ -237,11 +247,14 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
       continue;
     }
     const int rc = send_one(a, d, tier, msg, flags, now_ns);
-    if (rc == -EAGAIN || (rc < 0 && s.group == 0)) {  // the window (the slowest member's) is full: later
+    // Never taken: above the group's largest message (a zero-copy buffer's length), or above
+    // what the peer's node takes (put on the ring before its HELLO said so).
+    const bool never = rc == -EMSGSIZE || (rc < 0 && s.group != 0 && rc != -EAGAIN);
+    if (!never && rc < 0) {  // the window (the slowest member's) is full: later
       d.flags = flags, d.tier = tier, d.reserved = 0;  // as the application wrote them (the tag went over them)
       break;
     }
-    if (rc < 0) {  // above the group's largest message (a zero-copy buffer's length)
+    if (never) {
       s.c.tx_invalid.add();
     } else {
       if (s.group == 0) record_sent(a.peer_index, static_cast<uint8_t>(a.slot_index));

@@ -110,8 +110,8 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void on_peer_up(rel::NodeId peer) override;
   void on_peer_reset(rel::NodeId peer, uint64_t discarded) override;
   void on_peer_dead(rel::NodeId peer, uint64_t discarded) override;
-  void on_peer_mtu(rel::NodeId peer, uint32_t theirs, uint32_t ours) override {
-    dp::node_engine_log_mtu(spec_.id, peer, theirs, ours);
+  void on_peer_settings(rel::NodeId peer, rel::PeerSettings theirs, rel::PeerSettings ours) override {
+    dp::node_engine_log_settings(spec_.id, peer, theirs, ours);
   }
   bool deliver_group(rel::NodeId src, rel::GroupId g, std::span<const uint8_t> msg) override;
   void on_group_event(const rel::GroupEvent& e) override;
@@ -175,6 +175,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   /** A SEND group endpoint's stream, for its statistics. */
   void publish_group(EndpointSlot& s);
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
+  void set_ready(EndpointSlot& s, bool ready);
 
   unsigned drain_tx(Active& a, uint64_t now_ns);
   int send_one(Active& a, const imago_msg& d, uint8_t tier, std::span<const uint8_t> msg, uint16_t flags,

@@ -263,6 +263,9 @@ int parse_and_check(const std::vector<std::string>& args, RuntimeOptions& o, std
            -EINVAL;
   if (int rc = check_peer_addresses(o, err); rc < 0) return rc;
   if (int rc = check_fabric_options(o, err); rc < 0) return rc;
+  // On the command line, not once EAL and the port are up (imagod exited 1, "failed to start").
+  if (!o.pair && !o.fabric.on() && o.peers.empty())
+    return *err = "node " + std::to_string(o.node_id) + " needs at least one --peer ID@MAC|ID@IP|ID@IP@MAC", -EINVAL;
   if (int rc = check_send_window(o, err); rc < 0) return rc;
   return dp::check_protocol(o.protocol, err);
 }

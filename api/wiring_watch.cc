@@ -10,14 +10,15 @@ namespace {
 // What each counter says, and what to look at.
 constexpr const char* kWhy[WiringWatch::kKinds] = {
     "frames in a peer's name from an address not configured for it on that port (link_spoofed): "
-    "networks A and B crossed (--iface/--iface-b), a wrong --peer/--peer-b address, or forged frames",
+    "networks A and B crossed (--iface/--iface-b), a wrong --peer/--peer-b address, a node started "
+    "with another's --node-id (this one's, say), or forged frames",
     "frames without a valid two-network shim (net_bad_shim): does the peer run --redundancy too?",
     "frames of an unknown wire version (reject_bad_version): a peer on two networks (--redundancy) "
     "talking to this node on one, another imago version, or frames damaged on the way (a few, with "
     "reject_bad_crc or circ_bad_frame growing too)",
     "frames with records this node cannot take (reject_bad_record): damaged or forged frames, or "
     "frames longer than this node takes from a peer that did not state its frame size (another imago "
-    "version; peers that state another are refused: reject_mtu_mismatch)",
+    "version; peers that state another are refused: reject_settings_mismatch)",
     "frames without a CRC (reject_missing_crc): a peer run with --no-crc (both ends must agree), or forged frames",
 };
 

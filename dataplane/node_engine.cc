@@ -98,13 +98,20 @@ void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id) 
   e.pub = BoardPublisher{.board = board, .node_id = node_id, .period_tsc = rte_get_tsc_hz() / 1000, .next_tsc = 0};
 }
 
-void node_engine_log_mtu(uint64_t self, rel::NodeId peer, uint32_t theirs, uint32_t ours) {
-  // The engine's frame size follows --mtu less the encapsulation, the --auth-key tag, the
-  // redundancy shim and the circuit header: any of them may differ.
+void node_engine_log_settings(uint64_t self, rel::NodeId peer, rel::PeerSettings theirs, rel::PeerSettings ours) {
+  if (theirs.mtu != ours.mtu) {
+    // The engine's frame size follows --mtu less the encapsulation, the --auth-key tag, the
+    // redundancy shim and the circuit header: any of them may differ.
+    IMAGO_LOG(ERR, dataplane,
+              "node %" PRIu64 ": peer %u sends and takes frames of %u bytes, this node %u: no session until both "
+              "have the same --mtu, encapsulation, --auth-key and networks (reject settings_mismatch)\n",
+              self, peer, theirs.mtu, ours.mtu);
+    return;
+  }
   IMAGO_LOG(ERR, dataplane,
-            "node %" PRIu64 ": peer %u sends and takes frames of %u bytes, this node %u: no session until both "
-            "have the same --mtu, encapsulation, --auth-key and networks (reject mtu_mismatch)\n",
-            self, peer, theirs, ours);
+            "node %" PRIu64 ": peer %u takes messages of at most %u bytes, and this node queued a larger one for it "
+            "before their session: no session until it takes it (its --max-message; reject settings_mismatch)\n",
+            self, peer, theirs.max_message);
 }
 
 }  // namespace imago::dp

@@ -71,9 +71,9 @@ int node_engine_open(NodeEngine& e, FaultyPort& port, rte_mempool* pool, const N
 int node_engine_add_peer(NodeEngine& e, rel::NodeId peer, const MacAddr& mac, uint32_t ip,
                          const MacAddr& mac_b = kBroadcastMac, uint32_t ip_b = 0);
 
-/** Say (once per rel::AppSink::on_peer_mtu()) that node @p self refuses @p peer, whose HELLO
- *  states frames of @p theirs bytes where its own are @p ours. */
-void node_engine_log_mtu(uint64_t self, rel::NodeId peer, uint32_t theirs, uint32_t ours);
+/** Say (once per rel::AppSink::on_peer_settings()) that node @p self refuses @p peer, whose
+ *  HELLO states @p theirs where its own are @p ours. */
+void node_engine_log_settings(uint64_t self, rel::NodeId peer, rel::PeerSettings theirs, rel::PeerSettings ours);
 
 /** Publish @p e on @p board about every millisecond from now on (node_engine_poll()). */
 void node_engine_publish_to(NodeEngine& e, StatsBoard* board, uint64_t node_id);

@@ -89,7 +89,7 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                    &rel::Config::ack_delay_ns, kUs, 1, 10'000'000));
   t.push_back(time("rto-min-us", "US", "lower bound of the retransmission timeout (above --ack-delay-us), 1..60000000",
                    &rel::Config::rto_min_ns, kUs, 1, 60'000'000));
-  t.push_back(time("rto-max-ms", "MS", "upper bound of the retransmission timeout (and of HELLO retries), 1..600000",
+  t.push_back(time("rto-max-ms", "MS", "upper bound of the retransmission timeout (and of HELLO retries), 10..600000 (not below the first RTO, 10 ms)",
                    &rel::Config::rto_max_ns, kMs, 1, 600'000));
   auto count = [m](const char* name, const char* help, uint32_t rel::Config::*f, uint32_t hi) {
     return OptionRow<T>{name, "N", help,

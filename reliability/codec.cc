@@ -52,7 +52,15 @@ Reject decode_header(std::span<const uint8_t> frame, bool require_crc, Header* o
   const bool has_body = out->type == FrameType::kData || out->type == FrameType::kGroupData ||
                         out->type == FrameType::kGroupCtl || out->type == FrameType::kGroupParity;
   const bool hello = out->type == FrameType::kHello || out->type == FrameType::kHelloAck;
-  if (hello && (body->empty() || body->size() == sizeof(HelloBody))) return Reject::kNone;
+  out->hello_mtu = out->hello_max_message = 0;
+  if (hello && body->size() == sizeof(HelloBody)) {
+    HelloBody b;
+    std::memcpy(&b, body->data(), sizeof b);
+    out->hello_mtu = b.mtu.get();
+    out->hello_max_message = b.max_message.get();
+    return out->hello_mtu != 0 && out->hello_max_message != 0 ? Reject::kNone : Reject::kBadRecord;
+  }
+  if (hello && body->empty()) return Reject::kNone;
   if (!has_body && !body->empty()) return Reject::kBadRecord;
   return Reject::kNone;
 }

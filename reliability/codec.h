@@ -31,6 +31,9 @@ struct Header {
   Seq seq;
   Seq ack;
   uint32_t credit;
+  /// HELLO / HELLO_ACK: its body's HelloBody fields (0: no body, nothing stated).
+  uint32_t hello_mtu = 0;
+  uint32_t hello_max_message = 0;
 };
 
 /** One decoded record of a kData frame. */

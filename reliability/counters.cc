@@ -10,7 +10,7 @@ const char* reject_name(Reject r) {
       "wrong_token", "no_session",    "peer_dead",    "bad_sack",     "bad_ack",
       "bad_record",  "out_of_window", "bad_fragment", "too_large",    "unproven_restart",
       "bad_credit",  "not_joined",    "bad_group_ctl", "replayed_ctl",
-      "mtu_mismatch",
+      "settings_mismatch",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Reject::kCount));
   auto i = static_cast<size_t>(r);

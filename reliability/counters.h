@@ -39,7 +39,8 @@ enum class Reject : uint8_t {
   kNotJoined,        ///< group data of a stream this node does not receive (not joined, ended)
   kBadGroupCtl,      ///< group control entry malformed, of an unknown op, or for no such stream
   kReplayedCtl,      ///< group control frame whose number was seen already, or is too old: a replay
-  kMtuMismatch,      ///< HELLO / HELLO_ACK stating a frame size (HelloBody::mtu) other than ours
+  kSettingsMismatch,  ///< HELLO / HELLO_ACK stating a frame size other than ours, or a largest
+                      ///< message below one we queued before the session (HelloBody)
   kCount,
 };
 

@@ -123,6 +123,7 @@ int Engine::add_peer(NodeId id, uint64_t now_ns) {
   p->tx.init(cfg_.send_window, frames_per_peer_, cfg_.mtu, cfg_.max_sack, room_, frames_);
   p->rx.init(cfg_.recv_window, unit_cap_);
   p->reasm.init(cfg_.max_message_size);
+  p->peer_max_message = cfg_.max_message_size;  // until its HELLO states its own
   p->rto = RtoEstimator(cfg_.rto_initial_ns, cfg_.rto_min_ns, cfg_.rto_max_ns, cfg_.ack_delay_ns);
   p->credit_in = CreditGrant(cfg_.flow_control, static_cast<uint32_t>(uint64_t{cfg_.recv_window} *
                                                                       cfg_.credit_high_pct / 100));
@@ -137,7 +138,10 @@ int Engine::add_peer(NodeId id, uint64_t now_ns) {
 
 Peer* Engine::sendable(NodeId id, size_t len, int* rc) {
   Peer* p = find(id);
-  *rc = p == nullptr ? -EINVAL : p->s.state == PeerState::kDead ? -ENOTCONN : len > cfg_.max_message_size ? -EMSGSIZE : 0;
+  *rc = p == nullptr                                                           ? -EINVAL
+        : p->s.state == PeerState::kDead                                      ? -ENOTCONN
+        : len > std::min<uint64_t>(cfg_.max_message_size, p->peer_max_message) ? -EMSGSIZE
+                                                                               : 0;
   return *rc == 0 ? p : nullptr;
 }
 
@@ -194,6 +198,7 @@ void Engine::queue(Peer& p, std::span<const uint8_t> msg, uint32_t units, uint32
   if (flags & send_flag::kAckReq) p.probe_now = true;
   p.c.msgs_sent++;
   p.c.bytes_sent += msg.size();
+  if (p.s.state != PeerState::kEstablished) p.early_max = std::max<uint64_t>(p.early_max, msg.size());
   update_ack_required(p);
   if (fast || p.unsent_bytes >= cfg_.mtu) flush(p, now_ns, false);
 }
@@ -217,7 +222,7 @@ void Engine::on_frame(std::span<const uint8_t> frame, uint64_t now_ns) {
     return;
   }
   if (h.type == FrameType::kHello || h.type == FrameType::kHelloAck) {
-    if (!mtu_agrees(*p, body)) return;
+    if (!settings_agree(*p, h)) return;
     on_hello(*p, h, now_ns);
   } else if (h.type == FrameType::kGroupCtl) {
     if (!session_ok(*p, h)) return;
@@ -258,6 +263,11 @@ bool Engine::records_ok(std::span<const uint8_t> body, Seq first, uint8_t allowe
 PeerState Engine::state(NodeId id) const {
   const Peer* p = find(id);
   return p ? p->s.state : PeerState::kDead;
+}
+
+uint64_t Engine::peer_max_message(NodeId id) const {
+  const Peer* p = find(id);
+  return p ? std::min<uint64_t>(cfg_.max_message_size, p->peer_max_message) : 0;
 }
 
 const PeerCounters* Engine::counters(NodeId id) const {

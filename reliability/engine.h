@@ -62,6 +62,12 @@ struct GroupEvent {
 };
 
 /** Where the engine hands messages and peer events (the API rings, or a test). */
+/** What a node states of itself in its HELLOs (HelloBody). */
+struct PeerSettings {
+  uint32_t mtu;          ///< Config::mtu
+  uint32_t max_message;  ///< Config::max_message_size (at most 2^32 - 1)
+};
+
 class AppSink {
  public:
   virtual ~AppSink() = default;
@@ -79,9 +85,11 @@ class AppSink {
   virtual void on_peer_reset(NodeId /*peer*/, uint64_t /*discarded*/) {}
   /** @p peer was silent too long; @p discarded unconfirmed messages were dropped. */
   virtual void on_peer_dead(NodeId /*peer*/, uint64_t /*discarded*/) {}
-  /** @p peer's HELLO states frames of @p theirs bytes where ours are @p ours: refused
-   *  (reject mtu_mismatch), no session until they agree. Once, until a HELLO agrees. */
-  virtual void on_peer_mtu(NodeId /*peer*/, uint32_t /*theirs*/, uint32_t /*ours*/) {}
+  /** @p peer's HELLO states settings this node cannot work with (@p theirs against @p ours:
+   *  another frame size, or a largest message below one queued for it before the session):
+   *  refused (reject settings_mismatch), no session until they agree. Once, until a HELLO
+   *  agrees. */
+  virtual void on_peer_settings(NodeId /*peer*/, PeerSettings /*theirs*/, PeerSettings /*ours*/) {}
 
   /**
    * Lending buffers to rebuild large messages in, so that they are delivered without a copy
@@ -272,6 +280,8 @@ class Engine {
 
   /** @return the state of @p peer (kDead for an unknown peer). */
   PeerState state(NodeId peer) const;
+  /** @return the largest message @p peer takes: its HELLO's, else ours (0: no such peer). */
+  uint64_t peer_max_message(NodeId peer) const;
   /** @return counters of @p peer, or nullptr for an unknown peer. */
   const PeerCounters* counters(NodeId peer) const;
   /** @return the sum over peers plus frames rejected before a peer was found. */
@@ -309,9 +319,10 @@ class Engine {
   uint64_t dead_probe_ns() const { return std::max(cfg_.rto_initial_ns, cfg_.dead_after_ns / 4); }
   /** Write a HELLO or HELLO_ACK (with its body) into txbuf_. @return its length. */
   size_t encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq seq, Seq ack, uint32_t echo = 0);
-  /** @return false (counted, the application told) when a HELLO's @p body states a frame
-   *  size other than ours: the frame is refused. */
-  bool mtu_agrees(Peer& p, std::span<const uint8_t> body);
+  /** @return false (counted, the application told) when HELLO @p h states a frame size
+   *  other than ours, or a largest message below one queued before the session: refused. */
+  bool settings_agree(Peer& p, const Header& h);
+  PeerSettings own_settings() const;
   bool send_hello(Peer& p, bool ack, uint64_t now);
   bool session_ok(Peer& p, const Header& h);
   void confirm(Peer& p);
@@ -509,6 +520,7 @@ class Engine {
   Recent<GroupId, Seq, 16> ends_;
   uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
   GroupCounters gc_;
+  uint64_t peers_max_message_ = UINT64_MAX;  ///< the least Peer::peer_max_message (group_max_message())
   std::unique_ptr<uint8_t[]> rebuilt_;  ///< a frame rebuilt from parity (mtu bytes)
 };
 

@@ -55,8 +55,10 @@ void Engine::init_groups() {
 }
 
 uint64_t Engine::group_max_message() const {
-  // Half the window: a message always fits beside what the slowest member holds back.
-  return std::min<uint64_t>(cfg_.max_message_size, uint64_t{cfg_.group_window / 2} * unit_cap_);
+  // Half the window: a message always fits beside what the slowest member holds back. And
+  // what every peer takes (its HELLO's): any may be a member, and one dropping a larger
+  // message once whole would have acknowledged its units.
+  return std::min<uint64_t>({cfg_.max_message_size, uint64_t{cfg_.group_window / 2} * unit_cap_, peers_max_message_});
 }
 
 GroupTx* Engine::find_tx(GroupId g) {

@@ -79,6 +79,7 @@ void Engine::release_acked(Peer& p, Seq ack, uint64_t now) {
   // delivery proves what the frame proved before it (rack_delivered(), proof_back).
   if (!last_sacked) rack_delivered(p, last);
   tx.release_to(ack);
+  if (tx.used() == 0) p.early_max = 0;  // what was queued before the session went
   settle_ext(p);
   if (seq_lt(p.retx_cursor, ack)) p.retx_cursor = ack;
   p.c.valid_acks++;

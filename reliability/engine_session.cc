@@ -85,7 +85,13 @@ void Engine::on_hello(Peer& p, const Header& h, uint64_t now) {
 }
 
 void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) {
-  p.mtu_told = false;
+  p.settings_told = false;
+  const uint64_t stated = h.hello_max_message != 0 ? h.hello_max_message : cfg_.max_message_size;
+  if (stated != p.peer_max_message) {
+    p.peer_max_message = stated;
+    peers_max_message_ = UINT64_MAX;
+    for (const auto& q : peers_) peers_max_message_ = std::min(peers_max_message_, q->peer_max_message);
+  }
   p.last_heard = now;
   p.c.pkts_received++;
   if (h.type == FrameType::kHello) p.hello_echo = h.credit;
@@ -192,7 +198,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn, GroupEvent::Why why) {
   p.credit_in.reset();
   p.credit_sent = kCreditUnlimited;
   p.rto_deadline = p.ack_deadline = p.ack_req_deadline = p.tlp_deadline = kNever;
-  p.unsent_bytes = 0;
+  p.unsent_bytes = p.early_max = 0;
   p.rack_frame = p.goback_ns = 0;
   for (uint64_t& r : p.rack_path) r = 0;
   p.retx_cursor = p.unreported_from = p.unreported_to = p.s.my_isn;
@@ -226,21 +232,25 @@ size_t Engine::encode_hello(const Peer& p, FrameType t, uint64_t dst_token, Seq 
   encode_header(h, txbuf_.get());
   HelloBody b;
   b.mtu.set(cfg_.mtu);
+  b.max_message.set(own_settings().max_message);
   std::memcpy(txbuf_.get() + sizeof(FrameHeader), &b, sizeof b);
   return sizeof(FrameHeader) + sizeof b;
 }
 
-bool Engine::mtu_agrees(Peer& p, std::span<const uint8_t> body) {
-  if (body.size() != sizeof(HelloBody)) return true;  // states none
-  HelloBody b;
-  std::memcpy(&b, body.data(), sizeof b);
-  const uint32_t theirs = b.mtu.get();
-  if (theirs == cfg_.mtu) return true;
-  // Its frames, or ours, would be lost on their way in: no session rather than a stall. Told
-  // once a peer (a flood of forged values is one notice), again after a HELLO that agreed.
-  count(p, Reject::kMtuMismatch);
-  if (!p.mtu_told) app_->on_peer_mtu(p.id, theirs, cfg_.mtu);
-  p.mtu_told = true;
+PeerSettings Engine::own_settings() const {
+  return {cfg_.mtu, static_cast<uint32_t>(std::min<uint64_t>(cfg_.max_message_size, UINT32_MAX))};
+}
+
+bool Engine::settings_agree(Peer& p, const Header& h) {
+  if (h.hello_mtu == 0) return true;  // states none
+  // Its frames, or ours, would be lost on their way in; a message queued before the session
+  // that it cannot take would be dropped once whole, acknowledged: no session, rather than a
+  // stall or a loss. Told once a peer (a flood of forged values is one notice), again after a
+  // HELLO that agreed. (Checked before the identity: no state changes here.)
+  if (h.hello_mtu == cfg_.mtu && h.hello_max_message >= p.early_max) return true;
+  count(p, Reject::kSettingsMismatch);
+  if (!p.settings_told) app_->on_peer_settings(p.id, {h.hello_mtu, h.hello_max_message}, own_settings());
+  p.settings_told = true;
   return false;
 }
 

@@ -74,7 +74,13 @@ struct Peer {
   uint32_t hello_attempts = 0;  ///< HELLOs sent this session (the latest one's number)
   uint32_t hello_echo = 0;      ///< the peer's latest HELLO, for our next HELLO_ACK (0: none)
   bool hello_ack_now = false;  ///< answer a HELLO
-  bool mtu_told = false;       ///< the application heard of a HELLO stating another frame size
+  bool settings_told = false;  ///< the application heard of a HELLO stating settings refused
+  /// The largest message the peer takes (its HELLOs' HelloBody::max_message; our own until
+  /// one states it): send() refuses a larger one.
+  uint64_t peer_max_message = 0;
+  /// The largest message queued while the session was not ESTABLISHED (0 once the window
+  /// emptied): a peer whose HELLO states less is refused, those messages cannot reach it.
+  uint64_t early_max = 0;
   bool tx_blocked = false;     ///< the frame sink pushed back; retry soon
 
   PeerCounters c;

@@ -74,14 +74,20 @@ static_assert(offsetof(FrameHeader, ack) == 36);
 static_assert(offsetof(FrameHeader, credit) == 40);
 static_assert(offsetof(FrameHeader, crc) == 44);
 
-/** The body of a HELLO or HELLO_ACK: the largest frame its sender takes (and sends), in bytes
- *  after the link or UDP header (Config::mtu). Peers must agree on it: a frame larger than the
- *  receiver's is lost on its way in, so a HELLO stating another is refused (docs/PROTOCOL.md
- *  3.3). A HELLO with no body states none (taken as the receiver's own). */
+/** The body of a HELLO or HELLO_ACK (docs/PROTOCOL.md 3.3.2). A HELLO with no body states
+ *  neither (taken as the receiver's own). */
 struct __attribute__((packed)) HelloBody {
+  /// The largest frame its sender sends and takes, in bytes after the link or UDP header
+  /// (Config::mtu). Peers must agree: a larger frame is lost on its way in, so a HELLO
+  /// stating another is refused.
   Be32 mtu;
+  /// The largest message its sender takes (Config::max_message_size, at most 2^32 - 1): its
+  /// peer sends it none larger (a larger one would be dropped once whole, after its units
+  /// were acknowledged).
+  Be32 max_message;
 };
-static_assert(sizeof(HelloBody) == 4);
+static_assert(sizeof(HelloBody) == 8);
+static_assert(offsetof(HelloBody, max_message) == 4);
 
 /** One SACK range: units [start, end) (mod 2^32) were received beyond the cumulative ACK. */
 struct __attribute__((packed)) SackRange {

@@ -231,7 +231,8 @@ static inline int ex_check_size(imago_ep_t *ep, const char *opt, uint32_t len, c
 	uint32_t max = imago_max_message(ep);
 	if (len <= max) return 0;
 	fprintf(stderr, "%s: %s: a message of %u bytes is above the largest this endpoint takes, %u bytes "
-		"(imago_max_message(): the node's --max-message)\n", prog, opt, len, max);
+		"(imago_max_message(): the node's --max-message, and once the peer is ready its node's)\n", prog, opt,
+		len, max);
 	return -1;
 }
 

@@ -23,13 +23,14 @@ static const char help[] =
 	"Usage: %s pub|sub|both|all [options] [-- imagod options of an embedded node]\n"
 	"  (an option's value follows it, or is joined to it by '=': --timeout 5, --timeout=5)\n"
 	"  all: send to the group and receive it on one endpoint (every node of a many-to-many\n"
-	"       group runs it: --members is the other nodes, each a source too; --size >= 24)\n"
+	"       group runs it: --members is the other nodes, each a source too; --size >= 24,\n"
+	"       but with --order causal|total any: it grows)\n"
 	"  --secondary PREFIX  attach to the imagod started with --file-prefix PREFIX [embedded]\n"
 	"  --node ID           pub, sub, all: this process's node, 1..4294967295 [the attachment's\n"
 	"                      first; sub: its second of two] (both runs the first two: refused)\n"
 	"  --group G           the group, 1..4294967295 [7]\n"
 	"  --count N           messages to send (pub) or to expect from each source (sub),\n"
-	"                      1..18446744073709551615 [100000]\n"
+	"                      1..18446744073709551615 (--order causal|total: ..4294967294) [100000]\n"
 	"  --size B | A-B      message bytes, 16..4294967295, or spread over A..B [64]\n"
 	"  --members N         pub, all: send once N members joined (all: and expect N sources),\n"
 	"                      1..64 [1]\n"
@@ -78,10 +79,13 @@ static const char help[] =
 	"  --timeout S         give up after S seconds without progress, 0..1000000 [0: never]\n"
 	"SIGINT/SIGTERM: a (fifo) pub that started sends its last message next, saying how many it\n"
 	"sent, and waits up to 2 s for every member to hold them all (a second signal: at once).\n"
-	"Prints READY once its group endpoint is open, EVENT lines, and one RESULT {json} line (all:\n"
+	"Prints READY once its group endpoint is open (its node's handshakes with its peers may still\n"
+	"be under way), EVENT lines, and one RESULT {json} line (all:\n"
 	"a pub and a sub one; the sub one has order, order_violations, order_deps_ended, the endpoint's\n"
 	"order_held, order_bad, order_records, order_departed and order_dropped at the end, and\n"
-	"order_held_max, the most order_held seen while it ran). Exit code 1 when a check failed.\n"
+	"order_held_max, the most order_held seen while it ran, the first order_bad said on stderr;\n"
+	"each source's ended is why its latest stream ended: after a restart, the new stream's).\n"
+	"Exit code 1 when a check failed.\n"
 	"What a stream that ended 'gone' or 'dropped' (its source died, or expired this node) lacks is\n"
 	"lost, as its EVENT ended said: RESULT lost and lost_ended count it, lost_silently does not;\n"
 	"so is what a member the ordered group left out lacks of every source (the error said so),\n"
@@ -151,6 +155,7 @@ struct sub {
 	unsigned want_sources; /* role all: done once this many sources sent their last message */
 	int done;
 	int left_out; /* an ordered group left this node out (-ECONNRESET): it receives no more */
+	int bad_said; /* the first order_bad was said on stderr */
 };
 
 enum { kStampAt = EX_HDR, kStampMin = EX_HDR + 8 }; /* role all: send time after the header */
@@ -412,8 +417,11 @@ static int read_ring(imago_ep_t *ep, struct pub *p, struct sub *s, const struct 
 			else if (s != NULL) sub_event(s, &e);
 			/* Ordered: a member our stream expired or lost left the order (the library drops
 			 * its messages past the cut it takes of them). */
+			/* Only a member of the order: a plain endpoint on the group id is none (USER.md),
+			 * and made a source here it was reported lost whole (an outside tester). */
 			struct source *gone = s != NULL && s->ord != NULL && e.source == s->own &&
-					      (e.kind == IMAGO_GROUP_EXPIRED || e.kind == IMAGO_GROUP_LEFT)
+					      (e.kind == IMAGO_GROUP_EXPIRED || e.kind == IMAGO_GROUP_LEFT) &&
+					      order_index(s->ord, e.member) >= 0
 						      ? source_of(s, e.member) : NULL;
 			if (gone != NULL) gone->departed = 1;
 			continue;
@@ -652,6 +660,10 @@ static int run(struct pub *p, struct sub *s, const struct ex_opts *o, int do_pub
 			if (!all) work += read_ring(p->ep, p, NULL, o);
 			imago_stats(p->ep, &st);
 			if (st.order_held > s->held_max) s->held_max = st.order_held;
+			if (st.order_bad > 0 && !s->bad_said) /* else a silent wait until --timeout */
+				s->bad_said = 1, fprintf(stderr, "imago-group: messages dropped by the order (order_bad): "
+							 "does every member give the same --order, --members and "
+							 "--order-window?\n");
 			/* Every member in our stream, or gone from the order (one that died before it joined
 			 * here never will: the library's own -EAGAIN gate counts it out, so must we). */
 			if (st.group_members + st.order_departed >= o->members && p->t0 == 0) p->t0 = ex_now_ns();
@@ -694,10 +706,10 @@ int main(int argc, char **argv)
 	if (rc) return rc == 1 ? 0 : rc;
 	if (o.group == 0) return fprintf(stderr, "%s: --group must be 1..4294967295\n", argv[0]), 2;
 	int do_pub = strcmp(o.role, "sub") != 0, do_sub = strcmp(o.role, "pub") != 0, all = !strcmp(o.role, "all");
-	if (all && o.size_min < kStampMin)
+	if ((rc = order_opts(&o, &ord, all, argv[0])) != 0) return rc;
+	if (all && !ord.flag && o.size_min < kStampMin) /* ordered, every message grows past it */
 		return fprintf(stderr, "%s: all needs --size >= %u (the send time travels in each message)\n", argv[0],
 			       (unsigned)kStampMin), 2;
-	if ((rc = order_opts(&o, &ord, all, argv[0])) != 0) return rc;
 	struct pub p = {.ord = ord.flag ? &ord : NULL, .last = o.count};
 	struct sub s = {.ord = p.ord, .want_sources = all ? o.members : 0};
 	/* Opened now, not only when the run ends: a path that cannot be written is a bad line. */

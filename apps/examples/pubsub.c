@@ -32,7 +32,7 @@ static const char help[] =
 static const char *const only[] = {"--hold", "sub, both", "--zero-copy", "pub, both", "--node", "pub, sub",
 				   "--peer", "pub, sub", NULL};
 
-struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *scratch; };
+struct pub { imago_ep_t *ep; uint64_t next, bytes, t0; int ready, done; char *scratch; const char *prog; };
 /* The subscriber's memory of what came: a bit per sequence number, for the kSeenMax below the
  * highest one received (top), in a ring (seq % window): fixed memory, whatever --count. */
 static const uint64_t kSeenMax = UINT64_C(1) << 24;
@@ -74,6 +74,8 @@ static int pub_step(struct pub *p, const struct ex_opts *o)
 	if (ready < 0) return ready; /* -ENOTCONN: imagod is gone */
 	if (ready && p->t0 == 0) p->t0 = ex_now_ns();
 	if (ready != p->ready) ex_say_peer("pub", ready);
+	/* Ready, imago_max_message() is also what the peer's node takes (its --max-message). */
+	if (ready && !p->ready && ex_check_size(p->ep, "--size", o->size_max, p->prog) < 0) return -EMSGSIZE;
 	p->ready = ready;
 	if (p->done) return 0;
 	struct imago_iov iov[32];
@@ -144,7 +146,7 @@ int main(int argc, char **argv)
 	const int attached = ex_attach(&o, argv[0], &im);
 	if (attached < 0) return ex_attach_status(&o, attached);
 	rc = 1;
-	struct pub p = {0};
+	struct pub p = {.prog = argv[0]};
 	struct sub s = {.window = o.count < kSeenMax ? o.count : kSeenMax};
 	if (do_sub && ((s.seen = calloc((size_t)(s.window + 7) / 8, 1)) == NULL ||
 		       (s.held = calloc(o.hold + 1, sizeof(struct imago_msg))) == NULL)) {
@@ -156,6 +158,7 @@ int main(int argc, char **argv)
 	if (do_sub && !(s.ep = ex_open(im, &o, sub_node, do_pub ? pub_node : o.peer, argv[0]))) goto out;
 	if (do_pub && !(p.ep = ex_open(im, &o, pub_node, do_sub ? sub_node : o.peer, argv[0]))) goto out;
 	if (do_pub && ex_check_size(p.ep, "--size", o.size_max, argv[0]) < 0) goto out;
+	if (do_sub && ex_check_size(s.ep, "--size", o.size_max, argv[0]) < 0) goto out; /* it could never come */
 	if (do_pub && (p.scratch = malloc((size_t)32 * o.size_max)) == NULL) { /* a burst */
 		fprintf(stderr, "%s: no memory for a burst of 32 messages of %u bytes\n", argv[0], o.size_max);
 		goto out;
@@ -185,7 +188,7 @@ int main(int argc, char **argv)
 	if (do_sub) {
 		printf("\"msgs_delivered\":%llu,\"bytes_delivered\":%llu,", (unsigned long long)s.delivered,
 		       (unsigned long long)s.bytes);
-		ex_print_rate(s.delivered, s.bytes, s.t1 - s.t0);
+		ex_print_rate(s.delivered, s.bytes, s.t1 > s.t0 ? s.t1 - s.t0 : 0); /* none but the last: 0 */
 		printf(",\"lost\":%llu,\"duplicated\":%llu,\"reordered\":%llu,\"corrupted\":%llu,\"held\":%llu,"
 		       "\"rx_inline\":%llu,\"rx_pool\":%llu,\"rx_mbuf\":%llu}\n",
 		       (unsigned long long)lost, (unsigned long long)s.dup, (unsigned long long)s.reord,

@@ -81,6 +81,7 @@ int main(int argc, char **argv)
 	}
 	rc = 0;
 	uint64_t t0 = ex_now_ns();
+	int ready = 0;
 	for (uint64_t seq = 0; do_cli && !ex_stop && rc >= 0 && seq <= o.count; ++seq) {
 		uint32_t len = seq == o.count ? EX_HDR : ex_size(&o, seq);
 		ex_fill(req, seq == o.count ? EX_END : seq, len);
@@ -92,6 +93,10 @@ int main(int argc, char **argv)
 		if (seq == o.count) break; /* the last one, "no more", has no answer */
 		for (int got = 0; rc >= 0 && !got && !ex_stop;) {
 			struct imago_msg m;
+			/* Ready, imago_max_message() is also what the server's node takes (its
+			 * --max-message): a request above it would never be answered. */
+			if (!ready && (ready = imago_peer_ready(cli)) == 1 && ex_check_size(cli, "--size", o.size_max, argv[0]) < 0)
+				rc = -EMSGSIZE;
 			if (!srv && !o.use_wait) ex_poll(); /* serve() and imago_wait() poll too */
 			if (srv && (rc = serve(srv, &served)) == -1) rc = 0;
 			if (rc >= 0 && o.use_wait && !srv) rc = imago_wait(cli, 100000);

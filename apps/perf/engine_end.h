@@ -50,9 +50,9 @@ struct PeerLife : rel::AppSink {
   void on_peer_dead(rel::NodeId, uint64_t n) override {
     if (up || n != 0) dead = true, discarded += n;
   }
-  rel::NodeId self = 0;  ///< for on_peer_mtu()'s notice
-  void on_peer_mtu(rel::NodeId peer, uint32_t theirs, uint32_t ours) override {
-    dp::node_engine_log_mtu(self, peer, theirs, ours);
+  rel::NodeId self = 0;  ///< for on_peer_settings()'s notice
+  void on_peer_settings(rel::NodeId peer, rel::PeerSettings theirs, rel::PeerSettings ours) override {
+    dp::node_engine_log_settings(self, peer, theirs, ours);
   }
   /// The peer died once this end, alone in its process, had everything (@p alone_with_all)
   /// and none of its own messages went with it: it left when all was confirmed, before this

@@ -274,8 +274,8 @@ void stream_report(Context& ctx, app::Json& r) {
       std::printf("Node A sent %" PRIu64 " messages of %u bytes to node B through the reliability engine "
                   "(fault spec tx: %s, rx: %s).\n", st.sent, ctx.opt.size, tx.c_str(), rx.c_str());
     else  // --role rx: node A is another process, its count is not known here
-      std::printf("Node B took node A's messages of %u bytes through the reliability engine (fault spec tx: %s, "
-                  "rx: %s).\n", ctx.opt.size, tx.c_str(), rx.c_str());
+      std::printf("Node B took node A's messages through the reliability engine (fault spec tx: %s, "
+                  "rx: %s).\n", tx.c_str(), rx.c_str());  // of the sender's --size, not its own
     if (st.rx.node) print_delivery(a, sent, secs);
     if (dead) std::printf("The peer was declared dead.\n");
   }

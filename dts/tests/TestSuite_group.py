@@ -572,6 +572,41 @@ class TestSuiteGroup(TestSuite):
             self.verify(re.search(r"EVENT sub ended source 3 .*reason gone", proc.output()) is not None,
                         f"member {i}: no ENDED (gone) for member 3:\n{proc.tail()}")
 
+    def test_a_plain_receiver_killed_is_no_source_of_an_ordered_group(self, topology: Topology,
+                                                                      tmp_path: Path) -> None:
+        """Total order of 2 (``imago-group all --order total --members 1,2 --size 16``) and node
+        3, a peer of both, receiving the same group id on a plain endpoint (``imago-group
+        sub``): no member of the order. Node 3 is SIGKILLed 1 s in; its peers declare it dead
+        after 1 s.
+
+        Expect: --size 16 is taken (an ordered message grows to what it carries; before, exit 2
+        'all needs --size >= 24', against its --help); 1 and 2 complete, each RESULT listing
+        one source, the other member, everything delivered and nothing lost (before, node 3
+        was listed as a source that sent --count, all of it lost: an outside tester).
+        """
+        count, ids = 3_000, [1, 2, 3]
+        ports = self._bridge(topology, 2)
+        peers = {i: [(j, p) for j, p in zip(ids, ports) if j != i] for i in ids}
+        node_opts = ["--run-to-completion", "--dead-after-ms", "1000"]
+        third = self._start(ports[2], 3, peers[3], "sub", count, extra=["--idle-us", "20"], node_opts=node_opts)
+        procs = [self._start(ports[i - 1], i, peers[i], "all", count,
+                             extra=["--order", "total", "--members", "1,2", "--rate", "1000", "--size", "16",
+                                    "--idle-us", "20", "--order-log", str(tmp_path / f"order{i}.log")],
+                             node_opts=node_opts) for i in (1, 2)]
+        time.sleep(1.0)
+        third.signal(signal.SIGKILL)
+        third.wait(RUN_LIMIT_S)
+        shutil.rmtree(f"/var/run/dpdk/imago-{third.pid}", ignore_errors=True)  # its EAL's, left behind
+        for i, proc in zip((1, 2), procs):
+            rc = proc.wait(RUN_LIMIT_S)
+            sub = _result(proc, "sub")
+            print(f"member {i} RESULT", json.dumps(sub))
+            self.verify(rc == 0, f"member {i} exited {rc}; last lines:\n{proc.tail()}")
+            self.verify([x["source"] for x in sub["sources"]] == [3 - i], f"member {i}: sources {sub['sources']}")
+            self.verify(sub["lost"] == 0 and sub["duplicated"] == 0 and sub["corrupted"] == 0
+                        and sub["order_violations"] == 0 and sub["sources"][0]["delivered"] == count,
+                        f"member {i}: {sub}")
+
     def test_ordered_member_left_out_reports_its_loss_as_told(self, topology: Topology, tmp_path: Path) -> None:
         """Total order of 3 (``imago-group all --order total``, 4,000 messages at 2,000 per
         second each): member 3 is stopped (SIGSTOP) for 1.5 s half a second into the stream,

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from framework import host
 from framework.apps import ImagoPerf, imagod_binary, result_line_object, run_app
-from framework.imago_apps import HUGEPAGE_DIR, ImagodRun, cleanup_stale_hugepages, hugepages_missing_reason
+from framework.imago_apps import (HUGEPAGE_DIR, ImagodRun, cleanup_stale_hugepages, example_path,
+                                  examples_missing_reason, hugepages_missing_reason)
 from framework.node import Node
 from framework.testsuite import TestSuite, require
 from framework.topology import DPDK_RUNTIME_DIR, Topology
@@ -250,3 +251,36 @@ class TestSuiteLifecycleEdges(TestSuite):
             self.verify(cp.returncode == 2, f"{binary.name} {args}: exit {cp.returncode}, want 2")
             self.verify(words in cp.stderr, f"{binary.name} {args}: stderr {cp.stderr!r} lacks {words!r}")
             self.verify("EAL: " not in cp.stderr, f"{binary.name} {args}: EAL started for a bad command line")
+
+    def test_a_peer_that_takes_smaller_messages_is_sent_none_larger(self, topology: Topology) -> None:
+        """
+        Steps:
+            Two namespaces on a veth; imago-pubsub pub on node 1 (--max-message 1048576)
+            sending 50 messages of 100,000 bytes to imago-pubsub sub on node 2 (the default
+            --max-message, 65536), both embedded, each driving its node.
+        Verify:
+            The publisher stops with exit 1 once the subscriber's endpoint is ready, naming the
+            65,536 bytes the peer takes (before: the publisher exited 0 with every message
+            confirmed, the subscriber's node dropped each once whole, reject_too_large, and
+            nothing arrived: an outside tester).
+        """
+        require(examples_missing_reason())
+        a_if, b_if = topology.add_veth(topology.add_node("xa"), topology.add_node("xb"), mtu=1500)
+        prog = str(example_path("imago-pubsub"))
+
+        def node_args(port, node_id: int, peer_port, peer: int, extra: list[str]) -> list[str]:
+            return ["--", "--iface", port.name, "--node-id", str(node_id), "--peer", f"{peer}@{peer_port.mac}",
+                    "--run-to-completion", *extra]
+
+        sub = b_if.node.start([prog, "sub", "--node", "2", "--peer", "1", "--count", "50", "--size", "64",
+                               "--timeout", "6", *node_args(b_if, 2, a_if, 1, [])], name="xsub")
+        sub.wait_for_line("READY", 30)
+        pub = a_if.node.start([prog, "pub", "--node", "1", "--peer", "2", "--count", "50", "--size", "100000",
+                               "--timeout", "6", *node_args(a_if, 1, b_if, 2, ["--max-message", "1048576"])],
+                              name="xpub")
+        rc = pub.wait(60)
+        err = "\n".join(pub.lines("stderr"))
+        print("pub exit", rc, err[-600:])
+        self.verify(rc == 1 and "100000 bytes is above the largest this endpoint takes, 65536 bytes" in err,
+                    f"pub exit {rc}: {err[-600:]!r}")
+        sub.wait(60)

@@ -180,7 +180,7 @@ class TestSuiteReliableAfPacket(TestSuite):
             --mtu 9000 (its ring frames sized for it), 1,000 messages of 1 KiB, --dead-after-ms 1000.
         Verify:
             No session: the sender ends peer_dead with nothing delivered, both count
-            reject mtu_mismatch and both say on stderr which frame sizes differ (before: the
+            reject settings_mismatch and both say on stderr which frame sizes differ (before: the
             sender's frames were cut short on their way in, it resent them until it declared
             the receiver dead, and nothing said why: an outside tester).
         """
@@ -194,11 +194,11 @@ class TestSuiteReliableAfPacket(TestSuite):
             lcore=0, name="m-tx")
         t, r = tx.result(timeout=60), rx.result(timeout=60)
         for run, res, engine in ((tx, t, "engine_A"), (rx, r, "engine_B")):
-            refused = res.raw[engine]["reject"]["mtu_mismatch"]
-            said = [l for l in run.proc.lines("stderr") if "mtu_mismatch" in l]
-            print(run.proc.name, "mtu_mismatch", refused, said)
+            refused = res.raw[engine]["reject"]["settings_mismatch"]
+            said = [l for l in run.proc.lines("stderr") if "settings_mismatch" in l]
+            print(run.proc.name, "settings_mismatch", refused, said)
             self.verify(refused >= 1 and len(said) == 1 and "1496" in said[0] and "8996" in said[0],
-                        f"{run.proc.name}: reject mtu_mismatch {refused}, said {said}")
+                        f"{run.proc.name}: reject settings_mismatch {refused}, said {said}")
         self.verify(t.raw["peer_dead"] and r.msgs_delivered == 0,
                     f"tx peer_dead {t.raw['peer_dead']}, rx delivered {r.msgs_delivered}")
 

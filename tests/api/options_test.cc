@@ -65,8 +65,20 @@ TEST(RuntimeOptionsTest, AnAddressOnNetworkBWithoutOneOnAIsRefused) {
   std::string why;
   EXPECT_EQ(parse({"--node-id", "1", "--redundancy", "duplicate", "--src-ip-b", "10.0.1.1"}, &why), -EINVAL);
   EXPECT_NE(why.find("--src-ip-b needs --src-ip"), std::string::npos) << why;
-  EXPECT_EQ(parse({"--node-id", "1", "--redundancy", "duplicate", "--src-ip", "10.0.0.1", "--src-ip-b", "10.0.1.1"}, &why),
+  EXPECT_EQ(parse({"--node-id", "1", "--redundancy", "duplicate", "--src-ip", "10.0.0.1", "--src-ip-b", "10.0.1.1",
+                   "--peer", "2@10.0.0.2"},
+                  &why),
             0) << why;
+}
+
+// An outside tester: imagod without a --peer was refused only once EAL and its port were up
+// ("failed to start", exit 1); a bad command line is exit 2.
+TEST(RuntimeOptionsTest, ANodeWithoutPeersIsRefusedOnTheCommandLine) {
+  std::string why;
+  EXPECT_EQ(parse({"--node-id", "2", "--iface", "x0"}, &why), -EINVAL);
+  EXPECT_NE(why.find("node 2 needs at least one --peer"), std::string::npos) << why;
+  EXPECT_EQ(parse({"--node-id", "2", "--iface", "x0", "--peer", "1@02:00:00:00:00:01"}, &why), 0) << why;
+  EXPECT_EQ(parse({"--pair"}, &why), 0) << why;
 }
 
 // Run-to-completion has no engine lcore: one named was ignored (an outside tester).
@@ -193,7 +205,8 @@ TEST(RuntimeOptionsTest, TwoOptionsForOneSettingAndAPmdWithNothingToOpenAreRefus
   EXPECT_EQ(parse({"--pair", "--seed", "3", "--fault-rx", "dup=0.1"}, &why), 0) << why;
   EXPECT_EQ(parse({"--pair", "--pmd", "af_xdp"}, &why), -EINVAL);
   EXPECT_NE(why.find("--pmd chooses what opens --iface"), std::string::npos) << why;
-  EXPECT_EQ(parse({"--node-id", "1", "--iface", "x0", "--pmd", "af_xdp"}, &why), 0) << why;
+  EXPECT_EQ(parse({"--node-id", "1", "--iface", "x0", "--pmd", "af_xdp", "--peer", "2@02:00:00:00:00:02"}, &why), 0)
+      << why;
 }
 
 // An outside tester: a FIFO given as --topology held the start for ever (opening it waits for

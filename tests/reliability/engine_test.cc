@@ -51,12 +51,12 @@ TEST_F(EngineTest, PeersStatingDifferentFrameSizesRefuseEachOtherAndSaySoOnce) {
   EXPECT_NE(a.e->state(2), PeerState::kEstablished);
   EXPECT_NE(b.e->state(1), PeerState::kEstablished);
   EXPECT_TRUE(b.got.empty());
-  EXPECT_GE(reject(a, Reject::kMtuMismatch), 2u);
-  EXPECT_GE(reject(b, Reject::kMtuMismatch), 2u);
-  EXPECT_EQ(a.mtu_told, 1);
-  EXPECT_EQ(b.mtu_told, 1);
-  EXPECT_EQ(a.mtu_theirs, cb.mtu);
-  EXPECT_EQ(b.mtu_theirs, ca.mtu);
+  EXPECT_GE(reject(a, Reject::kSettingsMismatch), 2u);
+  EXPECT_GE(reject(b, Reject::kSettingsMismatch), 2u);
+  EXPECT_EQ(a.settings_told, 1);
+  EXPECT_EQ(b.settings_told, 1);
+  EXPECT_EQ(a.settings_theirs.mtu, cb.mtu);
+  EXPECT_EQ(b.settings_theirs.mtu, ca.mtu);
   // Expect: a HELLO whose body is no HelloBody is malformed; one with none states nothing.
   const uint64_t bad = reject(b, Reject::kBadRecord);
   b.e->on_frame(forge({FrameType::kHello, 0, 1, 2, 7, 0xBEEF, 0, 5, 0, 1}, {}, Bytes(3, 0)), now);
@@ -70,7 +70,45 @@ TEST_F(EngineTest, PeersStatingDifferentFrameSizesRefuseEachOtherAndSaySoOnce) {
   a.e->poll(now += 1'000'000);
   settle();
   EXPECT_EQ(b.got.size(), 1u);
-  EXPECT_EQ(reject(a, Reject::kMtuMismatch) + reject(b, Reject::kMtuMismatch), 0u);
+  EXPECT_EQ(reject(a, Reject::kSettingsMismatch) + reject(b, Reject::kSettingsMismatch), 0u);
+}
+
+// An outside tester: a node with --max-message 1 MiB sent 200,000-byte messages to one with
+// 64 KiB: the receiver dropped each once whole (reject too_large), after acknowledging its
+// units, so the sender counted all confirmed and none arrived. A HELLO states the largest
+// message its sender takes; its peer sends none larger.
+TEST_F(EngineTest, APeerIsSentNoMessageLargerThanItsHelloSaysItTakes) {
+  cb.max_message_size = 32 * 1024;
+  remake();
+  connect();
+  // Expect: A refuses what B cannot take, and sends what it can, whole.
+  EXPECT_EQ(a.e->send(2, msg(32 * 1024 + 1, 1), 0, now), -EMSGSIZE);
+  ASSERT_EQ(a.e->send(2, msg(32 * 1024, 2), 0, now), 0);
+  ASSERT_EQ(b.e->send(1, msg(32 * 1024, 3), 0, now), 0);
+  for (int i = 0; i < 20 && (b.got.empty() || a.got.empty()); ++i) {
+    now += 1'000'000;
+    poll_settle();
+  }
+  ASSERT_EQ(b.got.size(), 1u);
+  EXPECT_EQ(b.got[0], msg(32 * 1024, 2));
+  ASSERT_EQ(a.got.size(), 1u);
+  EXPECT_EQ(a.got[0], msg(32 * 1024, 3));
+  EXPECT_EQ(reject(b, Reject::kTooLarge), 0u);
+  // Do: A queues a message B cannot take before their session, then they handshake.
+  remake();
+  ASSERT_EQ(a.e->send(2, msg(40 * 1024, 4), 0, now), 0);
+  for (int i = 0; i < 8; ++i) {
+    now = std::max(now, std::min(a.e->next_deadline(), b.e->next_deadline()));
+    poll_settle();
+  }
+  // Expect: A refuses the session (it could only lose that message), says so once, with
+  // B's size; B never got a unit of it.
+  EXPECT_NE(a.e->state(2), PeerState::kEstablished);
+  EXPECT_GE(reject(a, Reject::kSettingsMismatch), 2u);
+  EXPECT_EQ(a.settings_told, 1);
+  EXPECT_EQ(a.settings_theirs.max_message, cb.max_message_size);
+  EXPECT_TRUE(b.got.empty());
+  EXPECT_EQ(reject(b, Reject::kTooLarge), 0u);
 }
 
 TEST_F(EngineTest, HandshakeCarriesNodeEpochTokenAndEstablishesBothSides) {

@@ -100,6 +100,24 @@ TEST_F(GroupTest, EveryMemberDeliversEveryMessageInOrderOnce) {
   EXPECT_GT(node(1).e->group_counters().data_frames, 0u);
 }
 
+// An outside tester: a source with --max-message 1 MiB sent 200,000-byte messages to a member
+// with 64 KiB: the member dropped each once whole, having acknowledged its units, and its
+// application never heard of them. A source sends no group message larger than a peer's
+// HELLO says it takes.
+TEST_F(GroupTest, ASourceSendsNoMessageLargerThanAPeerTakes) {
+  tune = [](Config& c) {
+    if (c.node_id == 2) c.max_message_size = 32 * 1024;
+  };
+  source_and_one_member(2);
+  EXPECT_EQ(node(1).e->group_max_message(), 32u * 1024);
+  EXPECT_EQ(node(1).e->group_send(kG, gmsg(32 * 1024 + 1, 1), 0, now), -EMSGSIZE);
+  ASSERT_EQ(node(1).e->group_send(kG, gmsg(32 * 1024, 2), 0, now), 0);
+  run_for(20 * kMs);
+  ASSERT_EQ(node(2).got.size(), 1u);
+  EXPECT_EQ(node(2).got[0].msg, gmsg(32 * 1024, 2));
+  EXPECT_EQ(node(2).e->total_counters().reject[static_cast<size_t>(Reject::kTooLarge)], 0u);
+}
+
 TEST_F(GroupTest, EverySessionFrameIsCountedByItsSenderAndItsReceiver) {
   // Do: three members join, 300 messages, one member leaves; nothing is lost.
   start(4);

@@ -115,9 +115,9 @@ struct Node : FrameSink, AppSink {
   void on_peer_up(NodeId) override { ++ups; }
   void on_peer_reset(NodeId, uint64_t d) override { ++resets, discarded += d; }
   void on_peer_dead(NodeId, uint64_t d) override { ++deaths, discarded += d; }
-  int mtu_told = 0;         ///< on_peer_mtu() calls
-  uint32_t mtu_theirs = 0;  ///< the latest one's frame size
-  void on_peer_mtu(NodeId, uint32_t theirs, uint32_t) override { ++mtu_told, mtu_theirs = theirs; }
+  int settings_told = 0;  ///< on_peer_settings() calls
+  PeerSettings settings_theirs{};  ///< the latest one's
+  void on_peer_settings(NodeId, PeerSettings theirs, PeerSettings) override { ++settings_told, settings_theirs = theirs; }
 };
 
 /** Decode a captured frame's header (fails the test if it does not decode). */

@@ -50,6 +50,7 @@ f.ack = ProtoField.uint32("imago.rel.ack", "Cumulative ACK")
 f.credit = ProtoField.uint32("imago.rel.credit", "Credit (HELLO: attempt; HELLO_ACK: the attempt answered)")
 f.crc = ProtoField.uint32("imago.rel.crc", "CRC32C", base.HEX)
 f.hello_mtu = ProtoField.uint32("imago.rel.hello_mtu", "Frame size (HELLO body: the sender's, peers must agree)")
+f.hello_max_message = ProtoField.uint32("imago.rel.hello_max_message", "Largest message the sender takes (HELLO body)")
 f.records = ProtoField.uint32("imago.rel.records", "Records in this frame")
 -- 3.2.2 SackRange
 f.sack_start = ProtoField.uint32("imago.sack.start", "SACK start")
@@ -195,8 +196,9 @@ local function dissect_reliability(buf, tree)
   local n = 0
   if ftype == 3 and off < buf:len() then n = dissect_records(buf(off), t, buf(32, 4):uint()) end
   local hello_mtu = nil
-  if (ftype == 1 or ftype == 2) and off + 4 <= buf:len() then
+  if (ftype == 1 or ftype == 2) and off + 8 <= buf:len() then
     t:add(f.hello_mtu, buf(off, 4))
+    t:add(f.hello_max_message, buf(off + 4, 4))
     hello_mtu = buf(off, 4):uint()
   end
   t:add(f.records, n):set_generated()
