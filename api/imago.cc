@@ -727,6 +727,9 @@ int imago_send_zc(imago_ep_t* h, void* buf, uint32_t len, uint32_t flags) {
   const InCall in(ep, h);
   if (int rc = in.error()) return rc;
   if (known_lost(ep->att)) return -ENOTCONN;
+  // As imago_send(): a buffer allocated before the peer was ready may be larger than its
+  // node takes (an outside tester: 0, then discarded in tx_invalid).
+  if (len > ep->slot->max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
   const TierSide t = side(ep);
   imago_msg d;
   if (const int rc = describe_send_zc(t, buf, len, static_cast<uint16_t>(flags), d); rc < 0)

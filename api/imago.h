@@ -457,7 +457,9 @@ int imago_buf_alloc(imago_ep_t *ep, uint32_t len, void **buf);
  *         endpoint that the application holds (foreign, freed, or sent already: counted in
  *         buffer_invalid), @p len larger than the buffer (its pool's buffer size, which may
  *         exceed what imago_buf_alloc() was asked for: only that length is the caller's to
- *         write), or unknown flags (neither counted); -ENOTCONN the endpoint
+ *         write), or unknown flags (neither counted); -EMSGSIZE @p len above
+ *         imago_max_message() (which may have fallen since imago_buf_alloc(): the peer's node
+ *         takes less; the buffer stays the caller's); -ENOTCONN the endpoint
  *         was closed, or (secondary) imagod is gone; -ENOTSUP an ordered group endpoint;
  *         -EBUSY another thread is inside a call on @p ep (see "Threads" above).
  */
@@ -529,7 +531,8 @@ int imago_peer_ready(imago_ep_t *ep);
 /** @return the largest message imago_send() accepts on @p ep, in bytes: the node's
  *  --max-message, and once the peer's endpoint is ready no more than the peer's node takes (its
  *  --max-message may be smaller: a larger message put on the tx ring before is discarded, in
- *  tx_invalid) (0: @p ep not live;
+ *  tx_invalid); on a group SEND endpoint no more than every peer of the node takes, member or
+ *  not, as their HELLOs say (it may fall while the endpoint is open, the same way) (0: @p ep not live;
  *  on a group endpoint that sends also at most half the node's --group-window units, about
  *  3 MB with 4096 units and a 1500-byte MTU; a RECV-only one, which sends nothing, answers
  *  the peer endpoints' largest). */

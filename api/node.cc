@@ -82,6 +82,7 @@ unsigned Node::poll(uint64_t now_tsc) {
   dp::node_engine_set_now(ne_, now_tsc);
   uint32_t gen = shm_->generation.load(std::memory_order_acquire);
   if (gen != seen_gen_) refresh(gen);
+  if (ne_.engine->peer_settings_gen() != settings_gen_) cap_group_sends();
   if (announce_n_ > 0) send_announces(now_ns_);
   unsigned work = 0;
   for (unsigned i = 0; i < n_active_; ++i) {
@@ -164,11 +165,29 @@ void Node::activate_group(Active& a) {
     for (unsigned i = 0; i < n_peers_; ++i)
       if (was_up_[i] && e.state(peers_[i]) == rel::PeerState::kDead) tell_node_gone(a, peers_[i]);
   if (rc == 0 && send) {
-    const auto cap = static_cast<uint32_t>(std::min<uint64_t>(s.max_message.load(std::memory_order_relaxed), e.group_max_message()));
-    s.max_message.store(cap, std::memory_order_relaxed);
+    s.max_message.store(group_send_cap(), std::memory_order_relaxed);
     s.peer_ready.store(1, std::memory_order_release);
   }
   s.group_rc.store(rc, std::memory_order_release);
+}
+
+// A group message carries no endpoint tag, but every node states its largest message with
+// one (a unicast message's): a member takes 4 bytes less than its node says.
+uint32_t Node::group_send_cap() const {
+  const uint64_t engine_cap = ne_.engine->group_max_message();
+  return static_cast<uint32_t>(std::min<uint64_t>(shm_->max_message, engine_cap > kTagBytes ? engine_cap - kTagBytes : 0));
+}
+
+// A peer stated another largest message: group sends take no more than every peer takes now
+// (any may join); what waits on a ring above it is discarded in drain_tx().
+void Node::cap_group_sends() {
+  settings_gen_ = ne_.engine->peer_settings_gen();
+  const uint32_t cap = group_send_cap();
+  for (unsigned i = 0; i < n_active_; ++i) {
+    EndpointSlot& s = *active_[i].slot;
+    if (s.group != 0 && (s.group_flags & IMAGO_GROUP_SEND) && active_[i].group_ok)
+      s.max_message.store(cap, std::memory_order_relaxed);
+  }
 }
 
 // An ordered group waits for every member to join it; one whose node died first never will.
@@ -290,7 +309,10 @@ unsigned Node::drain_tx(Active& a, uint64_t now_ns) {
 int Node::send_one(Active& a, const imago_msg& d, uint8_t tier, std::span<const uint8_t> msg, uint16_t flags,
                    uint64_t now_ns) {
   EndpointSlot& s = *a.slot;
-  if (s.group != 0) return ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns);
+  if (s.group != 0) {  // put on the ring before a peer stated it takes less (cap_group_sends())
+    if (msg.size() > s.max_message.load(std::memory_order_relaxed)) return -EMSGSIZE;
+    return ne_.engine->group_send(s.group, msg, engine_flags(flags), now_ns);
+  }
   if (tier != IMAGO_TIER_POOL) return ne_.engine->send(s.peer, msg, engine_flags(flags), now_ns);
   void* owner = d.u.ext.owner;  // a pool buffer's: send_bytes() checked the loan
   const unsigned pi = pool_of(owner);

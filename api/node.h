@@ -176,6 +176,8 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void publish_group(EndpointSlot& s);
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
   void set_ready(EndpointSlot& s, bool ready);
+  uint32_t group_send_cap() const;
+  void cap_group_sends();
 
   unsigned drain_tx(Active& a, uint64_t now_ns);
   int send_one(Active& a, const imago_msg& d, uint8_t tier, std::span<const uint8_t> msg, uint16_t flags,
@@ -212,6 +214,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   bool was_up_[kMaxEndpoints] = {};
   unsigned n_peers_ = 0;
   uint32_t seen_gen_ = UINT32_MAX;
+  uint32_t settings_gen_ = 0;  ///< the engine's peer_settings_gen() the group sends were capped at
   std::unique_ptr<Active[]> active_;  // kMaxEndpoints, the first n_active_ in use
   unsigned n_active_ = 0;
   static constexpr unsigned kAnnounceCap = 2 * kMaxEndpoints;

@@ -72,14 +72,31 @@ int iface_claim(unsigned if_index) {
   return 0;
 }
 
-int iface_promiscuous(unsigned if_index) {
-  ifreq ifr{};
-  if (if_indextoname(if_index, ifr.ifr_name) == nullptr) return -errno;
+namespace {
+
+// @return the flags of interface @p if_index (its name in @p ifr), or a negative errno
+// (-ENXIO: no interface has that index any more).
+int iface_flags(unsigned if_index, ifreq* ifr) {
+  if (if_indextoname(if_index, ifr->ifr_name) == nullptr) return -errno;
   const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return -errno;
-  const int rc = ioctl(s, SIOCGIFFLAGS, &ifr) == 0 ? (ifr.ifr_flags & IFF_PROMISC) != 0 : -errno;
+  const int rc = ioctl(s, SIOCGIFFLAGS, ifr) == 0 ? 0 : -errno;
   close(s);
-  return rc;
+  return rc < 0 ? rc : static_cast<uint16_t>(ifr->ifr_flags);
+}
+
+}  // namespace
+
+int iface_promiscuous(unsigned if_index) {
+  ifreq ifr{};
+  const int f = iface_flags(if_index, &ifr);
+  return f < 0 ? f : (f & IFF_PROMISC) != 0;
+}
+
+int iface_running(unsigned if_index) {
+  ifreq ifr{};
+  const int f = iface_flags(if_index, &ifr);
+  return f < 0 ? f : (f & IFF_UP) != 0 && (f & IFF_RUNNING) != 0;
 }
 
 // DPDK 22.11's net_af_packet puts each port's socket in fanout group (pid ^ ifindex) & 0xffff,

@@ -23,6 +23,10 @@ int iface_claim(unsigned if_index);
  *  errno. */
 int iface_promiscuous(unsigned if_index);
 
+/** @return 1 when interface @p if_index is up with a carrier (IFF_UP and IFF_RUNNING), 0 when
+ *  not, or a negative errno (-ENXIO: it was deleted; one made again since has another index). */
+int iface_running(unsigned if_index);
+
 /** net_af_packet could not open interface @p iface: @return why, as far as this process can
  *  tell (no such interface, no permission, or DPDK's fanout group number taken by another
  *  process), else a pointer to DPDK's own lines. Control path. */

@@ -109,8 +109,9 @@ void node_engine_log_settings(uint64_t self, rel::NodeId peer, rel::PeerSettings
     return;
   }
   IMAGO_LOG(ERR, dataplane,
-            "node %" PRIu64 ": peer %u takes messages of at most %u bytes, and this node queued a larger one for it "
-            "before their session: no session until it takes it (its --max-message; reject settings_mismatch)\n",
+            "node %" PRIu64 ": peer %u takes messages of at most %u bytes (an imago.h node: its --max-message and a "
+            "4-byte endpoint tag), and this node queued a larger one for it before their session: no session until "
+            "it takes it (reject settings_mismatch)\n",
             self, peer, theirs.max_message);
 }
 

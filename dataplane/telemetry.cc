@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/if_state.h"
+
 namespace imago::dp {
 namespace {
 
@@ -212,7 +214,13 @@ int cmd_ports(const char*, const char* params, rte_tel_data* d) {
   char mac_text[RTE_ETHER_ADDR_FMT_SIZE] = "";
   if (rte_eth_macaddr_get(port, &mac) == 0) rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
   rte_tel_data_add_dict_string(d, "mac", mac_text);
-  rte_tel_data_add_dict_int(d, "link_up", link.link_status);
+  // A kernel interface's PMD (net_af_packet, net_af_xdp) says up whatever the interface does:
+  // its carrier, or whether it still exists (deleted and made again, it is another one, which
+  // this port's socket never sees), says more (an outside tester: "up" under a link down).
+  rte_eth_dev_info info{};
+  const int iface = rte_eth_dev_info_get(port, &info) == 0 && info.if_index != 0 ? iface_running(info.if_index) : 1;
+  if (info.if_index != 0) rte_tel_data_add_dict_string(d, "iface", iface < 0 ? "gone" : iface ? "up" : "down");
+  rte_tel_data_add_dict_int(d, "link_up", link.link_status && iface == 1);
   rte_tel_data_add_dict_u64(d, "link_speed_mbps", link.link_speed);
   for (auto [k, v] : {std::pair{"ipackets", st.ipackets}, {"opackets", st.opackets}, {"ibytes", st.ibytes},
                       {"obytes", st.obytes}, {"imissed", st.imissed}, {"ierrors", st.ierrors},

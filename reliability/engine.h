@@ -257,6 +257,9 @@ class Engine {
   bool group_tx_view(GroupId g, GroupTxView* out) const;
   /** @return the largest message group_send() takes. */
   uint64_t group_max_message() const;
+  /** @return a number that changes whenever a peer states another largest message (HELLO):
+   *  peer_max_message() and group_max_message() may have changed. */
+  uint32_t peer_settings_gen() const { return peer_settings_gen_; }
   const GroupCounters& group_counters() const { return gc_; }
 
   /** Process one received frame (bytes after the link header). Never fails; bad input is
@@ -521,6 +524,7 @@ class Engine {
   uint64_t group_deadline_ = ~uint64_t{0};                 ///< group_poll()'s next work
   GroupCounters gc_;
   uint64_t peers_max_message_ = UINT64_MAX;  ///< the least Peer::peer_max_message (group_max_message())
+  uint32_t peer_settings_gen_ = 0;           ///< grows when a peer's stated max_message changes
   std::unique_ptr<uint8_t[]> rebuilt_;  ///< a frame rebuilt from parity (mtu bytes)
 };
 

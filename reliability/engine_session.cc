@@ -91,6 +91,7 @@ void Engine::accept_hello(Peer& p, const Header& h, bool changed, uint64_t now) 
     p.peer_max_message = stated;
     peers_max_message_ = UINT64_MAX;
     for (const auto& q : peers_) peers_max_message_ = std::min(peers_max_message_, q->peer_max_message);
+    ++peer_settings_gen_;
   }
   p.last_heard = now;
   p.c.pkts_received++;

@@ -198,9 +198,11 @@ int main(int argc, char **argv)
 		ex_print_rate(sent, p.bytes, p.t0 ? ex_now_ns() - p.t0 : 0);
 		imago_stats(p.ep, &st); /* tx_ring_full: sends refused for back-pressure */
 		/* What the peer node's restarts or death cost: messages dropped unconfirmed. */
-		printf(",\"peer_ready\":%d,\"tx_ring_full\":%llu,\"peer_resets\":%llu,\"peer_deaths\":%llu,"
+		/* tx_invalid: taken on the ring, then discarded (above what the peer's node takes). */
+		printf(",\"peer_ready\":%d,\"tx_ring_full\":%llu,\"tx_invalid\":%llu,\"peer_resets\":%llu,\"peer_deaths\":%llu,"
 		       "\"msgs_unconfirmed\":%llu,\"last_unconfirmed_first\":%llu,\"last_unconfirmed_count\":%llu}\n",
-		       p.ready, (unsigned long long)st.tx_ring_full, (unsigned long long)st.peer_resets,
+		       p.ready, (unsigned long long)st.tx_ring_full, (unsigned long long)st.tx_invalid,
+		       (unsigned long long)st.peer_resets,
 		       (unsigned long long)st.peer_deaths, (unsigned long long)st.msgs_unconfirmed,
 		       (unsigned long long)st.last_unconfirmed_first, (unsigned long long)st.last_unconfirmed_count);
 	}

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
 		while ((rc = imago_send(cli, req, len, IMAGO_FASTPATH)) == -EAGAIN && !ex_stop && ex_now_ns() < deadline)
 			if (srv) serve(srv, &served); /* it polls the node too */
 			else ex_poll();
+		if (rc == -EMSGSIZE) ex_check_size(cli, "--size", o.size_max, argv[0]); /* say which limit */
 		if (seq == o.count) break; /* the last one, "no more", has no answer */
 		for (int got = 0; rc >= 0 && !got && !ex_stop;) {
 			struct imago_msg m;

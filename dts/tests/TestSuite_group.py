@@ -572,6 +572,31 @@ class TestSuiteGroup(TestSuite):
             self.verify(re.search(r"EVENT sub ended source 3 .*reason gone", proc.output()) is not None,
                         f"member {i}: no ENDED (gone) for member 3:\n{proc.tail()}")
 
+    def test_a_group_sends_nothing_larger_than_a_peer_takes(self, topology: Topology) -> None:
+        """Node 1 publishes 5,000-byte messages to the group; node 2, at the default
+        --max-message, receives it; node 3, a peer of node 1 started with --max-message 4096,
+        receives another group.
+
+        Expect: the publisher exits 1, naming the message size (its imago_max_message() is what
+        node 3 takes: any peer may join), and node 2 gets nothing it cannot tell from an error
+        (before: every send returned 0, the source discarded them, tx_invalid, and the member
+        got none, silently: an outside tester).
+        """
+        ports = self._bridge(topology, 2)
+        third = self._start(ports[2], 3, [(1, ports[0])], "sub", 1, extra=["--group", str(GROUP + 1)],
+                            node_opts=["--max-message", "4096"])
+        member = self._start(ports[1], 2, [(1, ports[0])], "sub", 200, extra=["--timeout", "5"])
+        time.sleep(0.5)  # node 3's HELLO is in: it states what it takes
+        pub = self._source(ports, 200, 1, extra=["--size", "5000", "--timeout", "5"])
+        rc = pub.wait(RUN_LIMIT_S)
+        err = "\n".join(pub.lines("stderr"))
+        print("pub exit", rc, err[-800:])
+        self.verify(rc == 1 and ("5000 bytes is above the largest this endpoint takes, 4096" in err
+                                 or "Message too long" in err), f"pub exit {rc}: {err[-800:]!r}")
+        for proc in (member, third):
+            proc.signal(signal.SIGINT)
+            proc.wait(RUN_LIMIT_S)
+
     def test_a_plain_receiver_killed_is_no_source_of_an_ordered_group(self, topology: Topology,
                                                                       tmp_path: Path) -> None:
         """Total order of 2 (``imago-group all --order total --members 1,2 --size 16``) and node

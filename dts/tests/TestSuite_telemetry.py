@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from framework import host
 from framework.apps import ImagoPerf
 from framework.imago_apps import (TELEMETRY_PY, ImagodRun, cleanup_stale_hugepages, example_path,
                                   hugepages_missing_reason, telemetry as _telemetry)
@@ -398,6 +399,39 @@ class TestSuiteTelemetry(TestSuite):
         # A state each: the table's point. Which one is the redundancy suites' to check (on a
         # loaded machine spurious RTO losses can mark a network down: an open defect).
         self.verify(all(v in ("up", "suspect", "down") for v in nets.values()), f"states {nets}")
+
+    def test_a_kernel_interface_port_says_its_interface_is_down_or_gone(self, topology: Topology, perf_binary) -> None:
+        """
+        Steps:
+            imago-perf --iface on one end of a veth (net_af_packet), waiting for a sender;
+            /imago/ports,0 through dpdk-telemetry.py; the interface set down, then deleted.
+        Verify:
+            link_up 1 and iface up first, then link_up 0 with iface down, then gone. Before,
+            link_up stayed 1 through both (the PMD's own status: an outside tester).
+        """
+        a, b = topology.add_veth(topology.add_node("ka"), topology.add_node("kb"), mtu=1500)
+        run = ImagoPerf(b.node, perf_binary).start_args(
+            ["--iface", b.name, "--role", "rx", "--mode", "stream", "--msgs", "1000", "--duration", "20", "--quiet"],
+            name="perf")
+        run.wait_ready(READY_S)
+        prefix = f"imago-{self._perf_pid(run)}"
+
+        def port() -> dict:
+            return _telemetry(b.node, prefix, ["/imago/ports,0"])[0]
+
+        first, until = port(), time.monotonic() + 5
+        while first.get("iface") != "up" and time.monotonic() < until:  # the veth's carrier may come later
+            time.sleep(0.1)
+            first = port()
+        seen = [first]
+        host.run_cmd(["ip", "-n", b.node.netns, "link", "set", b.name, "down"])
+        seen.append(port())
+        host.run_cmd(["ip", "-n", b.node.netns, "link", "del", b.name])
+        seen.append(port())
+        run.stop()
+        got = [(p.get("link_up"), p.get("iface")) for p in seen]
+        print("link_up, iface:", got)
+        self.verify(got == [(1, "up"), (0, "down"), (0, "gone")], f"link_up, iface: {got}")
 
     @staticmethod
     def _perf_pid(run) -> int:
