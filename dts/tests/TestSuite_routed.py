@@ -23,6 +23,7 @@ import sys
 
 import pytest
 
+from framework import host
 from framework.apps import ImagoPerf, Result, binary_missing_reason, imagod_binary
 from framework.imago_apps import ImagodRun, cleanup_stale_hugepages, hugepages_missing_reason
 from framework.node import Node
@@ -85,8 +86,9 @@ class TestSuiteRouted(TestSuite):
     """Two imagods in two subnets, a Linux router between them."""
 
     @staticmethod
-    def _build(topology: Topology, perf_binary, b_mtu: int | None = None) -> dict:
-        """A -- R -- B, R forwarding, default routes via R (the R-B link's MTU @p b_mtu); hugepages for imagod."""
+    def _build(topology: Topology, perf_binary, r_mtu: int | None = None) -> dict:
+        """A -- R -- B, R forwarding, default routes via R (R's end of the R-B link at MTU @p r_mtu,
+        B's at 1500: a path narrower than either end); hugepages for imagod."""
         reason = binary_missing_reason(imagod_binary())
         if reason:
             pytest.skip(f"imagod unavailable: {reason}")
@@ -94,7 +96,9 @@ class TestSuiteRouted(TestSuite):
         require(hugepages_missing_reason())
         a, r, b = topology.add_node("a"), topology.add_node("r"), topology.add_node("b")
         a_if, ra_if = topology.add_veth(a, r, a_ipv4=A_IP, b_ipv4=RA_IP)
-        b_if, rb_if = topology.add_veth(b, r, a_ipv4=B_IP, b_ipv4=RB_IP, mtu=b_mtu)
+        b_if, rb_if = topology.add_veth(b, r, a_ipv4=B_IP, b_ipv4=RB_IP)
+        if r_mtu is not None:
+            host.ip("link", "set", "dev", rb_if.name, "mtu", str(r_mtu), netns=r.netns)
         topology.set_sysctl(r, {"net.ipv4.ip_forward": "1"})
         topology.add_route(a, "default", ra_if.ip)
         topology.add_route(b, "default", rb_if.ip)
@@ -220,21 +224,22 @@ class TestSuiteRouted(TestSuite):
     def test_a_smaller_mtu_on_the_way_stops_the_stream(self, topology: Topology, perf_binary, request) -> None:
         """
         Steps:
-            The same A -- R -- B with the R-B link's MTU 1000 (both ends), peers given as
-            ID@IP@MAC; imagod on B with --mtu 1000 (its interface's), on A with the default
-            --mtu 1500 (more than the path carries). A stream of messages of 1000 bytes (a
-            frame each, more than 1000 bytes of IP) for 3 s.
+            The same A -- R -- B with R's end of the R-B link at MTU 1000 (A's and B's
+            interfaces at 1500), peers given as ID@IP@MAC; imagod on A and on B with the
+            default --mtu 1500 (more than the path carries; the ends agree, so their HELLOs,
+            which fit, make a session). A stream of messages of 1000 bytes (a frame each, more
+            than 1000 bytes of IP) for 3 s.
         Verify:
             Nothing is delivered: imago has no path-MTU discovery, and R drops every data
             frame (DF set) with an ICMP "fragmentation needed" to A (R's Icmp OutDestUnreachs
             grew), which A's port counts as link_decode_ip_protocol.
         """
-        routed = self._build(topology, perf_binary, b_mtu=1000)
+        routed = self._build(topology, perf_binary, r_mtu=1000)
         a, ra, b, rb = routed["a"], routed["ra"], routed["b"], routed["rb"]
-        self.verify(rb.mtu == 1000 and b.mtu == 1000 and a.mtu == 1500, f"MTUs: {a.mtu} {rb.mtu} {b.mtu}")
+        self.verify(rb.mtu == 1000 and b.mtu == 1500 and a.mtu == 1500, f"MTUs: {a.mtu} {rb.mtu} {b.mtu}")
         before = _ip_mib(ra.node, "Icmp")
         da = self._imagod(request, topology, a, NODE_A, f"{NODE_B}@{b.ip}@{ra.mac}")
-        db = self._imagod(request, topology, b, NODE_B, f"{NODE_A}@{a.ip}@{rb.mac}", ("--mtu", "1000"))
+        db = self._imagod(request, topology, b, NODE_B, f"{NODE_A}@{a.ip}@{rb.mac}")
         t, r = self._stream(routed, SILENT_S, size=1000)
         unreach = _ip_mib(ra.node, "Icmp")["OutDestUnreachs"] - before["OutDestUnreachs"]
         for d in (da, db):
