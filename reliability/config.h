@@ -24,8 +24,9 @@ struct Config {
   NodeId node_id = 0;
   uint32_t epoch = 1;              ///< names this incarnation; make_epoch() (epoch.h) in apps
   uint64_t seed = 1;               ///< seeds tokens and initial sequence numbers
-  /// Fixed ISNs (tests; random if unset): the first session's is this, each later one 1 more,
-  /// so that a new session is told from the old by its ISN, as with random ones.
+  /// Fixed ISNs (tests; random if unset): the first session's is this, each later one
+  /// 0x9E3779B9 more (mod 2^32), so that a new session is told from the old by its ISN, and an
+  /// old frame's numbers fall far outside it, as with random ones.
   std::optional<Seq> initial_seq;
 
   // Frames.

@@ -181,8 +181,12 @@ bool Engine::session_ok(Peer& p, const Header& h) {
 
 Seq Engine::new_isn() {
   // A peer that declared us dead and came back is known by its new ISN alone (on_hello()):
-  // a fixed one repeated would make its new session a continuation of the old here.
-  return cfg_.initial_seq ? *cfg_.initial_seq + isns_drawn_++ : static_cast<Seq>(rng_.next());
+  // a fixed one repeated would make its new session a continuation of the old here. Fixed
+  // ones step by an odd stride near 2^32 / phi, not by 1: an old session's frame still on
+  // the wire (same incarnations, same tokens) would carry the next session's first numbers
+  // and be delivered in it again (the engine fuzzer: a message delivered twice).
+  constexpr Seq kStride = 0x9E3779B9u;
+  return cfg_.initial_seq ? *cfg_.initial_seq + kStride * isns_drawn_++ : static_cast<Seq>(rng_.next());
 }
 
 void Engine::reset_session(Peer& p, bool notify, Seq isn, GroupEvent::Why why) {
