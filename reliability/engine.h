@@ -61,13 +61,13 @@ struct GroupEvent {
   uint32_t count = 0;  ///< kLost: units lost from position on
 };
 
-/** Where the engine hands messages and peer events (the API rings, or a test). */
 /** What a node states of itself in its HELLOs (HelloBody). */
 struct PeerSettings {
   uint32_t mtu;          ///< Config::mtu
   uint32_t max_message;  ///< Config::max_message_size (at most 2^32 - 1)
 };
 
+/** Where the engine hands messages and peer events (the API rings, or a test). */
 class AppSink {
  public:
   virtual ~AppSink() = default;
