@@ -171,12 +171,14 @@ void Node::activate_group(Active& a) {
   s.group_rc.store(rc, std::memory_order_release);
 }
 
-// A group message carries no endpoint tag, but every node states its largest message with
-// one (a unicast message's): a member takes 4 bytes less than its node says.
-uint32_t Node::group_send_cap() const {
-  const uint64_t engine_cap = ne_.engine->group_max_message();
-  return static_cast<uint32_t>(std::min<uint64_t>(shm_->max_message, engine_cap > kTagBytes ? engine_cap - kTagBytes : 0));
+// The largest message an endpoint takes when the engine takes @p engine_max bytes: a node
+// states its largest message with a unicast message's endpoint tag, so a peer takes 4 bytes
+// less than it says (a group message, which carries no tag, too: it lands in the same buffers).
+uint32_t Node::app_max(uint64_t engine_max) const {
+  return static_cast<uint32_t>(std::min<uint64_t>(shm_->max_message, engine_max > kTagBytes ? engine_max - kTagBytes : 0));
 }
+
+uint32_t Node::group_send_cap() const { return app_max(ne_.engine->group_max_message()); }
 
 // A peer stated another largest message: group sends take no more than every peer takes now
 // (any may join); what waits on a ring above it is discarded in drain_tx().
@@ -230,11 +232,8 @@ void Node::set_ready(uint64_t peer, uint32_t hash, bool ready) {
 void Node::set_ready(EndpointSlot& s, bool ready) {
   // Ready, a send takes no more than the peer's node takes (its HELLO said: its --max-message
   // may be below ours), before the application reads peer_ready.
-  if (ready) {
-    const uint64_t peer_max = ne_.engine->peer_max_message(static_cast<rel::NodeId>(s.peer));
-    const uint64_t cap = std::min<uint64_t>(shm_->max_message, peer_max > kTagBytes ? peer_max - kTagBytes : 0);
-    s.max_message.store(static_cast<uint32_t>(cap), std::memory_order_relaxed);
-  }
+  if (ready) s.max_message.store(app_max(ne_.engine->peer_max_message(static_cast<rel::NodeId>(s.peer))),
+                                 std::memory_order_relaxed);
   s.peer_ready.store(ready ? 1 : 0, std::memory_order_release);
 }
 

@@ -176,6 +176,7 @@ class Node final : public rel::AppSink, public rel::red::Listener {
   void publish_group(EndpointSlot& s);
   void set_ready(uint64_t peer, uint32_t hash, bool ready);
   void set_ready(EndpointSlot& s, bool ready);
+  uint32_t app_max(uint64_t engine_max) const;
   uint32_t group_send_cap() const;
   void cap_group_sends();
 
