@@ -342,14 +342,7 @@ void BM_Engine_Goodput(benchmark::State& state) {
   const double loss = static_cast<double>(state.range(0)) / 10000.0;
   const bool sr = state.range(1) != 0;
   const bool fast_link = state.range(2) != 0;
-  imago::sim::Scenario sc;
-  sc.nodes = 2;
-  sc.one_way = true;
-  sc.msgs = 20000;
-  sc.fixed_size = 1024;
-  sc.fast = 0;
-  sc.max_burst = 64;
-  sc.app_gap_ns = 1000;
+  imago::sim::Scenario sc = imago::sim::one_way_stream(20000, 1024);
   sc.cfg.send_window = 2048;
   sc.cfg.recv_window = 1024;
   sc.cfg.max_message_size = 1u << 20;

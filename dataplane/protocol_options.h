@@ -47,7 +47,7 @@ std::vector<std::string> protocol_args(const ProtocolOptions& p);
 bool is_protocol_option(const std::string& name);
 
 /** Add the protocol rows to @p t, over the member @p m of T: --mtu, --go-back-n,
- *  --no-flow-control, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms,
+ *  --no-flow-control, --no-delay-cap, --no-crc, --dead-after-ms, --ack-delay-us, --rto-min-us, --rto-max-ms,
  *  --group-sources, --group-streams, --group-window, --group-nack-backoff-us, --group-parity, --group-burst, --no-multicast,
  *  --group-expire-ms. */
 template <typename T>
@@ -82,6 +82,10 @@ void add_protocol_rows(OptionTable<T>& t, ProtocolOptions T::*m) {
                [m](const T& o) { return std::to_string((o.*m).mtu); }});
   t.push_back(flag("go-back-n", "Pupa's go-back-N instead of selective repeat", &rel::Config::selective_repeat, false));
   t.push_back(flag("no-flow-control", "switch the optimistic credits off", &rel::Config::flow_control, false));
+  t.push_back(flag("no-delay-cap",
+                   "after a loss, keep the whole window in flight instead of capping the frames in flight by the "
+                   "queueing delay measured (docs/PROTOCOL.md 3.4.9)",
+                   &rel::Config::delay_cap, false));
   t.push_back(flag("no-crc", "no CRC32C on frames (corruption then goes unseen)", &rel::Config::crc, false));
   t.push_back(time("dead-after-ms", "MS", "declare a peer dead after this much silence, 10..3600000",
                    &rel::Config::dead_after_ns, kMs, 10, 3'600'000));

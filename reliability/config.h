@@ -44,6 +44,9 @@ struct Config {
   // Modes.
   bool selective_repeat = true;  ///< false: Pupa's go-back-N (receiver drops out of order)
   bool flow_control = true;      ///< optimistic credits; false: always unlimited
+  /// Cap a stream's frames in flight by the queueing delay measured (delay_cap.h,
+  /// docs/PROTOCOL.md 3.4.9); false: the whole window in flight.
+  bool delay_cap = true;
 
   // Water marks, in percent of the send window / receive window.
   uint32_t ack_req_low_pct = 25;   ///< free send space below this: request ACKs

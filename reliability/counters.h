@@ -74,6 +74,7 @@ struct PeerCounters {
   uint64_t tx_backpressure = 0;  ///< frame sink refused a frame
   uint64_t deliver_refused = 0;  ///< application refused a message (ring full)
   uint64_t credit_stalls = 0;    ///< flushes that stopped on a zero credit
+  uint64_t delay_cuts = 0;       ///< queueing delay measured cut the frames in flight (delay_cap.h)
   uint64_t resets = 0;           ///< sessions reset by a proven peer restart
   uint64_t deaths = 0;           ///< peer declared dead
   uint64_t discarded_msgs = 0;   ///< unconfirmed messages dropped on reset/death
@@ -101,7 +102,7 @@ void for_each_counter(const PeerCounters& c, Fn&& fn) {
   fn("ack_reqs_sent", c.ack_reqs_sent), fn("hellos_sent", c.hellos_sent), fn("bytes_sent", c.bytes_sent);
   fn("bytes_received", c.bytes_received), fn("rto_expired", c.rto_expired), fn("tail_probes", c.tail_probes);
   fn("tx_backpressure", c.tx_backpressure), fn("deliver_refused", c.deliver_refused);
-  fn("credit_stalls", c.credit_stalls), fn("resets", c.resets), fn("deaths", c.deaths);
+  fn("credit_stalls", c.credit_stalls), fn("delay_cuts", c.delay_cuts), fn("resets", c.resets), fn("deaths", c.deaths);
   fn("discarded_msgs", c.discarded_msgs), fn("challenges_sent", c.challenges_sent);
   fn("msgs_by_ref", c.msgs_by_ref), fn("absences", c.absences);
 }

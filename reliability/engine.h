@@ -384,6 +384,13 @@ class Engine {
   bool transmitted(Peer& p, bool taken, uint64_t now);
   void carried(Peer& p, FrameType t, const FrameMeta& m, uint64_t now);
   bool want_data(const Peer& p, uint64_t now, bool all) const;
+  /** @return whether the delay cap lets a new frame go at @p now (delay_cap.h). */
+  bool delay_allows(const Peer& p, uint64_t now) const;
+  /** @return whether the next DATA frame should time the queueing delay (delay_cap.h). */
+  bool delay_probe(const Peer& p) const;
+  /** @return whether the next DATA frame should ask for an ACK for the cap (a probe, or to
+   *  keep ACKs coming while the cap holds frames back). */
+  bool delay_ask(const Peer& p) const;
   int resend_lost(Peer& p, uint64_t now);
   bool send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_t now);
   bool send_held(Peer& p, uint32_t pos, bool again);

@@ -46,6 +46,7 @@ void Engine::on_ack_info(Peer& p, const Header& h, std::span<const uint8_t> fram
   if (cfg_.selective_repeat && h.sack_count > 0 && !take_sack(p, h, frame, &sack_max, &sample_tx))
     return count(p, Reject::kBadSack);
   if (sample_tx != 0) p.rto.sample(now - sample_tx);
+  if (p.delay.delivered(p.rack_frame, p.frames_out, now, tx.flight_frames(), tx.frames(), p.rto.min_rtt())) p.c.delay_cuts++;
   // A frame sent later than any known delivered got through: the peer is alive and the path
   // moving, so the tail-loss probe waits a PTO from now (RFC 8985 7.2: an ACK of new data
   // re-arms it). Without this a probe fires while the window's repairs are merely queued.
@@ -110,7 +111,7 @@ void Engine::detect_losses(Peer& p, const Header& h, std::span<const uint8_t> fr
     if (lost > 0) p.goback_seq = ack, p.goback_ns = now;
   }
   if (sack_complete) lost += mark_lost_by_order(p, now);
-  if (lost > 0) p.c.pkts_lost++;
+  if (lost > 0) p.c.pkts_lost++, p.delay.lost(now);
 }
 
 uint32_t Engine::mark_lost(Peer& p, Seq from, Seq to, uint64_t sent_by, const RackTimes* rack) {
@@ -141,6 +142,7 @@ uint32_t Engine::mark_sent_by(Peer& p, uint64_t sent_by) {
 
 void Engine::lose_frame(Peer& p, uint32_t pos) {
   p.tx.set_retx(pos);  // out of flight
+  p.delay.forget(p.tx.frame(pos).number);
   const Seq first = p.tx.frame_first(pos);
   if (seq_lt(first, p.retx_cursor)) p.retx_cursor = first;
 }

@@ -200,6 +200,7 @@ void Engine::reset_session(Peer& p, bool notify, Seq isn, GroupEvent::Why why) {
   p.rx.reset(0);
   drop_reassembly(p);
   p.credit_out.reset();
+  p.delay.reset();
   p.credit_in.reset();
   p.credit_sent = kCreditUnlimited;
   p.rto_deadline = p.ack_deadline = p.ack_req_deadline = p.tlp_deadline = kNever;

@@ -161,7 +161,7 @@ uint64_t Engine::peer_deadline(const Peer& p) const {
   if (p.s.state == PeerState::kConnecting) d = std::min(d, p.hello_deadline);
   if (p.ack_required && p.tx.has_outstanding()) d = std::min(d, p.ack_req_deadline);
   if (p.s.known) d = std::min(d, p.last_sent + keepalive_ns());
-  if (established && p.tx.has_unsent() && p.credit_out.allows(p.tx.nxt())) {
+  if (established && p.tx.has_unsent() && p.credit_out.allows(p.tx.nxt()) && delay_allows(p, now_)) {
     const bool now_due = p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu;
     uint64_t due = now_due ? now_ : p.tx.unsent_enq_ns() + cfg_.coalesce_ns;
     d = std::min(d, p.tx_blocked ? std::max(due, now_ + cfg_.tx_retry_ns) : due);

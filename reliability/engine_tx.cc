@@ -23,8 +23,8 @@ size_t Engine::begin_frame(Peer& p, bool with_records, FrameMeta* m) {
   m->nack = p.nack_now;
   // In ACK-required state a DATA frame asks once per ack_req_spacing_ units sent: an ACK for
   // every frame of a large window would cost the receiver more than the data.
-  m->ack_req = p.probe_now || (with_records && p.ack_required &&
-                               p.tx.nxt() - p.ack_req_seq >= ack_req_spacing_);
+  m->ack_req = p.probe_now || (with_records && ((p.ack_required && p.tx.nxt() - p.ack_req_seq >= ack_req_spacing_) ||
+                                                 delay_ask(p)));
   uint8_t flags = static_cast<uint8_t>((m->nack ? frame_flag::kNack : 0) |
                                        (m->ack_req ? frame_flag::kAckReq : 0));
   HeaderOut h{with_records ? FrameType::kData : FrameType::kAck,
@@ -87,6 +87,7 @@ bool Engine::want_data(const Peer& p, uint64_t now, bool all) const {
   if (p.s.state != PeerState::kEstablished) return false;
   const SendWindow& tx = p.tx;
   if (!tx.has_unsent() || !p.credit_out.allows(tx.nxt())) return false;
+  if (!delay_allows(p, now)) return false;
   return all || p.fast_pending > 0 || p.unsent_bytes >= cfg_.mtu ||
          now - tx.unsent_enq_ns() >= cfg_.coalesce_ns;
 }
@@ -145,6 +146,7 @@ bool Engine::send_new_frame(Peer& p, size_t hdr_len, const FrameMeta* m, uint64_
   if (!transmitted(p, send_held(p, pos, false), now)) return false;
   carried(p, FrameType::kData, *m, now);
   commit_frame(p, pos, now);
+  if (m->ack_req) p.delay.asked(f.number, now, delay_probe(p));
   tx.mark_sent();
   arm_tail_probe(p, now);  // the tail moved: probe after a PTO from now
   return true;
@@ -215,6 +217,23 @@ uint32_t Engine::flush(Peer& p, uint64_t now, bool all) {
     if (!p.tx.has_outstanding() && p.rto_deadline == kNever) p.rto_deadline = now + p.rto.rto();
   }
   return sent;
+}
+
+bool Engine::delay_allows(const Peer& p, uint64_t now) const {
+  // The frames in flight are known only when the last ACK could list all the peer holds:
+  // beyond a long hole it cannot, what it holds looks in flight, and a cap would stop the
+  // stream until an RTO.
+  return p.unreported_from != p.unreported_to || p.delay.allows(p.tx.flight_frames(), now);
+}
+
+bool Engine::delay_probe(const Peer& p) const {
+  // Below a receive burst in flight no queue builds that the cap would cut: no probe, so
+  // that a request and its answer are not joined by an ACK of their own.
+  return cfg_.delay_cap && p.delay.want_probe(now_) && p.tx.flight_frames() >= DelayCap::kLeast;
+}
+
+bool Engine::delay_ask(const Peer& p) const {
+  return delay_probe(p) || p.delay.want_clock(p.frames_out + 1, now_);
 }
 
 void Engine::update_ack_required(Peer& p) {

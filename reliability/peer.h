@@ -10,6 +10,7 @@
 
 #include "reliability/counters.h"
 #include "reliability/credit.h"
+#include "reliability/delay_cap.h"
 #include "reliability/frame_sink.h"
 #include "reliability/reassembly.h"
 #include "reliability/recv_window.h"
@@ -31,6 +32,7 @@ struct Peer {
   SendWindow tx;
   RtoEstimator rto;
   CreditLimit credit_out;  ///< what the peer allows us
+  DelayCap delay;          ///< frames in flight by the queueing delay (cfg.delay_cap)
   uint64_t rto_deadline = kNever;
   uint64_t ack_req_deadline = kNever;  ///< ACK-timer tick re-sending a pending ACK request
   uint64_t unsent_bytes = 0;           ///< record bytes queued in [nxt, end)

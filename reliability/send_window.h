@@ -163,6 +163,8 @@ class SendWindow {
   bool has_unsent() const { return nxt_ != end_; }
   /** @return the frames sent and not yet released, and the frames the window holds at most. */
   uint32_t sent_frames() const { return fr_sent_; }
+  /** @return the frames in flight: sent, not known delivered, not queued for a repair. */
+  uint32_t flight_frames() const { return flight_n_; }
   uint32_t frames() const { return frames_n_; }
   bool has_outstanding() const { return una_ != nxt_; }
   /** @return true when @p s was transmitted and is not yet acknowledged. */

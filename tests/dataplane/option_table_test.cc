@@ -120,7 +120,8 @@ TEST(ProtocolOptions, DefaultsAreTheFastLinkPresetAndRowsSetNanoseconds) {
   const rel::Config preset = rel::fast_link_preset();
   EXPECT_EQ(o.protocol.engine.ack_delay_ns, preset.ack_delay_ns);
   EXPECT_EQ(o.protocol.engine.recv_window, o.protocol.engine.send_window);
-  ASSERT_EQ(parse({"--mtu", "9000", "--go-back-n", "--no-flow-control", "--no-crc", "--ack-delay-us", "100",
+  EXPECT_TRUE(o.protocol.engine.delay_cap);
+  ASSERT_EQ(parse({"--mtu", "9000", "--go-back-n", "--no-flow-control", "--no-delay-cap", "--no-crc", "--ack-delay-us", "100",
                    "--rto-min-us", "300", "--rto-max-ms", "50", "--dead-after-ms", "700"},
                   o, &err),
             0)
@@ -129,6 +130,7 @@ TEST(ProtocolOptions, DefaultsAreTheFastLinkPresetAndRowsSetNanoseconds) {
   EXPECT_EQ(o.protocol.mtu, 9000u);
   EXPECT_FALSE(c.selective_repeat);
   EXPECT_FALSE(c.flow_control);
+  EXPECT_FALSE(c.delay_cap);
   EXPECT_FALSE(c.crc);
   EXPECT_EQ(c.ack_delay_ns, 100 * rel::kUs);
   EXPECT_EQ(c.rto_min_ns, 300 * rel::kUs);

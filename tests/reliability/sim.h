@@ -52,6 +52,13 @@ class Network {
   LinkFaults& link(NodeId from, NodeId to) { return links_[index(from, to)].f; }
   /** @return the frames from @p from to @p to this network dropped (losses and drop windows). */
   uint64_t lost_on(NodeId from, NodeId to) const { return links_[index(from, to)].lost; }
+  /** @return how long a frame put on the link from @p from to @p to at or after
+   *  queue_stats_from() waited in its queue and took to serialize, on average (ns). */
+  uint64_t mean_queue_ns(NodeId from, NodeId to) const {
+    const Link& l = links_[index(from, to)];
+    return l.queued != 0 ? l.queued_ns / l.queued : 0;
+  }
+  void queue_stats_from(uint64_t t) { queue_from_ = t; }
   void set_all(const LinkFaults& f) {
     for (auto& l : links_) l.f = f;
   }
@@ -68,6 +75,7 @@ class Network {
     l.busy_until = std::max(l.busy_until, now);
     if (l.busy_until - now > l.f.max_queue_ns) return false;
     l.busy_until += static_cast<uint64_t>(static_cast<double>(frame.size()) * l.f.ns_per_byte);
+    if (now >= queue_from_) l.queued_ns += l.busy_until - now, ++l.queued;
     ++sent_;
     if (dropped(l, from, to, frame, now)) return true;
     int copies = rng_.chance(l.f.dup) ? 2 : 1;
@@ -109,6 +117,7 @@ class Network {
     uint64_t busy_until = 0;
     bool bad = false;  // Gilbert-Elliott state
     uint64_t lost = 0;  // frames this link dropped
+    uint64_t queued = 0, queued_ns = 0;  // frames put on it (mean_queue_ns()) and their time before the wire's end
   };
   struct Event {
     uint64_t t;
@@ -161,6 +170,7 @@ class Network {
   std::priority_queue<Event, std::vector<Event>, Later> q_;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> pool_;
   uint64_t seq_ = 0, sent_ = 0, lost_ = 0, dups_ = 0, reordered_ = 0, corrupted_ = 0;
+  uint64_t queue_from_ = 0;  // queue_stats_from()
 };
 
 }  // namespace imago::sim

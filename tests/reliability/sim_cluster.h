@@ -95,6 +95,20 @@ struct Scenario {
   std::vector<DropWindow> drops_b;
 };
 
+/** @return a one-way stream of @p msgs messages of @p size bytes from node 0 to node 1, its
+ *  application always ahead of the link (bursts of up to 64 about every microsecond). */
+inline Scenario one_way_stream(uint64_t msgs, uint32_t size) {
+  Scenario sc;
+  sc.nodes = 2;
+  sc.one_way = true;
+  sc.msgs = msgs;
+  sc.fixed_size = size;
+  sc.fast = 0;
+  sc.max_burst = 64;
+  sc.app_gap_ns = 1000;
+  return sc;
+}
+
 /** Deterministic message content: length and bytes follow from (src, dst, index). */
 inline uint64_t mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
